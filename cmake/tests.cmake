@@ -1,0 +1,54 @@
+# Unit tests: every tests/unit/test_*.c is one cmocka program. Each is built
+# twice: against the ordinary static library, and against a twin of the library
+# compiled with AddressSanitizer + UndefinedBehaviorSanitizer, so one ctest run
+# covers both (labels "unit" and "asan").
+pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+set(KFT_SAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+
+add_library(kftrainer_asan STATIC ${KFT_LIB_ALL})
+target_include_directories(kftrainer_asan PUBLIC ${CMAKE_SOURCE_DIR}/include
+                           PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_compile_options(kftrainer_asan PRIVATE ${KFT_WARNINGS} ${KFT_SAN_FLAGS} -O1 -g)
+target_link_libraries(kftrainer_asan PUBLIC ${KFT_LIB_DEPS})
+target_link_options(kftrainer_asan PUBLIC ${KFT_SAN_FLAGS})
+
+file(GLOB KFT_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_*.c)
+foreach(src ${KFT_UNIT_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  foreach(variant plain asan)
+    if(variant STREQUAL plain)
+      set(exe ${name})
+      set(lib kftrainer_static)
+      set(extra "")
+    else()
+      set(exe ${name}_asan)
+      set(lib kftrainer_asan)
+      set(extra ${KFT_SAN_FLAGS})
+    endif()
+    add_executable(${exe} ${src})
+    set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+    target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/unit)
+    target_compile_options(${exe} PRIVATE ${KFT_WARNINGS} ${extra})
+    target_compile_definitions(${exe} PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    target_link_libraries(${exe} PRIVATE ${lib} PkgConfig::CMOCKA)
+    add_test(NAME ${exe} COMMAND ${exe} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    if(variant STREQUAL plain)
+      set_tests_properties(${exe} PROPERTIES LABELS unit)
+    else()
+      set_tests_properties(${exe} PROPERTIES LABELS asan
+        ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1")
+    endif()
+  endforeach()
+endforeach()
+
+# Tiers driven by scripts: each tests/<tier>/run-tier prints its own
+# "N passed, N failed" line and exits non-zero on failure.
+foreach(tier validate golden local python cluster)
+  if(EXISTS ${CMAKE_SOURCE_DIR}/tests/${tier}/run-tier)
+    add_test(NAME tier_${tier} COMMAND ${CMAKE_SOURCE_DIR}/tests/${tier}/run-tier
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(tier_${tier} PROPERTIES LABELS ${tier}
+      ENVIRONMENT "KFTRAINER=${CMAKE_BINARY_DIR}/bin/kftrainer;KFT_BUILD_DIR=${CMAKE_BINARY_DIR}"
+      TIMEOUT 3000)
+  endif()
+endforeach()

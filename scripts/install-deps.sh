@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every system dependency kftrainer builds and tests with, from
+# Debian's packages. Idempotent: packages already present are not touched.
+# --check only reports (exit 1 when something is missing).
+set -euo pipefail
+
+packages=(
+	build-essential cmake pkg-config git clang clang-format libclang-rt-14-dev
+	libjansson-dev libyaml-dev libcurl4-openssl-dev libssl-dev openssl
+	libsqlite3-dev libmicrohttpd-dev libcmocka-dev python3 python3-yaml
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ "${1:-}" = "--check" ]; then
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "missing: ${missing[*]}"
+		exit 1
+	fi
+	exit 0
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all dependencies present" >&2
+	exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
