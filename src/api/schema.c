@@ -1,0 +1,989 @@
+/*
+ * schema.c - loading the api/ schema bundle, defaulting and validating
+ * objects against it, and expanding it into CRDs. See kftrainer/schema.h.
+ *
+ * A schema node is looked at through a "view": the node itself plus the
+ * definitions its `$ref` chain points to, searched in that order. That keeps
+ * the parsed bundle at its source size (the fully expanded CRDs are several
+ * times larger) and makes "siblings of $ref override the definition" fall out
+ * of the lookup order.
+ *
+ * Error wording follows the API server: schema failures are converted from
+ * kube-openapi's messages ("X in body should be ...") into field errors the
+ * way apiextensions-apiserver does, so `kftrainer validate` prints what
+ * `kubectl apply` would.
+ */
+#include "kftrainer/schema.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/bundle.h"
+#include "api/cel_rules.h"
+#include "kftrainer/decode.h"
+#include "kftrainer/quantity.h"
+#include "util/strbuf.h"
+
+#define MAX_LAYERS 8
+#define MAX_DEPTH  128
+
+static const char QUANTITY_DEF[] = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+static const char TIME_DEF[] = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+
+struct regex_entry {
+	const char *pattern; /* borrowed from the schema tree */
+	regex_t re;
+};
+
+struct kft_schema {
+	json_t *definitions; /* name -> schema */
+	json_t *kinds_json;  /* array of kinds: entries */
+	kft_kind_info *kinds;
+	size_t nkinds;
+	struct regex_entry *regexes;
+	size_t nregexes;
+};
+
+/* ---- views over $ref chains ------------------------------------------- */
+
+typedef struct view {
+	const json_t *layer[MAX_LAYERS];
+	int n;
+	int quantity, time; /* the chain passes through these definitions */
+} view;
+
+static int view_of(const kft_schema *s, const json_t *node, view *v)
+{
+	v->n = 0;
+	v->quantity = v->time = 0;
+	while (node) {
+		if (v->n == MAX_LAYERS)
+			return -1;
+		v->layer[v->n++] = node;
+		const char *ref = json_string_value(json_object_get(node, "$ref"));
+		if (!ref)
+			return 0;
+		if (strcmp(ref, QUANTITY_DEF) == 0)
+			v->quantity = 1;
+		if (strcmp(ref, TIME_DEF) == 0)
+			v->time = 1;
+		node = json_object_get(s->definitions, ref);
+		if (!node)
+			return -1;
+	}
+	return 0;
+}
+
+static const json_t *view_get(const view *v, const char *key)
+{
+	for (int i = 0; i < v->n; i++) {
+		const json_t *x = json_object_get(v->layer[i], key);
+		if (x)
+			return x;
+	}
+	return NULL;
+}
+
+static const char *view_str(const view *v, const char *key)
+{
+	return json_string_value(view_get(v, key));
+}
+
+static int view_true(const view *v, const char *key)
+{
+	return json_is_true(view_get(v, key));
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+static int add_definitions(kft_schema *s, const char *file, json_t *root, kft_error *err)
+{
+	json_t *defs = json_object_get(root, "definitions");
+	if (!defs)
+		return 0;
+	if (!json_is_object(defs))
+		return kft_error_set(err, KFT_EINVAL, "%s: definitions must be a mapping", file);
+	const char *name;
+	json_t *def;
+	json_object_foreach(defs, name, def)
+	{
+		if (json_object_get(s->definitions, name))
+			return kft_error_set(err, KFT_EINVAL, "%s: definition %s is defined twice",
+			                     file, name);
+		if (json_object_set(s->definitions, name, def) != 0)
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int add_kinds(kft_schema *s, const char *file, json_t *root, kft_error *err)
+{
+	json_t *kinds = json_object_get(root, "kinds");
+	if (!kinds)
+		return 0;
+	if (!json_is_array(kinds) || json_array_extend(s->kinds_json, kinds) != 0)
+		return kft_error_set(err, KFT_EINVAL, "%s: kinds must be a list", file);
+	return 0;
+}
+
+static int parse_file(const char *name, const char *data, size_t len, json_t **out, kft_error *err)
+{
+	kft_doc_list docs = {0};
+	int rc = kft_decode(data, len, name, &docs, err);
+	if (rc != 0)
+		return rc;
+	if (docs.count != 1 || !json_is_object(docs.items[0].root)) {
+		kft_doc_list_free(&docs);
+		return kft_error_set(err, KFT_EINVAL, "%s: expected one mapping", name);
+	}
+	*out = json_incref(docs.items[0].root);
+	kft_doc_list_free(&docs);
+	return 0;
+}
+
+static const char *kind_field(const json_t *k, const char *key)
+{
+	const char *v = json_string_value(json_object_get(k, key));
+	return v ? v : "";
+}
+
+static int index_kinds(kft_schema *s, kft_error *err)
+{
+	s->nkinds = json_array_size(s->kinds_json);
+	s->kinds = calloc(s->nkinds ? s->nkinds : 1, sizeof(*s->kinds));
+	if (!s->kinds)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->nkinds; i++) {
+		const json_t *k = json_array_get(s->kinds_json, i);
+		kft_kind_info *ki = &s->kinds[i];
+		ki->group = kind_field(k, "group");
+		ki->version = kind_field(k, "version");
+		ki->kind = kind_field(k, "kind");
+		ki->list_kind = kind_field(k, "listKind");
+		ki->plural = kind_field(k, "plural");
+		ki->singular = kind_field(k, "singular");
+		ki->namespaced = strcmp(kind_field(k, "scope"), "Cluster") != 0;
+		ki->definition = kind_field(k, "schema");
+		ki->entry = k;
+		if (!*ki->kind || !json_object_get(s->definitions, ki->definition))
+			return kft_error_set(err, KFT_EINVAL,
+			                     "kind %s: schema definition \"%s\" not found",
+			                     ki->kind, ki->definition);
+	}
+	return 0;
+}
+
+/* Compiles every `pattern` once, so validation is read-only and can run on
+ * several threads. */
+static int compile_patterns(kft_schema *s, const json_t *node, size_t depth, kft_error *err)
+{
+	if (depth > MAX_DEPTH)
+		return kft_error_set(err, KFT_ELIMIT, "schema nested too deeply");
+	if (json_is_array(node)) {
+		size_t i;
+		const json_t *x;
+		json_array_foreach(node, i,
+		                   x) if (compile_patterns(s, x, depth + 1, err) != 0) return -1;
+		return 0;
+	}
+	if (!json_is_object(node))
+		return 0;
+	const char *pattern = json_string_value(json_object_get(node, "pattern"));
+	if (pattern) {
+		struct regex_entry *n = realloc(s->regexes, (s->nregexes + 1) * sizeof(*n));
+		if (!n)
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+		s->regexes = n;
+		n[s->nregexes].pattern = pattern;
+		if (regcomp(&n[s->nregexes].re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+			return kft_error_set(err, KFT_EINVAL, "schema pattern %s does not compile",
+			                     pattern);
+		s->nregexes++;
+	}
+	const char *key;
+	const json_t *x;
+	json_object_foreach((json_t *)node, key, x)
+	{
+		if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0 &&
+		    compile_patterns(s, x, depth + 1, err) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int kft_schema_load(const char *const *names, const char *const *datas, const size_t *lens,
+                    size_t nfiles, kft_schema **out, kft_error *err)
+{
+	*out = NULL;
+	kft_schema *s = calloc(1, sizeof(*s));
+	if (!s)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	s->definitions = json_object();
+	s->kinds_json = json_array();
+	int rc = (!s->definitions || !s->kinds_json) ? kft_error_set(err, KFT_ENOMEM, "oom") : 0;
+	for (size_t i = 0; rc == 0 && i < nfiles; i++) {
+		json_t *root = NULL;
+		rc = parse_file(names[i], datas[i], lens[i], &root, err);
+		if (rc == 0)
+			rc = add_definitions(s, names[i], root, err);
+		if (rc == 0)
+			rc = add_kinds(s, names[i], root, err);
+		json_decref(root);
+	}
+	if (rc == 0)
+		rc = index_kinds(s, err);
+	if (rc == 0)
+		rc = compile_patterns(s, s->definitions, 0, err) == 0 ? 0 : err ? err->code : -1;
+	if (rc != 0) {
+		kft_schema_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void kft_schema_free(kft_schema *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nregexes; i++)
+		regfree(&s->regexes[i].re);
+	free(s->regexes);
+	free(s->kinds);
+	json_decref(s->definitions);
+	json_decref(s->kinds_json);
+	free(s);
+}
+
+static kft_schema *builtin;
+static kft_error builtin_err;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+
+static void load_builtin(void)
+{
+	size_t n = kft_api_bundle_count;
+	const char **names = calloc(n + 1, sizeof(*names));
+	const char **datas = calloc(n + 1, sizeof(*datas));
+	size_t *lens = calloc(n + 1, sizeof(*lens));
+	if (!names || !datas || !lens) {
+		kft_error_set(&builtin_err, KFT_ENOMEM, "out of memory");
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			names[i] = kft_api_bundle[i].name;
+			datas[i] = kft_api_bundle[i].data;
+			lens[i] = kft_api_bundle[i].len;
+		}
+		kft_schema_load(names, datas, lens, n, &builtin, &builtin_err);
+	}
+	free(names);
+	free(datas);
+	free(lens);
+}
+
+const kft_schema *kft_schema_builtin(kft_error *err)
+{
+	pthread_once(&builtin_once, load_builtin);
+	if (!builtin && err)
+		*err = builtin_err;
+	return builtin;
+}
+
+const kft_kind_info *kft_schema_find_kind(const kft_schema *s, const char *api_version,
+                                          const char *kind)
+{
+	if (!api_version || !kind)
+		return NULL;
+	for (size_t i = 0; i < s->nkinds; i++) {
+		const kft_kind_info *k = &s->kinds[i];
+		size_t glen = strlen(k->group);
+		if (strcmp(k->kind, kind) == 0 && strncmp(api_version, k->group, glen) == 0 &&
+		    api_version[glen] == '/' && strcmp(api_version + glen + 1, k->version) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+size_t kft_schema_kind_count(const kft_schema *s)
+{
+	return s->nkinds;
+}
+
+const kft_kind_info *kft_schema_kind_at(const kft_schema *s, size_t i)
+{
+	return i < s->nkinds ? &s->kinds[i] : NULL;
+}
+
+const json_t *kft_schema_definition(const kft_schema *s, const char *name)
+{
+	return json_object_get(s->definitions, name);
+}
+
+/* ---- defaulting ------------------------------------------------------- */
+
+static void default_node(const kft_schema *s, const json_t *schema, json_t *value, int depth);
+
+static void default_object(const kft_schema *s, const view *v, json_t *obj, int depth)
+{
+	const json_t *props = view_get(v, "properties");
+	const char *key;
+	json_t *x;
+	void *tmp;
+	/* Nulls of non-nullable fields are pruned first, so they get defaults. */
+	json_object_foreach_safe(obj, tmp, key, x)
+	{
+		const json_t *ps = json_object_get(props, key);
+		if (json_is_null(x) && ps) {
+			view pv;
+			if (view_of(s, ps, &pv) == 0 && !view_true(&pv, "nullable"))
+				json_object_del(obj, key);
+		}
+	}
+	json_object_foreach((json_t *)props, key, x)
+	{
+		view pv;
+		if (json_object_get(obj, key) || view_of(s, x, &pv) != 0)
+			continue;
+		const json_t *def = view_get(&pv, "default");
+		if (def)
+			json_object_set_new(obj, key, json_deep_copy(def));
+	}
+	const json_t *addl = view_get(v, "additionalProperties");
+	json_object_foreach(obj, key, x)
+	{
+		const json_t *ps = json_object_get(props, key);
+		if (ps)
+			default_node(s, ps, x, depth + 1);
+		else if (json_is_object(addl))
+			default_node(s, addl, x, depth + 1);
+	}
+}
+
+static void default_node(const kft_schema *s, const json_t *schema, json_t *value, int depth)
+{
+	view v;
+	if (depth > MAX_DEPTH || view_of(s, schema, &v) != 0)
+		return;
+	if (json_is_object(value)) {
+		default_object(s, &v, value, depth);
+	} else if (json_is_array(value)) {
+		const json_t *items = view_get(&v, "items");
+		size_t i;
+		json_t *x;
+		if (items)
+			json_array_foreach(value, i, x) default_node(s, items, x, depth + 1);
+	}
+}
+
+void kft_schema_default(const kft_schema *s, const kft_kind_info *kind, json_t *obj)
+{
+	default_node(s, json_object_get(s->definitions, kind->definition), obj, 0);
+}
+
+/* ---- validation ------------------------------------------------------- */
+
+typedef struct vctx {
+	const kft_schema *s;
+	kft_field_errors *errs;
+	kft_strbuf path;
+} vctx;
+
+static const char *path_of(vctx *c)
+{
+	return kft_strbuf_str(&c->path);
+}
+
+static void path_push_key(vctx *c, const char *key)
+{
+	if (c->path.len)
+		kft_strbuf_putc(&c->path, '.');
+	kft_strbuf_puts(&c->path, key);
+}
+
+static void path_pop(vctx *c, size_t len)
+{
+	c->path.len = len;
+	if (c->path.buf)
+		c->path.buf[len] = '\0';
+}
+
+/* An error in kube-openapi's wording ("PATH in body ..."), converted to a
+ * field error the way apiextensions-apiserver converts it. */
+static void body_error(vctx *c, kft_field_error_type type, const json_t *value, const char *fmt,
+                       ...) __attribute__((format(printf, 4, 5)));
+static void body_error(vctx *c, kft_field_error_type type, const json_t *value, const char *fmt,
+                       ...)
+{
+	kft_strbuf d;
+	kft_strbuf_init(&d);
+	kft_strbuf_printf(&d, "%s in body ", path_of(c));
+	char *tail = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&tail, fmt, ap) < 0)
+		tail = NULL;
+	va_end(ap);
+	if (tail)
+		kft_strbuf_puts(&d, tail);
+	free(tail);
+	char *detail = kft_strbuf_detach(&d);
+	char *rendered = value ? kft_render_value(value) : NULL;
+	kft_field_errors_add_rendered(c->errs, type, path_of(c), rendered, detail);
+	free(rendered);
+	free(detail);
+}
+
+static const char *json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "object";
+	case JSON_ARRAY: return "array";
+	case JSON_STRING: return "string";
+	case JSON_INTEGER: return "integer";
+	case JSON_REAL: return "number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "boolean";
+	case JSON_NULL: return "null";
+	}
+	return "unknown";
+}
+
+static int is_integral(const json_t *v)
+{
+	if (json_is_integer(v))
+		return 1;
+	if (!json_is_real(v))
+		return 0;
+	double d = json_real_value(v);
+	return d == (double)(long long)d && d > -9.3e18 && d < 9.3e18;
+}
+
+/* Returns 1 when the value has the schema's type (or the schema has none). */
+static int type_matches(const view *v, const json_t *value)
+{
+	if (view_true(v, "x-kubernetes-int-or-string"))
+		return json_is_string(value) || is_integral(value);
+	const char *type = view_str(v, "type");
+	if (!type)
+		return 1;
+	if (strcmp(type, "object") == 0)
+		return json_is_object(value);
+	if (strcmp(type, "array") == 0)
+		return json_is_array(value);
+	if (strcmp(type, "string") == 0)
+		return json_is_string(value);
+	if (strcmp(type, "integer") == 0)
+		return is_integral(value);
+	if (strcmp(type, "number") == 0)
+		return json_is_number(value);
+	if (strcmp(type, "boolean") == 0)
+		return json_is_boolean(value);
+	return 0;
+}
+
+static const regex_t *find_regex(const kft_schema *s, const char *pattern)
+{
+	for (size_t i = 0; i < s->nregexes; i++)
+		if (s->regexes[i].pattern == pattern || strcmp(s->regexes[i].pattern, pattern) == 0)
+			return &s->regexes[i].re;
+	return NULL;
+}
+
+static size_t utf8_length(const char *p)
+{
+	size_t n = 0;
+	for (; *p; p++)
+		if (((unsigned char)*p & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+static int is_rfc3339(const char *t)
+{
+	int y, mo, d, h, mi, sec, n = 0;
+	if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19)
+		return 0;
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+		return 0;
+	const char *p = t + 19;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p == 'Z' || *p == 'z')
+		return p[1] == '\0';
+	int oh, om;
+	n = 0;
+	return (*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) == 2 &&
+	       n == 5 && p[6] == '\0';
+}
+
+static void check_enum(vctx *c, const view *v, const json_t *value)
+{
+	const json_t *en = view_get(v, "enum");
+	if (!json_is_array(en))
+		return;
+	size_t i;
+	const json_t *x;
+	json_array_foreach(en, i, x) if (json_equal((json_t *)x, (json_t *)value)) return;
+	kft_strbuf d;
+	kft_strbuf_init(&d);
+	kft_strbuf_puts(&d, "supported values: ");
+	json_array_foreach(en, i, x)
+	{
+		char *q = json_is_string(x) ? kft_go_quote(json_string_value(x))
+		                            : json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT);
+		char *qq = (q && !json_is_string(x)) ? kft_go_quote(q) : NULL;
+		kft_strbuf_printf(&d, "%s%s", i ? ", " : "", qq ? qq : q ? q : "");
+		free(q);
+		free(qq);
+	}
+	char *detail = kft_strbuf_detach(&d);
+	char *rendered = kft_render_value(value);
+	kft_field_errors_add_rendered(c->errs, KFT_FIELD_NOT_SUPPORTED, path_of(c), rendered,
+	                              detail);
+	free(rendered);
+	free(detail);
+}
+
+static void check_string(vctx *c, const view *v, const json_t *value)
+{
+	const char *str = json_string_value(value);
+	if (!str)
+		return;
+	const json_t *maxl = view_get(v, "maxLength"), *minl = view_get(v, "minLength");
+	size_t len = utf8_length(str);
+	if (json_is_integer(maxl) && (json_int_t)len > json_integer_value(maxl)) {
+		json_int_t m = json_integer_value(maxl);
+		kft_field_errors_add(c->errs, KFT_FIELD_TOO_LONG, path_of(c), NULL,
+		                     "may not be more than %" JSON_INTEGER_FORMAT " %s", m,
+		                     m == 1 ? "byte" : "bytes");
+	}
+	if (json_is_integer(minl) && (json_int_t)len < json_integer_value(minl))
+		body_error(c, KFT_FIELD_INVALID, value,
+		           "should be at least %" JSON_INTEGER_FORMAT " chars long",
+		           json_integer_value(minl));
+	const char *pattern = view_str(v, "pattern");
+	const regex_t *re = pattern ? find_regex(c->s, pattern) : NULL;
+	if (re && regexec(re, str, 0, NULL, 0) != 0)
+		body_error(c, KFT_FIELD_INVALID, value, "should match '%s'", pattern);
+	if (v->quantity && (!re || regexec(re, str, 0, NULL, 0) == 0)) {
+		kft_quantity q;
+		kft_error qerr;
+		if (kft_quantity_parse(str, &q, &qerr) != 0)
+			kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), value, "%s",
+			                     qerr.message);
+	}
+	const char *format = view_str(v, "format");
+	if ((v->time || (format && strcmp(format, "date-time") == 0)) && !is_rfc3339(str)) {
+		char *q = kft_go_quote(str);
+		body_error(c, KFT_FIELD_INVALID, value, "must be of type date-time: %s",
+		           q ? q : "");
+		free(q);
+	}
+}
+
+static void check_number(vctx *c, const view *v, const json_t *value)
+{
+	double d = json_number_value(value);
+	const json_t *min = view_get(v, "minimum"), *max = view_get(v, "maximum");
+	int exmin = view_true(v, "exclusiveMinimum"), exmax = view_true(v, "exclusiveMaximum");
+	char *b;
+	if (min && (exmin ? d <= json_number_value(min) : d < json_number_value(min))) {
+		b = kft_render_value(min);
+		body_error(c, KFT_FIELD_INVALID, value, "should be greater than %s%s",
+		           exmin ? "" : "or equal to ", b ? b : "");
+		free(b);
+	}
+	if (max && (exmax ? d >= json_number_value(max) : d > json_number_value(max))) {
+		b = kft_render_value(max);
+		body_error(c, KFT_FIELD_INVALID, value, "should be less than %s%s",
+		           exmax ? "" : "or equal to ", b ? b : "");
+		free(b);
+	}
+	const char *format = view_str(v, "format");
+	if (format && strcmp(format, "int32") == 0 && (d < -2147483648.0 || d > 2147483647.0))
+		body_error(c, KFT_FIELD_INVALID, value, "must be of type int32");
+}
+
+static void validate_node(vctx *c, const json_t *schema, const json_t *value, const json_t *old,
+                          int depth);
+
+/* Whether two map-list items have equal values for every key (an absent
+ * key equals only an absent key). */
+static int same_keys(const json_t *a, const json_t *b, const json_t *keys)
+{
+	if (!json_is_object(a) || !json_is_object(b))
+		return 0;
+	size_t k;
+	const json_t *key;
+	json_array_foreach(keys, k, key)
+	{
+		const char *name = json_string_value(key);
+		const json_t *x = name ? json_object_get(a, name) : NULL;
+		const json_t *y = name ? json_object_get(b, name) : NULL;
+		if (!name || !(x == y || (x && y && json_equal((json_t *)x, (json_t *)y))))
+			return 0;
+	}
+	return 1;
+}
+
+static const json_t *find_by_keys(const json_t *list, const json_t *item, const json_t *keys)
+{
+	size_t i;
+	const json_t *cand;
+	json_array_foreach(list, i, cand) if (same_keys(cand, item, keys)) return cand;
+	return NULL;
+}
+
+static json_t *key_values(const json_t *item, const json_t *keys)
+{
+	json_t *kv = json_object();
+	size_t k;
+	const json_t *key;
+	json_array_foreach(keys, k, key)
+	{
+		const char *name = json_string_value(key);
+		json_t *x = name ? json_object_get(item, name) : NULL;
+		if (x)
+			json_object_set(kv, name, x);
+	}
+	return kv;
+}
+
+static void validate_array(vctx *c, const view *v, const json_t *value, const json_t *old,
+                           int depth)
+{
+	size_t n = json_array_size(value);
+	const json_t *maxi = view_get(v, "maxItems"), *mini = view_get(v, "minItems");
+	if (json_is_integer(maxi) && (json_int_t)n > json_integer_value(maxi)) {
+		json_int_t m = json_integer_value(maxi);
+		json_t *count = json_integer((json_int_t)n);
+		kft_field_errors_add(c->errs, KFT_FIELD_TOO_MANY, path_of(c), count,
+		                     "must have at most %" JSON_INTEGER_FORMAT " %s", m,
+		                     m == 1 ? "item" : "items");
+		json_decref(count);
+	}
+	if (json_is_integer(mini) && (json_int_t)n < json_integer_value(mini)) {
+		json_t *count = json_integer((json_int_t)n);
+		body_error(c, KFT_FIELD_INVALID, count,
+		           "should have at least %" JSON_INTEGER_FORMAT " items",
+		           json_integer_value(mini));
+		json_decref(count);
+	}
+	const char *list_type = view_str(v, "x-kubernetes-list-type");
+	const json_t *keys = view_get(v, "x-kubernetes-list-map-keys");
+	const json_t *items = view_get(v, "items");
+	size_t base = c->path.len;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *item = json_array_get(value, i);
+		kft_strbuf_printf(&c->path, "[%zu]", i);
+		const json_t *old_item = NULL;
+		if (list_type && strcmp(list_type, "map") == 0 && json_is_array(keys)) {
+			for (size_t j = 0; j < i; j++) {
+				if (!same_keys(json_array_get(value, j), item, keys))
+					continue;
+				json_t *kv = key_values(item, keys);
+				kft_field_errors_add(c->errs, KFT_FIELD_DUPLICATE, path_of(c), kv,
+				                     NULL);
+				json_decref(kv);
+				break;
+			}
+			old_item = json_is_array(old) ? find_by_keys(old, item, keys) : NULL;
+		} else if (list_type && strcmp(list_type, "set") == 0) {
+			for (size_t j = 0; j < i; j++)
+				if (json_equal((json_t *)json_array_get(value, j),
+				               (json_t *)item)) {
+					kft_field_errors_add(c->errs, KFT_FIELD_DUPLICATE,
+					                     path_of(c), item, NULL);
+					break;
+				}
+		}
+		if (items)
+			validate_node(c, items, item, old_item, depth + 1);
+		path_pop(c, base);
+	}
+}
+
+static void validate_object(vctx *c, const view *v, const json_t *value, const json_t *old,
+                            int depth)
+{
+	const json_t *props = view_get(v, "properties");
+	const json_t *addl = view_get(v, "additionalProperties");
+	int preserve = view_true(v, "x-kubernetes-preserve-unknown-fields");
+	size_t base = c->path.len;
+	const char *key;
+	const json_t *x;
+	json_object_foreach((json_t *)value, key, x)
+	{
+		const json_t *ps = json_object_get(props, key);
+		const json_t *old_x = json_is_object(old) ? json_object_get(old, key) : NULL;
+		/* The root's metadata is an ObjectMeta, which the API server checks
+		 * with its own rules (kftrainer/objectmeta.h), not the schema. */
+		if (depth == 0 && strcmp(key, "metadata") == 0)
+			continue;
+		if (ps) {
+			path_push_key(c, key);
+			view pv;
+			if (!(json_is_null(x) && view_of(c->s, ps, &pv) == 0 &&
+			      !view_true(&pv, "nullable")))
+				validate_node(c, ps, x, old_x, depth + 1);
+		} else if (json_is_object(addl)) {
+			kft_strbuf_printf(&c->path, "[%s]", key);
+			validate_node(c, addl, x, old_x, depth + 1);
+		} else if (!preserve) {
+			path_push_key(c, key);
+			kft_field_errors_add(c->errs, KFT_FIELD_UNKNOWN, path_of(c), NULL, NULL);
+		}
+		path_pop(c, base);
+	}
+	const json_t *req = view_get(v, "required");
+	size_t i;
+	json_array_foreach(req, i, x)
+	{
+		const char *name = json_string_value(x);
+		const json_t *got = name ? json_object_get(value, name) : NULL;
+		if (name && (!got || json_is_null(got))) {
+			path_push_key(c, name);
+			kft_field_errors_add(c->errs, KFT_FIELD_REQUIRED, path_of(c), NULL, NULL);
+			path_pop(c, base);
+		}
+	}
+	const json_t *minp = view_get(v, "minProperties"), *maxp = view_get(v, "maxProperties");
+	json_t *count = json_integer((json_int_t)json_object_size(value));
+	if (json_is_integer(minp) && json_integer_value(count) < json_integer_value(minp))
+		body_error(c, KFT_FIELD_INVALID, count,
+		           "should have at least %" JSON_INTEGER_FORMAT " properties",
+		           json_integer_value(minp));
+	if (json_is_integer(maxp) && json_integer_value(count) > json_integer_value(maxp))
+		kft_field_errors_add(c->errs, KFT_FIELD_TOO_MANY, path_of(c), count,
+		                     "must have at most %" JSON_INTEGER_FORMAT " items",
+		                     json_integer_value(maxp));
+	json_decref(count);
+}
+
+static void validate_rules(vctx *c, const view *v, const json_t *value, const json_t *old)
+{
+	for (int l = 0; l < v->n; l++) {
+		const json_t *rules = json_object_get(v->layer[l], "x-kubernetes-validations");
+		size_t i;
+		const json_t *r;
+		json_array_foreach(rules, i, r)
+		{
+			const char *text = json_string_value(json_object_get(r, "rule"));
+			const char *msg = json_string_value(json_object_get(r, "message"));
+			const kft_cel_rule *impl = text ? kft_cel_rule_find(text) : NULL;
+			if (!impl) {
+				kft_field_errors_add(c->errs, KFT_FIELD_INTERNAL, path_of(c), NULL,
+				                     "no implementation for validation rule %s",
+				                     text ? text : "(missing)");
+				continue;
+			}
+			if (impl->transition && !old)
+				continue;
+			if (impl->check(value, old))
+				continue;
+			json_t *type = json_string(json_type_name(value));
+			if (msg)
+				kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), type,
+				                     "%s", msg);
+			else
+				kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), type,
+				                     "failed rule: %s", text);
+			json_decref(type);
+		}
+	}
+}
+
+static void validate_node(vctx *c, const json_t *schema, const json_t *value, const json_t *old,
+                          int depth)
+{
+	view v;
+	if (depth > MAX_DEPTH || view_of(c->s, schema, &v) != 0) {
+		kft_field_errors_add(c->errs, KFT_FIELD_INTERNAL, path_of(c), NULL,
+		                     "schema reference cannot be resolved");
+		return;
+	}
+	if (json_is_null(value) && view_true(&v, "nullable"))
+		return;
+	if (!type_matches(&v, value)) {
+		const char *want = view_str(&v, "type");
+		json_t *got = json_string(json_type_name(value));
+		body_error(c, KFT_FIELD_INVALID, got, "must be of type %s: \"%s\"",
+		           want ? want : "int-or-string", json_type_name(value));
+		json_decref(got);
+		return;
+	}
+	check_enum(c, &v, value);
+	if (json_is_string(value))
+		check_string(c, &v, value);
+	else if (json_is_number(value))
+		check_number(c, &v, value);
+	else if (json_is_array(value))
+		validate_array(c, &v, value, old, depth);
+	else if (json_is_object(value))
+		validate_object(c, &v, value, old, depth);
+	validate_rules(c, &v, value, old);
+}
+
+void kft_schema_validate(const kft_schema *s, const kft_kind_info *kind, const json_t *obj,
+                         const json_t *old_obj, kft_field_errors *errs)
+{
+	vctx c = {.s = s, .errs = errs};
+	kft_strbuf_init(&c.path);
+	validate_node(&c, json_object_get(s->definitions, kind->definition), obj, old_obj, 0);
+	kft_strbuf_free(&c.path);
+}
+
+/* ---- expansion (CRDs) -------------------------------------------------- */
+
+static json_t *expand_node(const kft_schema *s, const json_t *node, int depth, kft_error *err);
+
+static json_t *expand_value(const kft_schema *s, const char *key, const json_t *x, int depth,
+                            kft_error *err)
+{
+	if (strcmp(key, "properties") == 0 && json_is_object(x)) {
+		json_t *out = json_object();
+		const char *k;
+		const json_t *p;
+		json_object_foreach((json_t *)x, k, p)
+		{
+			json_t *e = expand_node(s, p, depth + 1, err);
+			if (!e) {
+				json_decref(out);
+				return NULL;
+			}
+			json_object_set_new(out, k, e);
+		}
+		return out;
+	}
+	if ((strcmp(key, "items") == 0 || strcmp(key, "additionalProperties") == 0) &&
+	    json_is_object(x))
+		return expand_node(s, x, depth + 1, err);
+	return json_deep_copy(x);
+}
+
+static json_t *expand_node(const kft_schema *s, const json_t *node, int depth, kft_error *err)
+{
+	if (depth > MAX_DEPTH) {
+		kft_error_set(err, KFT_ELIMIT, "schema too deep or cyclic");
+		return NULL;
+	}
+	json_t *out;
+	const char *ref = json_string_value(json_object_get(node, "$ref"));
+	if (ref) {
+		const json_t *def = json_object_get(s->definitions, ref);
+		if (!def) {
+			kft_error_set(err, KFT_ENOTFOUND, "$ref to undefined definition %s", ref);
+			return NULL;
+		}
+		out = expand_node(s, def, depth + 1, err);
+	} else {
+		out = json_object();
+	}
+	if (!out)
+		return NULL;
+	const char *key;
+	const json_t *x;
+	json_object_foreach((json_t *)node, key, x)
+	{
+		if (strcmp(key, "$ref") == 0)
+			continue;
+		json_t *e = expand_value(s, key, x, depth, err);
+		if (!e) {
+			json_decref(out);
+			return NULL;
+		}
+		json_t *prev = json_object_get(out, key);
+		if (strcmp(key, "x-kubernetes-validations") == 0 && json_is_array(prev))
+			json_array_extend(prev, e), json_decref(e);
+		else
+			json_object_set_new(out, key, e);
+	}
+	return out;
+}
+
+json_t *kft_schema_expand(const kft_schema *s, const char *name, kft_error *err)
+{
+	const json_t *def = json_object_get(s->definitions, name);
+	if (!def) {
+		kft_error_set(err, KFT_ENOTFOUND, "no definition named %s", name);
+		return NULL;
+	}
+	return expand_node(s, def, 0, err);
+}
+
+static void copy_if(json_t *dst, const char *dkey, const json_t *src, const char *skey)
+{
+	json_t *x = json_object_get(src, skey);
+	if (x)
+		json_object_set_new(dst, dkey, json_deep_copy(x));
+}
+
+json_t *kft_schema_crd(const kft_schema *s, const kft_kind_info *k, kft_error *err)
+{
+	json_t *schema = kft_schema_expand(s, k->definition, err);
+	if (!schema)
+		return NULL;
+	char name[512];
+	snprintf(name, sizeof(name), "%s.%s", k->plural, k->group);
+	json_t *names = json_pack("{s:s, s:s, s:s, s:s}", "kind", k->kind, "listKind", k->list_kind,
+	                          "plural", k->plural, "singular", k->singular);
+	copy_if(names, "shortNames", k->entry, "shortNames");
+	copy_if(names, "categories", k->entry, "categories");
+	json_t *version =
+	        json_pack("{s:s, s:b, s:b}", "name", k->version, "served", 1, "storage", 1);
+	copy_if(version, "additionalPrinterColumns", k->entry, "additionalPrinterColumns");
+	json_object_set_new(version, "schema", json_pack("{s:o}", "openAPIV3Schema", schema));
+	copy_if(version, "subresources", k->entry, "subresources");
+	json_t *crd =
+	        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:o, s:s, s:[o]}}", "apiVersion",
+	                  "apiextensions.k8s.io/v1", "kind", "CustomResourceDefinition", "metadata",
+	                  "name", name, "spec", "group", k->group, "names", names, "scope",
+	                  k->namespaced ? "Namespaced" : "Cluster", "versions", version);
+	if (!crd)
+		kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return crd;
+}
+
+static void collect_rules(const json_t *node, json_t *out, int depth)
+{
+	if (depth > MAX_DEPTH)
+		return;
+	if (json_is_array(node)) {
+		size_t i;
+		const json_t *x;
+		json_array_foreach(node, i, x) collect_rules(x, out, depth + 1);
+		return;
+	}
+	if (!json_is_object(node))
+		return;
+	const json_t *rules = json_object_get(node, "x-kubernetes-validations");
+	size_t i;
+	const json_t *r;
+	json_array_foreach(rules, i, r)
+	{
+		const char *text = json_string_value(json_object_get(r, "rule"));
+		if (!text || !kft_cel_rule_find(text))
+			json_array_append_new(out, json_string(text ? text : "(missing rule)"));
+	}
+	const char *key;
+	const json_t *x;
+	json_object_foreach((json_t *)node, key, x)
+	{
+		if (strcmp(key, "default") != 0 && strcmp(key, "enum") != 0)
+			collect_rules(x, out, depth + 1);
+	}
+}
+
+json_t *kft_schema_unimplemented_rules(const kft_schema *s)
+{
+	json_t *out = json_array();
+	collect_rules(s->definitions, out, 0);
+	return out;
+}
