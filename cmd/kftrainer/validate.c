@@ -1,0 +1,296 @@
+/*
+ * validate.c - `kftrainer validate`: check trainer.kubeflow.org objects
+ * offline, reporting every problem the API server (with our CRDs) and
+ * upstream's webhooks would, one line each:
+ *
+ *     FILE: KIND/NAMESPACE/NAME: FIELD-PATH: message
+ *
+ * Exit 0 when every object is valid, 1 when any is invalid, 2 when an input
+ * cannot be read or parsed. Directories are walked recursively in name
+ * order for *.yaml, *.yml and *.json (kustomization files and dot-files are
+ * not objects and are passed over).
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "kftrainer/decode.h"
+#include "kftrainer/object.h"
+#include "kftrainer/schema.h"
+
+typedef struct paths {
+	char **items;
+	size_t count, cap;
+} paths;
+
+typedef struct tally {
+	size_t files, objects, invalid, skipped, unreadable;
+	json_t *report; /* -o json: array of problem records, else NULL */
+} tally;
+
+static void validate_usage(FILE *out)
+{
+	fputs("Usage: kftrainer validate [-f] FILE|DIR|- ... [-o text|json] [-q]\n\n"
+	      "Check TrainJob, TrainingRuntime and ClusterTrainingRuntime objects offline, with\n"
+	      "the defaults, schema, CEL rules and webhook checks the cluster applies. Prints\n"
+	      "one line per problem: FILE: KIND/NAMESPACE/NAME: FIELD-PATH: message\n\n"
+	      "Options:\n"
+	      "  -f, --filename PATH  a file, a directory (walked recursively) or - for stdin;\n"
+	      "                       repeatable, and bare arguments count the same\n"
+	      "  -R, --recursive      accepted for kubectl habit; directories always recurse\n"
+	      "  -o, --output FORMAT  text (default) or json (one report on stdout)\n"
+	      "  -q, --quiet          no summary line on stderr\n"
+	      "  -h, --help           this help\n\n"
+	      "Objects of other Kubernetes kinds (Deployments, CRDs ...) are skipped; unknown\n"
+	      "kinds are errors. Exit status: 0 all valid, 1 some invalid, 2 unreadable input.\n",
+	      out);
+}
+
+static int paths_add(paths *p, const char *s)
+{
+	if (p->count == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 16;
+		char **n = realloc(p->items, ncap * sizeof(*n));
+		if (!n)
+			return -1;
+		p->items = n;
+		p->cap = ncap;
+	}
+	p->items[p->count] = strdup(s);
+	if (!p->items[p->count])
+		return -1;
+	p->count++;
+	return 0;
+}
+
+static void paths_free(paths *p)
+{
+	for (size_t i = 0; i < p->count; i++)
+		free(p->items[i]);
+	free(p->items);
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int is_manifest_name(const char *name)
+{
+	if (name[0] == '.' || strcmp(name, "kustomization.yaml") == 0 ||
+	    strcmp(name, "kustomization.yml") == 0 || strcmp(name, "Kustomization") == 0)
+		return 0;
+	return has_suffix(name, ".yaml") || has_suffix(name, ".yml") || has_suffix(name, ".json");
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the manifests under dir, in name order, depth first. Returns the
+ * number of directories that could not be read (each already reported). */
+static int walk(const char *dir, paths *out, int depth)
+{
+	if (depth > 32) {
+		kft_cli_error("%s: directories nested too deeply", dir);
+		return 1;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		kft_cli_error("%s: cannot open directory: %m", dir);
+		return 1;
+	}
+	paths names = {0};
+	struct dirent *e;
+	int failures = 0;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' && paths_add(&names, e->d_name) != 0)
+			failures++;
+	closedir(d);
+	if (names.count)
+		qsort(names.items, names.count, sizeof(char *), cmp_names);
+	for (size_t i = 0; i < names.count; i++) {
+		char *full = NULL;
+		if (asprintf(&full, "%s%s%s", dir, has_suffix(dir, "/") ? "" : "/",
+		             names.items[i]) < 0) {
+			failures++;
+			continue;
+		}
+		struct stat st;
+		if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
+			failures += walk(full, out, depth + 1);
+		else if (is_manifest_name(names.items[i]) && paths_add(out, full) != 0)
+			failures++;
+		free(full);
+	}
+	paths_free(&names);
+	return failures;
+}
+
+static void report(tally *t, const char *file, const char *ref, const char *field,
+                   const char *message, const char *severity)
+{
+	if (t->report) {
+		json_array_append_new(t->report,
+		                      json_pack("{s:s, s:s, s:s?, s:s, s:s}", "file", file,
+		                                "object", ref, "field", field, "message", message,
+		                                "severity", severity));
+		return;
+	}
+	if (strcmp(severity, "warning") == 0)
+		fprintf(stderr, "%s: %s: Warning: %s\n", file, ref, message);
+	else
+		printf("%s: %s: %s\n", file, ref, message);
+}
+
+static void check_one(const kft_schema *schema, const char *file, json_t *obj, tally *t)
+{
+	kft_field_errors errs;
+	kft_field_errors_init(&errs);
+	const kft_kind_info *kind = NULL;
+	kft_object_class cls = kft_object_check(schema, obj, NULL, &errs, &kind);
+	t->objects++;
+	if (cls == KFT_OBJECT_EXTERNAL)
+		t->skipped++;
+	char *ref = kft_object_ref(obj, kind ? kind->namespaced : 1);
+	for (size_t i = 0; i < errs.count; i++) {
+		char *line = kft_field_error_format(&errs.items[i]);
+		report(t, file, ref ? ref : "?", errs.items[i].field, line ? line : "(no memory)",
+		       "error");
+		free(line);
+	}
+	for (size_t i = 0; i < errs.nwarnings; i++)
+		report(t, file, ref ? ref : "?", NULL, errs.warnings[i], "warning");
+	if (errs.count || errs.oom)
+		t->invalid++;
+	free(ref);
+	kft_field_errors_free(&errs);
+}
+
+static void check_file(const kft_schema *schema, const char *path, tally *t)
+{
+	kft_doc_list docs = {0};
+	kft_error err;
+	t->files++;
+	if (kft_decode_file(path, &docs, &err) != 0) {
+		kft_cli_error("%s", err.message);
+		t->unreadable++;
+		return;
+	}
+	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	for (size_t i = 0; i < docs.count; i++) {
+		json_t *items = kft_object_list_items(docs.items[i].root);
+		if (items) {
+			size_t j;
+			json_t *item;
+			json_array_foreach(items, j, item) check_one(schema, name, item, t);
+		} else {
+			check_one(schema, name, docs.items[i].root, t);
+		}
+	}
+	kft_doc_list_free(&docs);
+}
+
+static int parse_args(int argc, char **argv, paths *inputs, int *json_out, int *quiet)
+{
+	static const struct option opts[] = {
+	        {"filename", required_argument, NULL, 'f'}, {"recursive", no_argument, NULL, 'R'},
+	        {"output", required_argument, NULL, 'o'},   {"quiet", no_argument, NULL, 'q'},
+	        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:Ro:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (paths_add(inputs, optarg) != 0)
+				return KFT_EXIT_INPUT;
+			break;
+		case 'R': break;
+		case 'o':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+				kft_cli_error("--output: unsupported format \"%s\" (text or json)",
+				              optarg);
+				return KFT_EXIT_USAGE;
+			}
+			*json_out = strcmp(optarg, "json") == 0;
+			break;
+		case 'q': *quiet = 1; break;
+		case 'h': validate_usage(stdout); return -1;
+		default: validate_usage(stderr); return KFT_EXIT_USAGE;
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		if (paths_add(inputs, argv[i]) != 0)
+			return KFT_EXIT_INPUT;
+	if (inputs->count == 0) {
+		kft_cli_error("validate: no input; give -f FILE, a directory, or - for stdin");
+		return KFT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int run_validate(int argc, char **argv)
+{
+	paths inputs = {0}, files = {0};
+	int json_out = 0, quiet = 0;
+	int rc = parse_args(argc, argv, &inputs, &json_out, &quiet);
+	if (rc != 0) {
+		paths_free(&inputs);
+		return rc < 0 ? KFT_EXIT_OK : rc;
+	}
+	kft_error err;
+	const kft_schema *schema = kft_schema_builtin(&err);
+	if (!schema) {
+		kft_cli_error("built-in schema: %s", err.message);
+		paths_free(&inputs);
+		return KFT_EXIT_INPUT;
+	}
+	tally t = {0};
+	if (json_out)
+		t.report = json_array();
+	for (size_t i = 0; i < inputs.count; i++) {
+		struct stat st;
+		const char *in = inputs.items[i];
+		if (strcmp(in, "-") != 0 && stat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (walk(in, &files, 0) != 0)
+				t.unreadable++;
+		} else if (paths_add(&files, in) != 0) {
+			t.unreadable++;
+		}
+	}
+	for (size_t i = 0; i < files.count; i++)
+		check_file(schema, files.items[i], &t);
+	if (t.report) {
+		json_t *doc =
+		        json_pack("{s:o, s:I, s:I, s:I, s:I}", "problems", t.report, "files",
+		                  (json_int_t)t.files, "objects", (json_int_t)t.objects, "invalid",
+		                  (json_int_t)t.invalid, "skipped", (json_int_t)t.skipped);
+		json_dumpf(doc, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(doc);
+	}
+	if (!quiet)
+		fprintf(stderr,
+		        "validated %zu object%s in %zu file%s: %zu invalid, %zu skipped "
+		        "(not trainer.kubeflow.org)%s\n",
+		        t.objects, t.objects == 1 ? "" : "s", t.files, t.files == 1 ? "" : "s",
+		        t.invalid, t.skipped, t.unreadable ? ", some input unreadable" : "");
+	paths_free(&inputs);
+	paths_free(&files);
+	if (t.unreadable)
+		return KFT_EXIT_INPUT;
+	return t.invalid ? KFT_EXIT_INVALID : KFT_EXIT_OK;
+}
+
+const kft_verb kft_verb_validate = {
+        .name = "validate",
+        .summary = "check TrainJobs and runtimes offline, with field paths",
+        .run = run_validate,
+        .usage = validate_usage,
+};
