@@ -147,6 +147,9 @@ kft_object_class kft_object_check(const kft_schema *schema, json_t *obj, const j
 	kft_schema_default(schema, kind, obj);
 	kft_schema_validate(schema, kind, obj, old_obj, errs);
 	json_t *meta = json_object_get(obj, "metadata");
+	/* kubectl fills an absent namespace from its context before sending. */
+	if (kind->namespaced && json_is_object(meta) && !json_object_get(meta, "namespace"))
+		json_object_set_new(meta, "namespace", json_string("default"));
 	check_meta_fields(meta, errs);
 	kft_validate_object_meta(meta, kind->namespaced, "metadata", errs);
 	if (old_obj)

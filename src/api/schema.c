@@ -734,7 +734,7 @@ static void validate_object(vctx *c, const view *v, const json_t *value, const j
 			      !view_true(&pv, "nullable")))
 				validate_node(c, ps, x, old_x, depth + 1);
 		} else if (json_is_object(addl)) {
-			kft_strbuf_printf(&c->path, "[%s]", key);
+			path_push_key(c, key); /* kube-openapi names map values "path.key" */
 			validate_node(c, addl, x, old_x, depth + 1);
 		} else if (!preserve) {
 			path_push_key(c, key);
