@@ -77,6 +77,14 @@ char *kft_render_value(const json_t *value);
 /* Go's strconv.Quote of a UTF-8 string. Caller frees. */
 char *kft_go_quote(const char *s);
 
+/* The OpenAPI type name of a JSON value ("object", "integer", "number" ...),
+ * as the API server names it in type errors and CEL failures. */
+const char *kft_json_type_name(const json_t *value);
+
+/* Characters (code points) in a UTF-8 string: what OpenAPI's maxLength and
+ * CEL's size() count. */
+size_t kft_utf8_length(const char *s);
+
 /* "FIELD: TYPE: VALUE: DETAIL" as kubectl prints it. Caller frees. */
 char *kft_field_error_format(const kft_field_error *e);
 

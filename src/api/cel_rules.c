@@ -9,6 +9,8 @@
  */
 #include "api/cel_rules.h"
 
+#include "kftrainer/validation.h"
+
 #include <string.h>
 
 static int rule_immutable(const json_t *self, const json_t *old)
@@ -44,19 +46,10 @@ static int rule_name_rfc1035(const json_t *self, const json_t *old)
 	return !name || is_rfc1035_label(name);
 }
 
-static size_t code_points(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		if (((unsigned char)*s & 0xC0) != 0x80)
-			n++;
-	return n;
-}
-
 static int rule_name_max63(const json_t *self, const json_t *old)
 {
 	const char *name = metadata_name(self);
-	return !name || code_points(name) <= 63;
+	return !name || kft_utf8_length(name) <= 63;
 }
 
 static int rule_managed_by(const json_t *self, const json_t *old)

@@ -447,22 +447,6 @@ static char *index_path(kft_field_errors *errs, const char *path, size_t i)
 	return p;
 }
 
-/* The OpenAPI names the schema validator uses in its type errors. */
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_INTEGER: return "integer";
-	case JSON_REAL: return "number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	case JSON_NULL: return "null";
-	}
-	return "unknown";
-}
-
 /* Worded like the schema validator, so a mistyped metadata field reads the
  * same as a mistyped spec field. */
 static void type_error(kft_field_errors *errs, const char *field, const json_t *v, const char *want)
@@ -470,9 +454,9 @@ static void type_error(kft_field_errors *errs, const char *field, const json_t *
 	kft_strbuf value, detail;
 	kft_strbuf_init(&value);
 	kft_strbuf_init(&detail);
-	kft_strbuf_printf(&value, "\"%s\"", type_name(v));
+	kft_strbuf_printf(&value, "\"%s\"", kft_json_type_name(v));
 	kft_strbuf_printf(&detail, "%s in body must be of type %s: \"%s\"", field, want,
-	                  type_name(v));
+	                  kft_json_type_name(v));
 	if (value.failed || detail.failed)
 		errs->oom = 1;
 	else

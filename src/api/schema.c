@@ -435,21 +435,6 @@ static void body_error(vctx *c, kft_field_error_type type, const json_t *value, 
 	free(detail);
 }
 
-static const char *json_type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_INTEGER: return "integer";
-	case JSON_REAL: return "number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	case JSON_NULL: return "null";
-	}
-	return "unknown";
-}
-
 static int is_integral(const json_t *v)
 {
 	if (json_is_integer(v))
@@ -489,15 +474,6 @@ static const regex_t *find_regex(const kft_schema *s, const char *pattern)
 		if (s->regexes[i].pattern == pattern || strcmp(s->regexes[i].pattern, pattern) == 0)
 			return &s->regexes[i].re;
 	return NULL;
-}
-
-static size_t utf8_length(const char *p)
-{
-	size_t n = 0;
-	for (; *p; p++)
-		if (((unsigned char)*p & 0xC0) != 0x80)
-			n++;
-	return n;
 }
 
 static int is_rfc3339(const char *t)
@@ -557,7 +533,7 @@ static void check_string(vctx *c, const view *v, const json_t *value)
 	if (!str)
 		return;
 	const json_t *maxl = view_get(v, "maxLength"), *minl = view_get(v, "minLength");
-	size_t len = utf8_length(str);
+	size_t len = kft_utf8_length(str);
 	if (json_is_integer(maxl) && (json_int_t)len > json_integer_value(maxl)) {
 		json_int_t m = json_integer_value(maxl);
 		kft_field_errors_add(c->errs, KFT_FIELD_TOO_LONG, path_of(c), NULL,
@@ -788,7 +764,7 @@ static void validate_rules(vctx *c, const view *v, const json_t *value, const js
 				continue;
 			if (impl->check(value, old))
 				continue;
-			json_t *type = json_string(json_type_name(value));
+			json_t *type = json_string(kft_json_type_name(value));
 			if (msg)
 				kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), type,
 				                     "%s", msg);
@@ -813,9 +789,9 @@ static void validate_node(vctx *c, const json_t *schema, const json_t *value, co
 		return;
 	if (!type_matches(&v, value)) {
 		const char *want = view_str(&v, "type");
-		json_t *got = json_string(json_type_name(value));
+		json_t *got = json_string(kft_json_type_name(value));
 		body_error(c, KFT_FIELD_INVALID, got, "must be of type %s: \"%s\"",
-		           want ? want : "int-or-string", json_type_name(value));
+		           want ? want : "int-or-string", kft_json_type_name(value));
 		json_decref(got);
 		return;
 	}

@@ -18,7 +18,8 @@ static void check(const kft_schema *schema, json_t *obj)
 	kft_field_errors errs;
 	kft_field_errors_init(&errs);
 	/* The object is validated twice: as a create, then as an update against
-	 * a copy of itself, which must add no errors of its own. */
+	 * a copy of itself. A valid object must stay valid when "updated" to
+	 * itself: no transition rule may fire on an unchanged object. */
 	json_t *old = json_deep_copy(obj);
 	kft_object_check(schema, obj, NULL, &errs, NULL);
 	size_t first = errs.count;
@@ -27,8 +28,8 @@ static void check(const kft_schema *schema, json_t *obj)
 	if (old) {
 		kft_field_errors_free(&errs);
 		kft_object_check(schema, old, obj, &errs, NULL);
-		if (errs.count != first)
-			abort(); /* an unchanged object tripped a transition rule */
+		if (first == 0 && errs.count != 0)
+			abort();
 	}
 	kft_field_errors_free(&errs);
 	json_decref(old);
