@@ -10,21 +10,15 @@
  * order for *.yaml, *.yml and *.json (kustomization files and dot-files are
  * not objects and are passed over).
  */
-#include <dirent.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
+#include "inputs.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/object.h"
 #include "kftrainer/schema.h"
-
-typedef struct paths {
-	char **items;
-	size_t count, cap;
-} paths;
 
 typedef struct tally {
 	size_t files, objects, invalid, skipped, unreadable;
@@ -47,89 +41,6 @@ static void validate_usage(FILE *out)
 	      "Objects of other Kubernetes kinds (Deployments, CRDs ...) are skipped; unknown\n"
 	      "kinds are errors. Exit status: 0 all valid, 1 some invalid, 2 unreadable input.\n",
 	      out);
-}
-
-static int paths_add(paths *p, const char *s)
-{
-	if (p->count == p->cap) {
-		size_t ncap = p->cap ? p->cap * 2 : 16;
-		char **n = realloc(p->items, ncap * sizeof(*n));
-		if (!n)
-			return -1;
-		p->items = n;
-		p->cap = ncap;
-	}
-	p->items[p->count] = strdup(s);
-	if (!p->items[p->count])
-		return -1;
-	p->count++;
-	return 0;
-}
-
-static void paths_free(paths *p)
-{
-	for (size_t i = 0; i < p->count; i++)
-		free(p->items[i]);
-	free(p->items);
-}
-
-static int has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static int is_manifest_name(const char *name)
-{
-	if (name[0] == '.' || strcmp(name, "kustomization.yaml") == 0 ||
-	    strcmp(name, "kustomization.yml") == 0 || strcmp(name, "Kustomization") == 0)
-		return 0;
-	return has_suffix(name, ".yaml") || has_suffix(name, ".yml") || has_suffix(name, ".json");
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Appends the manifests under dir, in name order, depth first. Returns the
- * number of directories that could not be read (each already reported). */
-static int walk(const char *dir, paths *out, int depth)
-{
-	if (depth > 32) {
-		kft_cli_error("%s: directories nested too deeply", dir);
-		return 1;
-	}
-	DIR *d = opendir(dir);
-	if (!d) {
-		kft_cli_error("%s: cannot open directory: %m", dir);
-		return 1;
-	}
-	paths names = {0};
-	struct dirent *e;
-	int failures = 0;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.' && paths_add(&names, e->d_name) != 0)
-			failures++;
-	closedir(d);
-	if (names.count)
-		qsort(names.items, names.count, sizeof(char *), cmp_names);
-	for (size_t i = 0; i < names.count; i++) {
-		char *full = NULL;
-		if (asprintf(&full, "%s%s%s", dir, has_suffix(dir, "/") ? "" : "/",
-		             names.items[i]) < 0) {
-			failures++;
-			continue;
-		}
-		struct stat st;
-		if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
-			failures += walk(full, out, depth + 1);
-		else if (is_manifest_name(names.items[i]) && paths_add(out, full) != 0)
-			failures++;
-		free(full);
-	}
-	paths_free(&names);
-	return failures;
 }
 
 static void report(tally *t, const char *file, const char *ref, const char *field,
@@ -174,29 +85,19 @@ static void check_one(const kft_schema *schema, const char *file, json_t *obj, t
 
 static void check_file(const kft_schema *schema, const char *path, tally *t)
 {
-	kft_doc_list docs = {0};
-	kft_error err;
+	json_t *records = json_array();
 	t->files++;
-	if (kft_decode_file(path, &docs, &err) != 0) {
-		kft_cli_error("%s", err.message);
+	if (kft_inputs_read(path, records) != 0)
 		t->unreadable++;
-		return;
-	}
-	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
-	for (size_t i = 0; i < docs.count; i++) {
-		json_t *items = kft_object_list_items(docs.items[i].root);
-		if (items) {
-			size_t j;
-			json_t *item;
-			json_array_foreach(items, j, item) check_one(schema, name, item, t);
-		} else {
-			check_one(schema, name, docs.items[i].root, t);
-		}
-	}
-	kft_doc_list_free(&docs);
+	size_t i;
+	json_t *r;
+	json_array_foreach(records, i, r)
+	        check_one(schema, json_string_value(json_object_get(r, "file")),
+	                  json_object_get(r, "object"), t);
+	json_decref(records);
 }
 
-static int parse_args(int argc, char **argv, paths *inputs, int *json_out, int *quiet)
+static int parse_args(int argc, char **argv, kft_paths *inputs, int *json_out, int *quiet)
 {
 	static const struct option opts[] = {
 	        {"filename", required_argument, NULL, 'f'}, {"recursive", no_argument, NULL, 'R'},
@@ -208,7 +109,7 @@ static int parse_args(int argc, char **argv, paths *inputs, int *json_out, int *
 	while ((c = getopt_long(argc, argv, "f:Ro:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (paths_add(inputs, optarg) != 0)
+			if (kft_paths_add(inputs, optarg) != 0)
 				return KFT_EXIT_INPUT;
 			break;
 		case 'R': break;
@@ -226,7 +127,7 @@ static int parse_args(int argc, char **argv, paths *inputs, int *json_out, int *
 		}
 	}
 	for (int i = optind; i < argc; i++)
-		if (paths_add(inputs, argv[i]) != 0)
+		if (kft_paths_add(inputs, argv[i]) != 0)
 			return KFT_EXIT_INPUT;
 	if (inputs->count == 0) {
 		kft_cli_error("validate: no input; give -f FILE, a directory, or - for stdin");
@@ -237,33 +138,24 @@ static int parse_args(int argc, char **argv, paths *inputs, int *json_out, int *
 
 static int run_validate(int argc, char **argv)
 {
-	paths inputs = {0}, files = {0};
+	kft_paths inputs = {0}, files = {0};
 	int json_out = 0, quiet = 0;
 	int rc = parse_args(argc, argv, &inputs, &json_out, &quiet);
 	if (rc != 0) {
-		paths_free(&inputs);
+		kft_paths_free(&inputs);
 		return rc < 0 ? KFT_EXIT_OK : rc;
 	}
 	kft_error err;
 	const kft_schema *schema = kft_schema_builtin(&err);
 	if (!schema) {
 		kft_cli_error("built-in schema: %s", err.message);
-		paths_free(&inputs);
+		kft_paths_free(&inputs);
 		return KFT_EXIT_INPUT;
 	}
 	tally t = {0};
 	if (json_out)
 		t.report = json_array();
-	for (size_t i = 0; i < inputs.count; i++) {
-		struct stat st;
-		const char *in = inputs.items[i];
-		if (strcmp(in, "-") != 0 && stat(in, &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (walk(in, &files, 0) != 0)
-				t.unreadable++;
-		} else if (paths_add(&files, in) != 0) {
-			t.unreadable++;
-		}
-	}
+	t.unreadable += (size_t)kft_inputs_expand(&inputs, &files);
 	for (size_t i = 0; i < files.count; i++)
 		check_file(schema, files.items[i], &t);
 	if (t.report) {
@@ -281,8 +173,8 @@ static int run_validate(int argc, char **argv)
 		        "(not trainer.kubeflow.org)%s\n",
 		        t.objects, t.objects == 1 ? "" : "s", t.files, t.files == 1 ? "" : "s",
 		        t.invalid, t.skipped, t.unreadable ? ", some input unreadable" : "");
-	paths_free(&inputs);
-	paths_free(&files);
+	kft_paths_free(&inputs);
+	kft_paths_free(&files);
 	if (t.unreadable)
 		return KFT_EXIT_INPUT;
 	return t.invalid ? KFT_EXIT_INVALID : KFT_EXIT_OK;
