@@ -1,0 +1,249 @@
+/*
+ * framework.h - the extension framework: phases, extension points, plugins,
+ * and RuntimeInfo. Every backend (the controller, the local executor,
+ * `render`) runs this one pipeline, so one TrainJob yields the same objects
+ * wherever it runs.
+ *
+ *   Startup        WatchExtension          which child kinds to watch
+ *   PreExecution   CustomValidation        field errors against the runtime
+ *   Build          EnforceMLPolicy         torch/MPI/JAX/... env, ports, counts
+ *                  EnforcePodGroupPolicy   gang-scheduling labels, PodGroup sizes
+ *                  PodNetwork              each pod set's endpoints (via the backend)
+ *                  EnforcePodSpec          last word on pod specs
+ *                  PreComponentBuilder     settle counts (parallelism, completions)
+ *                  ComponentBuilder        emit objects: Secret, ConfigMap, PodGroup, JobSet
+ *   PostExecution  TrainJobStatus          status fields from the children
+ *                  TerminalCondition       Complete / Failed from the children
+ *
+ * A plugin is a named const struct of optional function pointers, one per
+ * extension point (the shape of nginx's module tables). Plugins run in a
+ * fixed order at every point: the built-ins in the order of
+ * kft_framework_new's documentation, then out-of-tree plugins in the order
+ * they were added. Upstream iterates a Go map, so its order is unspecified;
+ * ours is fixed so results are reproducible.
+ *
+ * Objects stay JSON trees (jansson). RuntimeInfo is the typed view the
+ * plugins compute with: pod sets with their containers, env, ports, mounts,
+ * volumes, counts and endpoints. The JobSet plugin writes it back into the
+ * JSON it emits.
+ */
+#ifndef KFTRAINER_FRAMEWORK_H
+#define KFTRAINER_FRAMEWORK_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kftrainer/backend.h"
+#include "kftrainer/error.h"
+#include "kftrainer/validation.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The plugin ABI version: a plugin built against another version is refused
+ * at load. Bump it whenever kft_plugin, kft_runtime_info, kft_pod_set,
+ * kft_container, kft_trainjob or kft_plugin_ctx change layout or meaning. */
+#define KFT_PLUGIN_ABI_VERSION 1u
+
+/* ---- RuntimeInfo ------------------------------------------------------ */
+
+/* A container of a pod set: the fields plugins change. All json_t members
+ * are owned arrays (possibly empty, never NULL) of the Kubernetes objects. */
+typedef struct kft_container {
+	char *name;
+	char *image;           /* NULL: keep the template's */
+	json_t *command;       /* array of strings; empty: keep the template's */
+	json_t *env;           /* EnvVar objects, upserted by name into the template */
+	json_t *ports;         /* ContainerPort objects, upserted by containerPort+protocol */
+	json_t *volume_mounts; /* VolumeMount objects, upserted by mountPath */
+} kft_container;
+
+/* One replicated job of the runtime's JobSet template. */
+typedef struct kft_pod_set {
+	char *name;     /* the replicated job's name */
+	char *ancestor; /* trainjob-ancestor-step label value, or NULL */
+	int32_t count;  /* pods per replica (the Job's parallelism) */
+	int32_t replicas;
+	kft_container *init_containers;
+	size_t n_init_containers;
+	kft_container *containers;
+	size_t n_containers;
+	json_t *volumes;  /* Volume objects, upserted by name into the template */
+	char **endpoints; /* replicas*count addresses, set by PodNetwork */
+	size_t n_endpoints;
+	json_t *single_pod_requests; /* ResourceList: one pod's effective requests */
+} kft_pod_set;
+
+typedef struct kft_runtime_info {
+	json_t *labels;                    /* object: labels for the JobSet */
+	json_t *annotations;               /* object: annotations for the JobSet */
+	const json_t *ml_policy;           /* the runtime's spec.mlPolicy (borrowed), or NULL */
+	const json_t *pod_group_policy;    /* spec.podGroupPolicy (borrowed), or NULL */
+	json_t *scheduler_pod_labels;      /* object: labels every pod gets */
+	json_t *scheduler_pod_annotations; /* object: annotations every pod gets */
+	json_t *template_spec;             /* the JobSet spec, runtime patches merged (owned) */
+	kft_pod_set *pod_sets;
+	size_t n_pod_sets;
+	char *runtime_kind; /* "ClusterTrainingRuntime" or "TrainingRuntime" */
+	char *runtime_name;
+} kft_runtime_info;
+
+/* The pod set whose ancestor label is `ancestor` ("trainer" ...), or NULL. */
+kft_pod_set *kft_runtime_info_find_ancestor(const kft_runtime_info *info, const char *ancestor);
+/* The pod set named `name`, or NULL. */
+kft_pod_set *kft_runtime_info_find_pod_set(const kft_runtime_info *info, const char *name);
+/* The container named `name` in a pod set, or NULL. */
+kft_container *kft_pod_set_find_container(const kft_pod_set *ps, const char *name);
+void kft_runtime_info_free(kft_runtime_info *info);
+
+/* Upserts: replace the element with the same key, or append. `item` is
+ * copied. Return 0 or KFT_ENOMEM. */
+int kft_upsert_env(json_t *env, const char *name, const char *value);
+int kft_upsert_env_object(json_t *env, const json_t *item);
+int kft_upsert_by_key(json_t *list, const char *key, const json_t *item);
+
+/* ---- the TrainJob as the framework reads it ---------------------------- */
+
+/* A typed view of the TrainJob fields the framework computes with. Every
+ * pointer is borrowed from `obj` and lives as long as it. */
+typedef struct kft_trainjob {
+	const json_t *obj;
+	const char *name, *ns;
+	const json_t *trainer; /* spec.trainer, or NULL */
+	int has_num_nodes;
+	int32_t num_nodes;
+	int has_num_proc_per_node;
+	int32_t num_proc_per_node;
+	const char *image;                /* spec.trainer.image or NULL */
+	const json_t *command, *args;     /* arrays or NULL */
+	const json_t *env;                /* array or NULL */
+	const json_t *resources_per_node; /* object or NULL */
+	const json_t *dataset, *model;    /* spec.initializer.{dataset,model} or NULL */
+	const json_t *runtime_patches;    /* array or NULL */
+	int suspend;
+} kft_trainjob;
+
+/* Fills the view from a defaulted, validated TrainJob. */
+int kft_trainjob_view(const json_t *obj, kft_trainjob *out, kft_error *err);
+
+/* ---- plugins ------------------------------------------------------------ */
+
+typedef struct kft_framework kft_framework;
+
+/* What every extension point receives besides its arguments. */
+typedef struct kft_plugin_ctx {
+	const kft_backend *backend; /* never NULL */
+	const kft_framework *framework;
+} kft_plugin_ctx;
+
+typedef struct kft_plugin {
+	/* These two members stay first in every ABI version, so the loader
+	 * can read them from a plugin built for another version. */
+	unsigned abi_version; /* KFT_PLUGIN_ABI_VERSION */
+	const char *name;
+
+	/* Startup. NULL-terminated list of "apiVersion/kind" strings of the
+	 * children this plugin creates and needs watched (static storage). */
+	const char *const *watch_kinds;
+
+	/* PreExecution. Appends field errors and warnings for new_job against
+	 * its runtime; old_job is the stored TrainJob on update, else NULL. */
+	void (*custom_validation)(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+	                          const json_t *old_job, const json_t *new_job,
+	                          kft_field_errors *errs);
+
+	/* Build. Each returns 0, or a negative kft_status with err filled. */
+	int (*enforce_ml_policy)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
+	                         const kft_trainjob *job, kft_error *err);
+	int (*enforce_pod_group_policy)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
+	                                const kft_trainjob *job, kft_error *err);
+	int (*pod_network)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
+	                   const kft_trainjob *job, kft_error *err);
+	int (*enforce_pod_spec)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
+	                        const kft_trainjob *job, kft_error *err);
+	int (*pre_component_builder)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
+	                             const kft_trainjob *job, kft_error *err);
+	/* Appends the complete objects it builds (new references) to `objects`. */
+	int (*component_builder)(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+	                         const kft_trainjob *job, json_t *objects, kft_error *err);
+
+	/* PostExecution. `status` is the TrainJob's status object, updated in
+	 * place (jobsStatus, conditions other than terminal ones ...). */
+	int (*trainjob_status)(const kft_plugin_ctx *ctx, const kft_trainjob *job, json_t *status,
+	                       kft_error *err);
+	/* Sets *condition (a new Condition object) when the children say the
+	 * job has ended: type Complete or Failed with reason and message. */
+	int (*terminal_condition)(const kft_plugin_ctx *ctx, const kft_trainjob *job,
+	                          json_t **condition, kft_error *err);
+} kft_plugin;
+
+/* An out-of-tree plugin (a shared object) exports this symbol: a function
+ * returning its plugin table. The loader checks abi_version. */
+#define KFT_PLUGIN_SYMBOL "kft_plugin_entry"
+typedef const kft_plugin *(*kft_plugin_entry_fn)(void);
+
+/* ---- the framework ------------------------------------------------------ */
+
+/* A framework with the built-in plugins registered, in this order:
+ * plainml, torch, mpi, jax, xgboost, flux, coscheduling, volcano, jobset,
+ * trainjobstatus. Free with kft_framework_free. */
+int kft_framework_new(kft_framework **out, kft_error *err);
+void kft_framework_free(kft_framework *fw);
+
+/* Registers a plugin after the built-ins (the table is borrowed and must
+ * outlive the framework). Refuses a wrong ABI version or a duplicate name. */
+int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *plugin, kft_error *err);
+
+/* dlopen()s path, finds KFT_PLUGIN_SYMBOL, checks the ABI version and
+ * registers the plugin. The library stays loaded until kft_framework_free. */
+int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *err);
+
+size_t kft_framework_plugin_count(const kft_framework *fw);
+const kft_plugin *kft_framework_plugin_at(const kft_framework *fw, size_t i);
+
+/* ---- running the pipeline ------------------------------------------------ */
+
+/* Runtime resolution: the runtime spec.runtimeRef names, among `runtimes`
+ * (TrainingRuntime and ClusterTrainingRuntime objects). A TrainingRuntime
+ * must be in the TrainJob's namespace. On failure appends upstream's error
+ * to errs (field spec.runtimeRef) and returns NULL; a runtime labelled
+ * deprecated adds a warning. Borrowed result. */
+const json_t *kft_resolve_runtime(const json_t *trainjob, const json_t *runtimes,
+                                  kft_field_errors *errs);
+
+/* Builds RuntimeInfo for trainjob against runtime (runtime patches merged,
+ * pod sets extracted) and runs EnforceMLPolicy, EnforcePodGroupPolicy,
+ * PodNetwork and EnforcePodSpec. Caller frees *out with
+ * kft_runtime_info_free. */
+int kft_framework_runtime_info(const kft_framework *fw, const kft_backend *backend,
+                               const json_t *trainjob, const json_t *runtime,
+                               kft_runtime_info **out, kft_error *err);
+
+/* PreExecution: CustomValidation of every plugin. */
+void kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
+                            const kft_runtime_info *info, const json_t *old_job,
+                            const json_t *new_job, kft_field_errors *errs);
+
+/* Build: RuntimeInfo, then PreComponentBuilder and ComponentBuilder.
+ * *objects receives a new array of complete objects in apply order. */
+int kft_framework_build(const kft_framework *fw, const kft_backend *backend, const json_t *trainjob,
+                        const json_t *runtime, json_t **objects, kft_error *err);
+
+/* PostExecution: a new status object for the TrainJob, from its current
+ * status and its children (asked of the backend): every TrainJobStatus
+ * point, then the first terminal condition a plugin reports, set with
+ * timestamp `now` (RFC 3339). */
+int kft_framework_status(const kft_framework *fw, const kft_backend *backend,
+                         const json_t *trainjob, const char *now, json_t **status, kft_error *err);
+
+/* The built-in backend used when none is given: Kubernetes addressing,
+ * default ports, nothing exists yet, no UID (render). */
+const kft_backend *kft_backend_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
