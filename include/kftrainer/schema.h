@@ -65,12 +65,24 @@ const json_t *kft_schema_definition(const kft_schema *schema, const char *name);
  * that do not match the schema's types are left for validation to report. */
 void kft_schema_default(const kft_schema *schema, const kft_kind_info *kind, json_t *obj);
 
-/* Validates obj (already defaulted) against its kind's schema and CEL rules,
- * appending every problem to errs. old_obj is the stored object for an
- * update (transition rules such as immutability are checked against it), or
- * NULL for a create. */
+/* Strict decoding: appends an "unknown field" error for every field of obj
+ * the schema has no place for (root metadata excepted), as kubectl's strict
+ * field validation reports them. Returns how many it found; the API server
+ * rejects such an object before validating it. */
+size_t kft_schema_check_unknown(const kft_schema *schema, const kft_kind_info *kind,
+                                const json_t *obj, kft_field_errors *errs);
+
+/* Validates obj (already defaulted) against its kind's schema, appending
+ * every problem to errs: types, required, enum, bounds, patterns, list-type
+ * uniqueness. old_obj is the stored object for an update, or NULL. */
 void kft_schema_validate(const kft_schema *schema, const kft_kind_info *kind, const json_t *obj,
                          const json_t *old_obj, kft_field_errors *errs);
+
+/* The CEL rules of obj's schema (transition rules such as immutability
+ * only when old_obj is given). The API server runs them only when the
+ * other checks found nothing blocking (kft_field_errors_blocking). */
+void kft_schema_validate_rules(const kft_schema *schema, const kft_kind_info *kind,
+                               const json_t *obj, const json_t *old_obj, kft_field_errors *errs);
 
 /* The definition `name` with every $ref expanded: a JSONSchemaProps tree ready
  * for a CRD's openAPIV3Schema. New reference; NULL with err on a dangling or

@@ -34,8 +34,10 @@ typedef enum kft_field_error_type {
 	KFT_FIELD_FORBIDDEN,     /* "Forbidden" */
 	KFT_FIELD_TOO_LONG,      /* "Too long" */
 	KFT_FIELD_TOO_MANY,      /* "Too many" */
-	KFT_FIELD_INTERNAL,      /* "Internal error" */
-	KFT_FIELD_UNKNOWN,       /* strict decoding: a field the schema does not have */
+	KFT_FIELD_INTERNAL,
+	/* "Internal error" */ KFT_FIELD_UNKNOWN, /* strict decoding: a field the schema does not
+	                                             have */
+	KFT_FIELD_TYPE_INVALID, /* "Invalid value", for a value of the wrong type */
 } kft_field_error_type;
 
 typedef struct kft_field_error {
@@ -76,6 +78,11 @@ int kft_field_errors_warn(kft_field_errors *errs, const char *fmt, ...)
 char *kft_render_value(const json_t *value);
 /* Go's strconv.Quote of a UTF-8 string. Caller frees. */
 char *kft_go_quote(const char *s);
+
+/* Whether errs holds an error that stops the API server from evaluating
+ * CEL rules (Required, Unsupported value, Too long, Too many, a wrong
+ * type), as apiextensions-apiserver's hasBlockingErr decides. */
+int kft_field_errors_blocking(const kft_field_errors *errs);
 
 /* The OpenAPI type name of a JSON value ("object", "integer", "number" ...),
  * as the API server names it in type errors and CEL failures. */

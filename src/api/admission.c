@@ -35,6 +35,60 @@ static int has_container(const json_t *containers, const char *name)
 	return 0;
 }
 
+/* corev1.Container's fields in Go declaration order: upstream renders the
+ * offending container list with encoding/json, which follows it (and
+ * always writes "resources", a struct). Nested values keep their order. */
+static const char *const container_fields[] = {
+        "name",
+        "image",
+        "command",
+        "args",
+        "workingDir",
+        "ports",
+        "envFrom",
+        "env",
+        "resources",
+        "resizePolicy",
+        "restartPolicy",
+        "restartPolicyRules",
+        "volumeMounts",
+        "volumeDevices",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "imagePullPolicy",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "tty",
+};
+
+static json_t *as_go_containers(const json_t *containers)
+{
+	json_t *out = json_array();
+	size_t i;
+	const json_t *c;
+	json_array_foreach(containers, i, c)
+	{
+		json_t *o = json_object();
+		for (size_t f = 0; f < sizeof(container_fields) / sizeof(container_fields[0]);
+		     f++) {
+			json_t *v = json_object_get(c, container_fields[f]);
+			if (!v && strcmp(container_fields[f], "resources") == 0)
+				v = json_object();
+			else if (v)
+				json_incref(v);
+			if (v)
+				json_object_set_new(o, container_fields[f], v);
+		}
+		json_array_append_new(out, o);
+	}
+	return out;
+}
+
 static void check_replicated_job(size_t idx, const json_t *rj, kft_field_errors *errs)
 {
 	const json_t *tmpl = json_object_get(rj, "template");
@@ -59,7 +113,7 @@ static void check_replicated_job(size_t idx, const json_t *rj, kft_field_errors 
 		         "spec.template.spec.replicatedJobs[%zu].template.spec.template.spec."
 		         "containers",
 		         idx);
-		json_t *value = pod_spec ? json_incref((json_t *)pod_spec) : json_null();
+		json_t *value = pod_spec ? as_go_containers(pod_spec) : json_null();
 		kft_field_errors_add(errs, KFT_FIELD_INVALID, path, value,
 		                     "must contain the required container for the ancestor: %s",
 		                     ancestor);

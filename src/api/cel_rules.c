@@ -120,7 +120,9 @@ static int rule_num_proc_per_node(const json_t *self, const json_t *old)
 	if (json_is_integer(self))
 		return json_integer_value(self) > 0;
 	const char *s = json_string_value(self);
-	return s && (strcmp(s, "auto") == 0 || strcmp(s, "cpu") == 0 || strcmp(s, "gpu") == 0);
+	if (s && (strcmp(s, "auto") == 0 || strcmp(s, "cpu") == 0 || strcmp(s, "gpu") == 0))
+		return 1;
+	return KFT_CEL_NO_OVERLOAD; /* the error from `self > 0` survives a false `in` */
 }
 
 /* v2.0-era: the node count comes from elasticPolicy when it is set. */

@@ -13,7 +13,10 @@
 
 #include <jansson.h>
 
-/* Returns 1 when the rule holds for self (and old_self, NULL on create). */
+/* Returns 1 when the rule holds for self (and old_self, NULL on create), 0
+ * when it does not, and KFT_CEL_NO_OVERLOAD when CEL would fail to evaluate
+ * it for self's type ("no such overload"). */
+#define KFT_CEL_NO_OVERLOAD (-1)
 typedef int (*kft_cel_fn)(const json_t *self, const json_t *old_self);
 
 typedef struct kft_cel_rule {

@@ -161,6 +161,20 @@ char *kft_render_value(const json_t *v)
 	}
 }
 
+int kft_field_errors_blocking(const kft_field_errors *errs)
+{
+	for (size_t i = 0; i < errs->count; i++)
+		switch (errs->items[i].type) {
+		case KFT_FIELD_NOT_SUPPORTED:
+		case KFT_FIELD_REQUIRED:
+		case KFT_FIELD_TOO_LONG:
+		case KFT_FIELD_TOO_MANY:
+		case KFT_FIELD_TYPE_INVALID: return 1;
+		default: break;
+		}
+	return 0;
+}
+
 const char *kft_json_type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
@@ -198,6 +212,7 @@ static const char *type_string(kft_field_error_type t)
 	case KFT_FIELD_TOO_MANY: return "Too many";
 	case KFT_FIELD_INTERNAL: return "Internal error";
 	case KFT_FIELD_UNKNOWN: return "unknown field";
+	case KFT_FIELD_TYPE_INVALID: return "Invalid value";
 	}
 	return "Invalid value";
 }

@@ -128,6 +128,33 @@ static kft_object_class classify(const kft_schema *schema, const json_t *obj,
 	return KFT_OBJECT_UNKNOWN;
 }
 
+/* What the API server does to metadata before validating a create: the
+ * namespace comes from kubectl's context when absent and is cleared on
+ * cluster-scoped kinds, and a generateName becomes a name (here, for the
+ * checks only, the prefix plus a placeholder suffix of generated length). */
+static json_t *metadata_as_created(const kft_kind_info *kind, json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	if (!json_is_object(meta))
+		return json_incref(meta);
+	if (kind->namespaced && !json_object_get(meta, "namespace"))
+		json_object_set_new(meta, "namespace", json_string("default"));
+	if (!kind->namespaced)
+		json_object_del(meta, "namespace");
+	const char *gen = json_string_value(json_object_get(meta, "generateName"));
+	if (json_object_get(meta, "name") || !gen || !*gen)
+		return json_incref(meta);
+	json_t *copy = json_copy(meta);
+	char name[320];
+	snprintf(name, sizeof(name), "%.250sxxxxx", gen);
+	json_object_set_new(copy, "name", json_string(name));
+	return copy;
+}
+
+static const char NOT_ALL_RULES_CHECKED[] =
+        "some validation rules were not checked because the object was invalid; correct the "
+        "existing errors to complete validation";
+
 kft_object_class kft_object_check(const kft_schema *schema, json_t *obj, const json_t *old_obj,
                                   kft_field_errors *errs, const kft_kind_info **kind_out)
 {
@@ -144,18 +171,27 @@ kft_object_class kft_object_check(const kft_schema *schema, json_t *obj, const j
 		return cls;
 	if (kind_out)
 		*kind_out = kind;
+	/* Strict decoding rejects unknown fields before anything is validated. */
+	size_t before = errs->count;
+	check_meta_fields(json_object_get(obj, "metadata"), errs);
+	if (kft_schema_check_unknown(schema, kind, obj, errs) || errs->count > before)
+		return cls;
 	kft_schema_default(schema, kind, obj);
-	kft_schema_validate(schema, kind, obj, old_obj, errs);
-	json_t *meta = json_object_get(obj, "metadata");
-	/* kubectl fills an absent namespace from its context before sending. */
-	if (kind->namespaced && json_is_object(meta) && !json_object_get(meta, "namespace"))
-		json_object_set_new(meta, "namespace", json_string("default"));
-	check_meta_fields(meta, errs);
+	json_t *meta = metadata_as_created(kind, obj);
 	kft_validate_object_meta(meta, kind->namespaced, "metadata", errs);
 	if (old_obj)
 		kft_validate_object_meta_update(meta, json_object_get(old_obj, "metadata"),
 		                                "metadata", errs);
-	kft_admission_check(kind, obj, old_obj, errs);
+	json_decref(meta);
+	kft_schema_validate(schema, kind, obj, old_obj, errs);
+	if (kft_field_errors_blocking(errs))
+		kft_field_errors_add(errs, KFT_FIELD_INVALID, "<nil>", json_null(), "%s",
+		                     NOT_ALL_RULES_CHECKED);
+	else
+		kft_schema_validate_rules(schema, kind, obj, old_obj, errs);
+	/* Upstream's webhooks see only objects the API server accepted. */
+	if (errs->count == before)
+		kft_admission_check(kind, obj, old_obj, errs);
 	return cls;
 }
 
@@ -179,7 +215,7 @@ char *kft_object_ref(const json_t *obj, int namespaced)
 		name = json_string_value(json_object_get(meta, "generateName"));
 	kft_strbuf b;
 	kft_strbuf_init(&b);
-	kft_strbuf_puts(&b, kind && *kind ? kind : "<unknown kind>");
+	kft_strbuf_puts(&b, kind && *kind ? kind : "<unknown>");
 	if (namespaced)
 		kft_strbuf_printf(&b, "/%s", ns && *ns ? ns : "default");
 	kft_strbuf_printf(&b, "/%s", name && *name ? name : "<unnamed>");

@@ -24,13 +24,11 @@
 #include "api/bundle.h"
 #include "api/cel_rules.h"
 #include "kftrainer/decode.h"
-#include "kftrainer/quantity.h"
 #include "util/strbuf.h"
 
 #define MAX_LAYERS 8
 #define MAX_DEPTH  128
 
-static const char QUANTITY_DEF[] = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 static const char TIME_DEF[] = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 
 struct regex_entry {
@@ -52,13 +50,13 @@ struct kft_schema {
 typedef struct view {
 	const json_t *layer[MAX_LAYERS];
 	int n;
-	int quantity, time; /* the chain passes through these definitions */
+	int time; /* the chain passes through the Time definition */
 } view;
 
 static int view_of(const kft_schema *s, const json_t *node, view *v)
 {
 	v->n = 0;
-	v->quantity = v->time = 0;
+	v->time = 0;
 	while (node) {
 		if (v->n == MAX_LAYERS)
 			return -1;
@@ -66,8 +64,6 @@ static int view_of(const kft_schema *s, const json_t *node, view *v)
 		const char *ref = json_string_value(json_object_get(node, "$ref"));
 		if (!ref)
 			return 0;
-		if (strcmp(ref, QUANTITY_DEF) == 0)
-			v->quantity = 1;
 		if (strcmp(ref, TIME_DEF) == 0)
 			v->time = 1;
 		node = json_object_get(s->definitions, ref);
@@ -384,10 +380,14 @@ void kft_schema_default(const kft_schema *s, const kft_kind_info *kind, json_t *
 
 /* ---- validation ------------------------------------------------------- */
 
+/* One walk over an object: either the structural checks or (rules set) only
+ * the CEL rules, which the API server evaluates in a pass of its own once
+ * the structural checks found nothing blocking. */
 typedef struct vctx {
 	const kft_schema *s;
 	kft_field_errors *errs;
 	kft_strbuf path;
+	int rules;
 } vctx;
 
 static const char *path_of(vctx *c)
@@ -417,8 +417,12 @@ static void body_error(vctx *c, kft_field_error_type type, const json_t *value, 
                        ...)
 {
 	kft_strbuf d;
-	kft_strbuf_init(&d);
-	kft_strbuf_printf(&d, "%s in body ", path_of(c));
+	kft_strbuf_init(&d); /* Status is validated by the status subresource, whose messages name
+	                      * paths from inside status. */
+	const char *bp = path_of(c);
+	if (strncmp(bp, "status.", 7) == 0)
+		bp += 7;
+	kft_strbuf_printf(&d, "%s in body ", bp);
 	char *tail = NULL;
 	va_list ap;
 	va_start(ap, fmt);
@@ -548,13 +552,6 @@ static void check_string(vctx *c, const view *v, const json_t *value)
 	const regex_t *re = pattern ? find_regex(c->s, pattern) : NULL;
 	if (re && regexec(re, str, 0, NULL, 0) != 0)
 		body_error(c, KFT_FIELD_INVALID, value, "should match '%s'", pattern);
-	if (v->quantity && (!re || regexec(re, str, 0, NULL, 0) == 0)) {
-		kft_quantity q;
-		kft_error qerr;
-		if (kft_quantity_parse(str, &q, &qerr) != 0)
-			kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), value, "%s",
-			                     qerr.message);
-	}
 	const char *format = view_str(v, "format");
 	if ((v->time || (format && strcmp(format, "date-time") == 0)) && !is_rfc3339(str)) {
 		char *q = kft_go_quote(str);
@@ -637,6 +634,8 @@ static void validate_array(vctx *c, const view *v, const json_t *value, const js
 {
 	size_t n = json_array_size(value);
 	const json_t *maxi = view_get(v, "maxItems"), *mini = view_get(v, "minItems");
+	if (c->rules)
+		maxi = mini = NULL;
 	if (json_is_integer(maxi) && (json_int_t)n > json_integer_value(maxi)) {
 		json_int_t m = json_integer_value(maxi);
 		json_t *count = json_integer((json_int_t)n);
@@ -661,7 +660,7 @@ static void validate_array(vctx *c, const view *v, const json_t *value, const js
 		kft_strbuf_printf(&c->path, "[%zu]", i);
 		const json_t *old_item = NULL;
 		if (list_type && strcmp(list_type, "map") == 0 && json_is_array(keys)) {
-			for (size_t j = 0; j < i; j++) {
+			for (size_t j = 0; !c->rules && j < i; j++) {
 				if (!same_keys(json_array_get(value, j), item, keys))
 					continue;
 				json_t *kv = key_values(item, keys);
@@ -672,7 +671,7 @@ static void validate_array(vctx *c, const view *v, const json_t *value, const js
 			}
 			old_item = json_is_array(old) ? find_by_keys(old, item, keys) : NULL;
 		} else if (list_type && strcmp(list_type, "set") == 0) {
-			for (size_t j = 0; j < i; j++)
+			for (size_t j = 0; !c->rules && j < i; j++)
 				if (json_equal((json_t *)json_array_get(value, j),
 				               (json_t *)item)) {
 					kft_field_errors_add(c->errs, KFT_FIELD_DUPLICATE,
@@ -691,7 +690,6 @@ static void validate_object(vctx *c, const view *v, const json_t *value, const j
 {
 	const json_t *props = view_get(v, "properties");
 	const json_t *addl = view_get(v, "additionalProperties");
-	int preserve = view_true(v, "x-kubernetes-preserve-unknown-fields");
 	size_t base = c->path.len;
 	const char *key;
 	const json_t *x;
@@ -712,12 +710,11 @@ static void validate_object(vctx *c, const view *v, const json_t *value, const j
 		} else if (json_is_object(addl)) {
 			path_push_key(c, key); /* kube-openapi names map values "path.key" */
 			validate_node(c, addl, x, old_x, depth + 1);
-		} else if (!preserve) {
-			path_push_key(c, key);
-			kft_field_errors_add(c->errs, KFT_FIELD_UNKNOWN, path_of(c), NULL, NULL);
 		}
 		path_pop(c, base);
 	}
+	if (c->rules)
+		return;
 	const json_t *req = view_get(v, "required");
 	size_t i;
 	json_array_foreach(req, i, x)
@@ -743,6 +740,31 @@ static void validate_object(vctx *c, const view *v, const json_t *value, const j
 	json_decref(count);
 }
 
+/* A failed rule as apiextensions-apiserver reports it: the value itself for
+ * scalars and no value for objects and lists; an evaluation error names
+ * the schema's type and the rule's message (or text). */
+static void rule_error(vctx *c, const view *v, const json_t *value, int outcome, const char *text,
+                       const char *msg)
+{
+	const char *what = msg && *msg ? msg : text;
+	if (outcome == KFT_CEL_NO_OVERLOAD) {
+		const char *type = view_str(v, "type");
+		json_t *t = json_string(type ? type : "");
+		kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), t,
+		                     "'no such overload': call arguments did not match a "
+		                     "supported operator, function or macro signature for rule: %s",
+		                     what);
+		json_decref(t);
+		return;
+	}
+	const json_t *shown = json_is_object(value) || json_is_array(value) ? NULL : value;
+	if (msg && *msg)
+		kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), shown, "%s", msg);
+	else
+		kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), shown,
+		                     "failed rule: %s", text);
+}
+
 static void validate_rules(vctx *c, const view *v, const json_t *value, const json_t *old)
 {
 	for (int l = 0; l < v->n; l++) {
@@ -762,18 +784,63 @@ static void validate_rules(vctx *c, const view *v, const json_t *value, const js
 			}
 			if (impl->transition && !old)
 				continue;
-			if (impl->check(value, old))
+			int ok = impl->check(value, old);
+			if (ok == 1)
 				continue;
-			json_t *type = json_string(kft_json_type_name(value));
-			if (msg)
-				kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), type,
-				                     "%s", msg);
-			else
-				kft_field_errors_add(c->errs, KFT_FIELD_INVALID, path_of(c), type,
-				                     "failed rule: %s", text);
-			json_decref(type);
+			rule_error(c, v, value, ok, text, msg);
 		}
 	}
+}
+
+/* A type error in kube-openapi's words. A fraction where an integer is
+ * wanted, and a number where int-or-string is wanted, draw the extra lines
+ * its format and anyOf checkers add. */
+static void type_error(vctx *c, const view *v, const json_t *value)
+{
+	const char *got = kft_json_type_name(value);
+	const char *want = view_str(v, "type");
+	const char *format = view_str(v, "format");
+	json_t *empty = json_string("");
+	if (view_true(v, "x-kubernetes-int-or-string")) {
+		json_t *t = json_string(got);
+		body_error(c, KFT_FIELD_TYPE_INVALID, t, "must be of type integer,string: \"%s\"",
+		           got);
+		kft_field_errors_add(c->errs, KFT_FIELD_INVALID, "<nil>", empty,
+		                     "\"%s\" must validate at least one schema (anyOf)",
+		                     path_of(c));
+		if (json_is_number(value)) {
+			body_error(c, KFT_FIELD_TYPE_INVALID, t, "must be of type integer: \"%s\"",
+			           got);
+			kft_field_errors_add(
+			        c->errs, KFT_FIELD_INVALID, "<nil>", empty,
+			        "Checked value must be of type integer (default format) "
+			        "in %s",
+			        path_of(c));
+		}
+		json_decref(t);
+	} else if (want && strcmp(want, "integer") == 0 && json_is_real(value)) {
+		json_t *t = json_string("float64");
+		body_error(c, KFT_FIELD_TYPE_INVALID, t, "must be of type %s: \"float64\"",
+		           format ? format : "integer");
+		if (format)
+			kft_field_errors_add(c->errs, KFT_FIELD_INVALID, "<nil>", empty,
+			                     "Checked value must be of type integer with format %s "
+			                     "in %s",
+			                     format, path_of(c));
+		else
+			kft_field_errors_add(
+			        c->errs, KFT_FIELD_INVALID, "<nil>", empty,
+			        "Checked value must be of type integer (default format) "
+			        "in %s",
+			        path_of(c));
+		json_decref(t);
+	} else {
+		json_t *t = json_string(got);
+		body_error(c, KFT_FIELD_TYPE_INVALID, t, "must be of type %s: \"%s\"",
+		           want ? want : "object", got);
+		json_decref(t);
+	}
+	json_decref(empty);
 }
 
 static void validate_node(vctx *c, const json_t *schema, const json_t *value, const json_t *old,
@@ -788,32 +855,104 @@ static void validate_node(vctx *c, const json_t *schema, const json_t *value, co
 	if (json_is_null(value) && view_true(&v, "nullable"))
 		return;
 	if (!type_matches(&v, value)) {
-		const char *want = view_str(&v, "type");
-		json_t *got = json_string(kft_json_type_name(value));
-		body_error(c, KFT_FIELD_INVALID, got, "must be of type %s: \"%s\"",
-		           want ? want : "int-or-string", kft_json_type_name(value));
-		json_decref(got);
+		if (!c->rules)
+			type_error(c, &v, value);
 		return;
 	}
-	check_enum(c, &v, value);
-	if (json_is_string(value))
-		check_string(c, &v, value);
-	else if (json_is_number(value))
-		check_number(c, &v, value);
-	else if (json_is_array(value))
+	if (!c->rules) {
+		check_enum(c, &v, value);
+		if (json_is_string(value))
+			check_string(c, &v, value);
+		else if (json_is_number(value))
+			check_number(c, &v, value);
+	}
+	if (json_is_array(value))
 		validate_array(c, &v, value, old, depth);
 	else if (json_is_object(value))
 		validate_object(c, &v, value, old, depth);
-	validate_rules(c, &v, value, old);
+	if (c->rules)
+		validate_rules(c, &v, value, old);
+}
+
+static void walk(const kft_schema *s, const kft_kind_info *kind, const json_t *obj,
+                 const json_t *old_obj, kft_field_errors *errs, int rules)
+{
+	vctx c = {.s = s, .errs = errs, .rules = rules};
+	kft_strbuf_init(&c.path);
+	validate_node(&c, json_object_get(s->definitions, kind->definition), obj, old_obj, 0);
+	kft_strbuf_free(&c.path);
 }
 
 void kft_schema_validate(const kft_schema *s, const kft_kind_info *kind, const json_t *obj,
                          const json_t *old_obj, kft_field_errors *errs)
 {
+	walk(s, kind, obj, old_obj, errs, 0);
+}
+
+void kft_schema_validate_rules(const kft_schema *s, const kft_kind_info *kind, const json_t *obj,
+                               const json_t *old_obj, kft_field_errors *errs)
+{
+	walk(s, kind, obj, old_obj, errs, 1);
+}
+
+/* ---- strict decoding: unknown fields ------------------------------------- */
+
+/* Mirrors the API server's pruning: a key the schema has no place for is an
+ * unknown field, also where a list or scalar was expected (a mapping given
+ * for a list reports each of its keys) and in items of a list whose schema
+ * names no item type. The root's metadata is ObjectMeta's business. */
+static void unknown_walk(vctx *c, const json_t *schema, const json_t *value, int depth)
+{
+	view v = {.n = 0};
+	if (depth > MAX_DEPTH || (schema && view_of(c->s, schema, &v) != 0))
+		return;
+	if (view_true(&v, "x-kubernetes-preserve-unknown-fields") && !view_get(&v, "properties"))
+		return;
+	size_t base = c->path.len;
+	if (json_is_array(value)) {
+		const json_t *items = view_get(&v, "items");
+		size_t i;
+		const json_t *x;
+		json_array_foreach(value, i, x)
+		{
+			kft_strbuf_printf(&c->path, "[%zu]", i);
+			unknown_walk(c, items, x, depth + 1);
+			path_pop(c, base);
+		}
+		return;
+	}
+	if (!json_is_object(value))
+		return;
+	const json_t *props = view_get(&v, "properties");
+	const json_t *addl = view_get(&v, "additionalProperties");
+	int preserve = view_true(&v, "x-kubernetes-preserve-unknown-fields");
+	const char *key;
+	const json_t *x;
+	json_object_foreach((json_t *)value, key, x)
+	{
+		if (depth == 0 && strcmp(key, "metadata") == 0)
+			continue;
+		const json_t *ps = json_object_get(props, key);
+		path_push_key(c, key);
+		if (ps)
+			unknown_walk(c, ps, x, depth + 1);
+		else if (json_is_object(addl))
+			unknown_walk(c, addl, x, depth + 1);
+		else if (!preserve)
+			kft_field_errors_add(c->errs, KFT_FIELD_UNKNOWN, path_of(c), NULL, NULL);
+		path_pop(c, base);
+	}
+}
+
+size_t kft_schema_check_unknown(const kft_schema *s, const kft_kind_info *kind, const json_t *obj,
+                                kft_field_errors *errs)
+{
+	size_t before = errs->count;
 	vctx c = {.s = s, .errs = errs};
 	kft_strbuf_init(&c.path);
-	validate_node(&c, json_object_get(s->definitions, kind->definition), obj, old_obj, 0);
+	unknown_walk(&c, json_object_get(s->definitions, kind->definition), obj, 0);
 	kft_strbuf_free(&c.path);
+	return errs->count - before;
 }
 
 /* ---- expansion (CRDs) -------------------------------------------------- */
