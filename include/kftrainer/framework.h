@@ -50,11 +50,16 @@ extern "C" {
 /* ---- RuntimeInfo ------------------------------------------------------ */
 
 /* A container of a pod set: the fields plugins change. All json_t members
- * are owned arrays (possibly empty, never NULL) of the Kubernetes objects. */
+ * are owned arrays (possibly empty, never NULL) of the Kubernetes objects.
+ * They start as the template's; for the trainer's `node` container the
+ * TrainJob's image, command and args replace the template's first, so a
+ * plugin that rewrites the command (TorchTune, Flux) sees and owns the
+ * final one and the JobSet plugin writes back only what RuntimeInfo says. */
 typedef struct kft_container {
 	char *name;
 	char *image;           /* NULL: keep the template's */
 	json_t *command;       /* array of strings; empty: keep the template's */
+	json_t *args;          /* array of strings; written back as is */
 	json_t *env;           /* EnvVar objects, upserted by name into the template */
 	json_t *ports;         /* ContainerPort objects, upserted by containerPort+protocol */
 	json_t *volume_mounts; /* VolumeMount objects, upserted by mountPath */
@@ -186,10 +191,14 @@ typedef const kft_plugin *(*kft_plugin_entry_fn)(void);
 
 /* ---- the framework ------------------------------------------------------ */
 
+/* Feature gates, as upstream's controller has them (all off by default). */
+#define KFT_FEATURE_TRAINJOB_STATUS 0x1u /* the TrainJobStatus plugin (alpha upstream) */
+
 /* A framework with the built-in plugins registered, in this order:
  * plainml, torch, mpi, jax, xgboost, flux, coscheduling, volcano, jobset,
- * trainjobstatus. Free with kft_framework_free. */
-int kft_framework_new(kft_framework **out, kft_error *err);
+ * and trainjobstatus when KFT_FEATURE_TRAINJOB_STATUS is in `features`.
+ * Free with kft_framework_free. */
+int kft_framework_new(unsigned features, kft_framework **out, kft_error *err);
 void kft_framework_free(kft_framework *fw);
 
 /* Registers a plugin after the built-ins (the table is borrowed and must
@@ -221,10 +230,13 @@ int kft_framework_runtime_info(const kft_framework *fw, const kft_backend *backe
                                const json_t *trainjob, const json_t *runtime,
                                kft_runtime_info **out, kft_error *err);
 
-/* PreExecution: CustomValidation of every plugin. */
-void kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
-                            const kft_runtime_info *info, const json_t *old_job,
-                            const json_t *new_job, kft_field_errors *errs);
+/* PreExecution: CustomValidation of every plugin, given RuntimeInfo as the
+ * runtime and new_job make it before any plugin has changed it (as
+ * upstream's webhook builds it). Returns 0, or a negative kft_status when
+ * RuntimeInfo cannot be built (err filled). */
+int kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
+                           const json_t *runtime, const json_t *old_job, const json_t *new_job,
+                           kft_field_errors *errs, kft_error *err);
 
 /* Build: RuntimeInfo, then PreComponentBuilder and ComponentBuilder.
  * *objects receives a new array of complete objects in apply order. */
