@@ -6,7 +6,7 @@ PREFIX     ?= /usr/local
 JOBS       ?= 2
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test unit check-format format crds check-crds fuzz fuzz-run \
+.PHONY: all deps configure build test unit bench check-format format crds fuzz fuzz-run \
         install demo clean
 
 all: build
@@ -28,6 +28,10 @@ test: build
 
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -L 'unit|asan'
+
+# Benchmarks print figures (median, p10, p90); they never fail on time.
+bench: build
+	$(BUILD)/bench/bench_render
 
 # Regenerate manifests/crds/ from api/ (the test tier checks they are current).
 crds: build

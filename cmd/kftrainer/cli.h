@@ -18,6 +18,7 @@ typedef struct kft_verb {
 } kft_verb;
 
 extern const kft_verb kft_verb_validate;
+extern const kft_verb kft_verb_render;
 
 /* Prints "kftrainer: " and the message to stderr. */
 void kft_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

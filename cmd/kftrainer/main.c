@@ -18,6 +18,7 @@
 
 static const kft_verb *const verbs[] = {
         &kft_verb_validate,
+        &kft_verb_render,
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 

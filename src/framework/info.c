@@ -67,9 +67,10 @@ int kft_upsert_env(json_t *env, const char *name, const char *value)
 static void container_free(kft_container *c)
 {
 	free(c->name);
-	free(c->image);	json_decref(c->command);
+	free(c->image);
+	json_decref(c->command);
 	json_decref(c->args);
-json_decref(c->env);
+	json_decref(c->env);
 	json_decref(c->ports);
 	json_decref(c->volume_mounts);
 }

@@ -1,0 +1,119 @@
+/*
+ * registry.c - the plugin registry: built-ins in their fixed order, then
+ * plugins added at run time, from tables or from shared objects.
+ *
+ * A framework is an ordinary object (not a global), filled once when a
+ * program starts and read-only afterwards, so several may coexist (tests do).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/builtin.h"
+
+static const kft_plugin *const builtins[] = {
+        &kft_plugin_plainml,      &kft_plugin_torch,   &kft_plugin_mpi,
+        &kft_plugin_jax,          &kft_plugin_xgboost, &kft_plugin_flux,
+        &kft_plugin_coscheduling, &kft_plugin_volcano, &kft_plugin_jobset,
+};
+
+#define MAX_PLUGINS 64
+
+struct kft_framework {
+	const kft_plugin *plugins[MAX_PLUGINS];
+	size_t count;
+	void *handles[MAX_PLUGINS]; /* dlopen handles of loaded shared objects */
+	size_t nhandles;
+};
+
+int kft_framework_new(unsigned features, kft_framework **out, kft_error *err)
+{
+	kft_framework *fw = calloc(1, sizeof(*fw));
+	*out = NULL;
+	if (!fw)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+		int rc = kft_framework_add_plugin(fw, builtins[i], err);
+		if (rc != 0) {
+			kft_framework_free(fw);
+			return rc;
+		}
+	}
+	if (features & KFT_FEATURE_TRAINJOB_STATUS) {
+		int rc = kft_framework_add_plugin(fw, &kft_plugin_trainjobstatus, err);
+		if (rc != 0) {
+			kft_framework_free(fw);
+			return rc;
+		}
+	}
+	*out = fw;
+	return 0;
+}
+
+void kft_framework_free(kft_framework *fw)
+{
+	if (!fw)
+		return;
+	for (size_t i = 0; i < fw->nhandles; i++)
+		dlclose(fw->handles[i]);
+	free(fw);
+}
+
+int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *p, kft_error *err)
+{
+	if (!p || !p->name || !*p->name)
+		return kft_error_set(err, KFT_EINVAL, "a plugin must have a name");
+	if (p->abi_version != KFT_PLUGIN_ABI_VERSION)
+		return kft_error_set(err, KFT_EVERSION,
+		                     "plugin %s was built for plugin ABI version %u, but this "
+		                     "kftrainer provides version %u; rebuild it against this "
+		                     "kftrainer's <kftrainer/framework.h>",
+		                     p->name, p->abi_version, KFT_PLUGIN_ABI_VERSION);
+	for (size_t i = 0; i < fw->count; i++)
+		if (strcmp(fw->plugins[i]->name, p->name) == 0)
+			return kft_error_set(err, KFT_EINVAL,
+			                     "a plugin named %s is already registered", p->name);
+	if (fw->count == MAX_PLUGINS)
+		return kft_error_set(err, KFT_ELIMIT, "too many plugins (at most %d)", MAX_PLUGINS);
+	fw->plugins[fw->count++] = p;
+	return 0;
+}
+
+int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *err)
+{
+	if (fw->nhandles == MAX_PLUGINS)
+		return kft_error_set(err, KFT_ELIMIT, "too many plugins (at most %d)", MAX_PLUGINS);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return kft_error_set(err, KFT_ENOTFOUND, "cannot load plugin %s: %s", path,
+		                     dlerror());
+	kft_plugin_entry_fn entry;
+	*(void **)&entry = dlsym(h, KFT_PLUGIN_SYMBOL);
+	if (!entry) {
+		dlclose(h);
+		return kft_error_set(err, KFT_EINVAL,
+		                     "%s is not a kftrainer plugin: it does not export %s", path,
+		                     KFT_PLUGIN_SYMBOL);
+	}
+	const kft_plugin *p = entry();
+	int rc = kft_framework_add_plugin(fw, p, err);
+	if (rc != 0) {
+		char msg[KFT_ERROR_MESSAGE_MAX];
+		snprintf(msg, sizeof(msg), "%s", err ? err->message : "");
+		dlclose(h);
+		return kft_error_set(err, rc, "%s: %s", path, msg);
+	}
+	fw->handles[fw->nhandles++] = h;
+	return 0;
+}
+
+size_t kft_framework_plugin_count(const kft_framework *fw)
+{
+	return fw->count;
+}
+
+const kft_plugin *kft_framework_plugin_at(const kft_framework *fw, size_t i)
+{
+	return i < fw->count ? fw->plugins[i] : NULL;
+}

@@ -1,0 +1,169 @@
+/*
+ * jobset_status.c - the JobSet plugin's PostExecution points: the
+ * TrainJob's status read back from its JobSet (upstream v2.3.0 jobset.go
+ * Status).
+ *
+ * TrainJobStatus copies status.replicatedJobsStatus into the TrainJob's
+ * jobsStatus, one entry per replicated job with its ready, succeeded,
+ * failed, active and suspended counts (a JobSet without any leaves no
+ * jobsStatus). TerminalCondition turns the JobSet's Completed=True
+ * condition into the TrainJob's Complete, or its Failed=True into Failed,
+ * keeping reason, message, lastTransitionTime and observedGeneration as
+ * the JobSet wrote them (upstream copies the whole condition and renames
+ * it). Upstream sets both when both are true; a JobSet never has both, and
+ * we report Complete first, as upstream sets it first.
+ *
+ * A JobSet that is gone is no news for a TrainJob that has finished (its
+ * TTL may have removed it). For one still running, upstream's lookup fails
+ * and the reconcile is retried; TrainJobStatus returns KFT_ENOTFOUND then,
+ * with the API server's wording, and leaves the status alone.
+ */
+#include <string.h>
+
+#include "kftrainer/constants.h"
+#include "plugins/builtin.h"
+#include "plugins/jobset_internal.h"
+
+#define JOBSET_COMPLETED  "Completed"
+#define JOBSET_FAILED     "Failed"
+#define TRAINJOB_COMPLETE "Complete"
+#define TRAINJOB_FAILED   "Failed"
+#define CONDITION_TRUE    "True"
+
+/* The first condition of `type` in a conditions list, or NULL. */
+static const json_t *find_condition(const json_t *conditions, const char *type)
+{
+	size_t i;
+	const json_t *c;
+	json_array_foreach(conditions, i, c)
+	{
+		const char *t = json_string_value(json_object_get(c, "type"));
+		if (t && strcmp(t, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static int condition_true(const json_t *conditions, const char *type)
+{
+	const char *s =
+	        json_string_value(json_object_get(find_condition(conditions, type), "status"));
+	return s && strcmp(s, CONDITION_TRUE) == 0;
+}
+
+/* Complete=True or Failed=True on the TrainJob itself. */
+static int trainjob_finished(const kft_trainjob *job)
+{
+	const json_t *conds = json_object_get(json_object_get(job->obj, "status"), "conditions");
+	return condition_true(conds, TRAINJOB_COMPLETE) || condition_true(conds, TRAINJOB_FAILED);
+}
+
+static json_int_t count_of(const json_t *rs, const char *key)
+{
+	const json_t *v = json_object_get(rs, key);
+	return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+/* One jobsStatus entry; the JobSet's counts are plain integers, so each
+ * is present (0 when the JobSet omits it). */
+static json_t *job_status(const json_t *rs)
+{
+	static const char *const counts[] = {"ready", "succeeded", "failed", "active", "suspended"};
+	json_t *js = json_object();
+	const char *name = json_string_value(json_object_get(rs, "name"));
+	if (js && name && *name && json_object_set_new(js, "name", json_string(name)) != 0) {
+		json_decref(js);
+		return NULL;
+	}
+	for (size_t i = 0; js && i < 5; i++) {
+		if (json_object_set_new(js, counts[i], json_integer(count_of(rs, counts[i]))) !=
+		    0) {
+			json_decref(js);
+			return NULL;
+		}
+	}
+	return js;
+}
+
+static int set_jobs_status(json_t *status, const json_t *jobset, kft_error *err)
+{
+	const json_t *list =
+	        json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus");
+	json_t *out = json_array();
+	size_t i;
+	const json_t *rs;
+	json_array_foreach(list, i, rs)
+	{
+		json_t *one = out ? job_status(rs) : NULL;
+		if (!one || json_array_append_new(out, one) != 0) {
+			json_decref(out);
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+		}
+	}
+	if (!out)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (json_array_size(out) == 0) {
+		json_decref(out);
+		json_object_del(status, "jobsStatus");
+		return 0;
+	}
+	return json_object_set_new(status, "jobsStatus", out) == 0
+	               ? 0
+	               : kft_error_set(err, KFT_ENOMEM, "out of memory");
+}
+
+int kft_jobset_status(const kft_plugin_ctx *ctx, const kft_trainjob *job, json_t *status,
+                      kft_error *err)
+{
+	if (!job)
+		return 0;
+	json_t *jobset = kft_jobset_get(ctx, job);
+	if (!jobset)
+		return trainjob_finished(job)
+		               ? 0
+		               : kft_error_set(err, KFT_ENOTFOUND,
+		                               "jobsets.jobset.x-k8s.io \"%s\" not found",
+		                               job->name);
+	int rc = set_jobs_status(status, jobset, err);
+	json_decref(jobset);
+	return rc;
+}
+
+/* The JobSet's condition renamed `type`, its fields in metav1.Condition's
+ * order. */
+static json_t *renamed_condition(const json_t *c, const char *type)
+{
+	static const char *const rest[] = {"status", "observedGeneration", "lastTransitionTime",
+	                                   "reason", "message"};
+	json_t *out = json_pack("{s:s}", "type", type);
+	for (size_t i = 0; out && i < 5; i++) {
+		const json_t *v = json_object_get(c, rest[i]);
+		if (v && json_object_set(out, rest[i], (json_t *)v) != 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+int kft_jobset_terminal_condition(const kft_plugin_ctx *ctx, const kft_trainjob *job,
+                                  json_t **condition, kft_error *err)
+{
+	*condition = NULL;
+	if (!job)
+		return 0;
+	json_t *jobset = kft_jobset_get(ctx, job);
+	const json_t *conds = json_object_get(json_object_get(jobset, "status"), "conditions");
+	const char *type = condition_true(conds, JOBSET_COMPLETED) ? TRAINJOB_COMPLETE
+	                   : condition_true(conds, JOBSET_FAILED)  ? TRAINJOB_FAILED
+	                                                           : NULL;
+	const json_t *from = !type ? NULL
+	                           : find_condition(conds, strcmp(type, TRAINJOB_COMPLETE) == 0
+	                                                           ? JOBSET_COMPLETED
+	                                                           : JOBSET_FAILED);
+	int rc = 0;
+	if (from && !(*condition = renamed_condition(from, type)))
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	json_decref(jobset);
+	return rc;
+}

@@ -1,0 +1,403 @@
+/*
+ * test_plugin_trainjobstatus.c - the TrainJobStatus plugin
+ * (src/plugins/trainjobstatus.c).
+ *
+ * Cases named "trainjobstatus_test.go: ..." port upstream v2.3.0's
+ * pkg/runtime/framework/plugins/trainjobstatus/trainjobstatus_test.go
+ * (TestEnforceMLPolicy, TestBuild) with upstream's default Configuration
+ * (service kubeflow-trainer-controller-manager, Secret
+ * kubeflow-trainer-webhook-cert, status server port 10443, operator
+ * namespace kubeflow-system). Cases marked "ours" pin our own checks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kftrainer/framework.h"
+#include "plugins/builtin.h"
+
+/* ---- fixtures ------------------------------------------------------------- */
+
+static json_t *parse(const char *text)
+{
+	json_error_t e;
+	json_t *v = json_loads(text, 0, &e);
+	if (!v)
+		fail_msg("bad test JSON (%s): %s", e.text, text);
+	return v;
+}
+
+/* A backend whose cluster holds the objects of a JSON array (self), and
+ * whose TrainJob UID is metadata.uid. */
+static json_t *fake_get(void *self, const char *api_version, const char *kind, const char *ns,
+                        const char *name)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach((json_t *)self, i, o)
+	{
+		const json_t *m = json_object_get(o, "metadata");
+		const char *ons = json_string_value(json_object_get(m, "namespace"));
+		if (strcmp(json_string_value(json_object_get(o, "apiVersion")), api_version) == 0 &&
+		    strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0 &&
+		    strcmp(json_string_value(json_object_get(m, "name")), name) == 0 &&
+		    (!ns || (ons && strcmp(ons, ns) == 0)))
+			return json_incref(o);
+	}
+	return NULL;
+}
+
+static const char *fake_uid(void *self, const json_t *trainjob)
+{
+	return json_string_value(json_object_get(json_object_get(trainjob, "metadata"), "uid"));
+}
+
+typedef struct fixture {
+	json_t *cluster;
+	kft_backend backend;
+	kft_plugin_ctx ctx;
+	json_t *job_obj;
+	kft_trainjob job;
+	kft_runtime_info *info;
+	json_t *objects;
+} fixture;
+
+static void fixture_init(fixture *f, const char *trainjob, const char *cluster)
+{
+	memset(f, 0, sizeof(*f));
+	f->cluster = parse(cluster ? cluster : "[]");
+	f->backend = (kft_backend){.name = "test",
+	                           .self = f->cluster,
+	                           .pod_address = kft_backend_default()->pod_address,
+	                           .service_port = kft_backend_default()->service_port,
+	                           .get_object = fake_get,
+	                           .trainjob_uid = fake_uid};
+	f->ctx = (kft_plugin_ctx){.backend = &f->backend};
+	if (trainjob) {
+		f->job_obj = parse(trainjob);
+		assert_int_equal(kft_trainjob_view(f->job_obj, &f->job, NULL), 0);
+	}
+	f->info = calloc(1, sizeof(*f->info));
+	f->info->labels = json_object();
+	f->info->annotations = json_object();
+	f->info->scheduler_pod_labels = json_object();
+	f->info->scheduler_pod_annotations = json_object();
+	f->info->template_spec = json_object();
+	f->objects = json_array();
+}
+
+static void fixture_free(fixture *f)
+{
+	kft_runtime_info_free(f->info);
+	json_decref(f->objects);
+	json_decref(f->job_obj);
+	json_decref(f->cluster);
+}
+
+static kft_pod_set *add_pod_set(kft_runtime_info *info, const char *name, int32_t count,
+                                const char *requests)
+{
+	info->pod_sets = realloc(info->pod_sets, (info->n_pod_sets + 1) * sizeof(kft_pod_set));
+	kft_pod_set *ps = &info->pod_sets[info->n_pod_sets++];
+	memset(ps, 0, sizeof(*ps));
+	ps->name = strdup(name);
+	ps->count = count;
+	ps->replicas = 1;
+	ps->volumes = json_array();
+	ps->single_pod_requests = parse(requests ? requests : "{}");
+	return ps;
+}
+
+static void add_container(kft_pod_set *ps, const char *name)
+{
+	ps->containers = realloc(ps->containers, (ps->n_containers + 1) * sizeof(kft_container));
+	kft_container *c = &ps->containers[ps->n_containers++];
+	memset(c, 0, sizeof(*c));
+	c->name = strdup(name);
+	c->command = json_array();
+	c->env = json_array();
+	c->ports = json_array();
+	c->volume_mounts = json_array();
+}
+
+/* A pod set with an ancestor label and containers of these names. */
+static kft_pod_set *add_trainer(kft_runtime_info *info, const char *name, const char *ancestor,
+                                int32_t count, const char *c1, const char *c2)
+{
+	kft_pod_set *ps = add_pod_set(info, name, count, NULL);
+	ps->ancestor = ancestor ? strdup(ancestor) : NULL;
+	add_container(ps, c1);
+	if (c2)
+		add_container(ps, c2);
+	return ps;
+}
+
+static const kft_trainjob *job_of(fixture *f)
+{
+	return f->job_obj ? &f->job : NULL;
+}
+
+/* Runs EnforceMLPolicy, expected to succeed. */
+static void enforce(fixture *f, kft_runtime_info *info)
+{
+	kft_error err = {0};
+	if (kft_plugin_trainjobstatus.enforce_ml_policy(&f->ctx, info, job_of(f), &err) != 0)
+		fail_msg("EnforceMLPolicy: %s", err.message);
+}
+
+/* Runs ComponentBuilder; returns its status, err filled. */
+static int build(fixture *f, kft_runtime_info *info, kft_error *err)
+{
+	return kft_plugin_trainjobstatus.component_builder(&f->ctx, info, job_of(f), f->objects,
+	                                                   err);
+}
+
+static void expect_json(const json_t *got, const char *want_text)
+{
+	json_t *want = parse(want_text);
+	if (!json_equal((json_t *)got, want)) {
+		char *g = json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY);
+		char *w = json_dumps(want, JSON_SORT_KEYS | JSON_ENCODE_ANY);
+		fprintf(stderr, "got:  %s\nwant: %s\n", g, w);
+		free(g);
+		free(w);
+		json_decref(want);
+		fail();
+	}
+	json_decref(want);
+}
+
+#define TEST_JOB                                                                                   \
+	"{\"metadata\": {\"name\": \"test-job\", \"namespace\": \"default\", \"uid\": "            \
+	"\"test-uid\"}, \"spec\": {\"trainer\": {\"numNodes\": 2}}}"
+
+#define WANT_ENV                                                                                   \
+	"[{\"name\": \"KUBEFLOW_TRAINER_SERVER_URL\", \"value\": "                                 \
+	"\"https://kubeflow-trainer-controller-manager.kubeflow-system.svc:10443/apis/"            \
+	"trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/test-job/status\"}, "          \
+	"{\"name\": \"KUBEFLOW_TRAINER_SERVER_CA_CERT\", \"value\": "                              \
+	"\"/var/run/secrets/kubeflow/trainer/ca.crt\"}, {\"name\": "                               \
+	"\"KUBEFLOW_TRAINER_SERVER_TOKEN\", \"value\": "                                           \
+	"\"/var/run/secrets/kubeflow/trainer/token\"}]"
+
+#define WANT_MOUNTS                                                                                \
+	"[{\"name\": \"kubeflow-trainer-token\", \"mountPath\": "                                  \
+	"\"/var/run/secrets/kubeflow/trainer\", \"readOnly\": true}]"
+
+#define WANT_VOLUMES                                                                               \
+	"[{\"name\": \"kubeflow-trainer-token\", \"projected\": {\"sources\": "                    \
+	"[{\"serviceAccountToken\": {\"audience\": "                                               \
+	"\"trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/test-job/status\", "         \
+	"\"expirationSeconds\": 3600, \"path\": \"token\"}}, {\"configMap\": {\"name\": "          \
+	"\"test-job-tls-config\", \"items\": [{\"key\": \"ca.crt\", \"path\": \"ca.crt\"}]}}]}}]"
+
+/* ---- TestEnforceMLPolicy --------------------------------------------------------- */
+
+/* trainjobstatus_test.go: "does nothing if no trainer pods" */
+static void test_no_trainer_pods(void **state)
+{
+	fixture f;
+	fixture_init(&f, TEST_JOB, NULL);
+	kft_pod_set *ps = add_trainer(f.info, "launcher", NULL, 1, "launcher", NULL);
+	enforce(&f, f.info);
+	expect_json(ps->containers[0].env, "[]");
+	expect_json(ps->containers[0].volume_mounts, "[]");
+	expect_json(ps->volumes, "[]");
+	fixture_free(&f);
+}
+
+/* trainjobstatus_test.go: "injects runtime configuration into trainer containers" */
+static void test_inject_trainer(void **state)
+{
+	fixture f;
+	fixture_init(&f, TEST_JOB, NULL);
+	kft_pod_set *ps = add_trainer(f.info, "trainer", "trainer", 2, "node", NULL);
+	enforce(&f, f.info);
+	expect_json(ps->containers[0].env, WANT_ENV);
+	expect_json(ps->containers[0].volume_mounts, WANT_MOUNTS);
+	expect_json(ps->volumes, WANT_VOLUMES);
+	assert_int_equal(ps->count, 2);
+	fixture_free(&f);
+}
+
+/* trainjobstatus_test.go: "injects runtime configuration into multiple containers" */
+static void test_inject_multiple_containers(void **state)
+{
+	fixture f;
+	fixture_init(&f, TEST_JOB, NULL);
+	kft_pod_set *ps = add_trainer(f.info, "trainer", "trainer", 1, "node", "sidecar");
+	enforce(&f, f.info);
+	for (int i = 0; i < 2; i++) {
+		expect_json(ps->containers[i].env, WANT_ENV);
+		expect_json(ps->containers[i].volume_mounts, WANT_MOUNTS);
+	}
+	expect_json(ps->volumes, WANT_VOLUMES);
+	fixture_free(&f);
+}
+
+/* ours: running twice changes nothing more (upserts by name and path), and
+ * a variable the runtime already set is replaced, not duplicated. */
+static void test_inject_idempotent(void **state)
+{
+	fixture f;
+	fixture_init(&f, TEST_JOB, NULL);
+	kft_pod_set *ps = add_trainer(f.info, "trainer", "trainer", 1, "node", NULL);
+	json_array_append_new(ps->containers[0].env,
+	                      parse("{\"name\": \"KUBEFLOW_TRAINER_SERVER_TOKEN\", \"value\": "
+	                            "\"/var/run/secrets/kubeflow/trainer/token\"}"));
+	add_pod_set(f.info, "dataset-initializer", 1, NULL)->ancestor =
+	        strdup("dataset-initializer");
+	enforce(&f, f.info);
+	enforce(&f, f.info);
+	expect_json(
+	        f.info->pod_sets[0].containers[0].env,
+	        "[{\"name\": \"KUBEFLOW_TRAINER_SERVER_TOKEN\", \"value\": "
+	        "\"/var/run/secrets/kubeflow/trainer/token\"}, {\"name\": "
+	        "\"KUBEFLOW_TRAINER_SERVER_URL\", \"value\": "
+	        "\"https://kubeflow-trainer-controller-manager.kubeflow-system.svc:10443/apis/"
+	        "trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/test-job/status\"}, "
+	        "{\"name\": \"KUBEFLOW_TRAINER_SERVER_CA_CERT\", \"value\": "
+	        "\"/var/run/secrets/kubeflow/trainer/ca.crt\"}]");
+	expect_json(f.info->pod_sets[0].volumes, WANT_VOLUMES);
+	expect_json(f.info->pod_sets[1].volumes, "[]");
+	(void)ps;
+	fixture_free(&f);
+}
+
+/* ---- TestBuild ------------------------------------------------------------------- */
+
+#define SECRET(data)                                                                               \
+	"[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": "                \
+	"\"kubeflow-trainer-webhook-cert\", \"namespace\": \"kubeflow-system\"}, \"data\": " data  \
+	"}]"
+
+/* trainjobstatus_test.go: "no action when info is nil" */
+static void test_build_nil_info(void **state)
+{
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, TEST_JOB, NULL);
+	assert_int_equal(build(&f, NULL, &err), 0);
+	assert_int_equal(json_array_size(f.objects), 0);
+	fixture_free(&f);
+}
+
+/* trainjobstatus_test.go: "no action when trainJob is nil" */
+static void test_build_nil_trainjob(void **state)
+{
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, NULL, NULL);
+	add_trainer(f.info, "trainer", "trainer", 1, "node", NULL);
+	assert_int_equal(build(&f, f.info, &err), 0);
+	assert_int_equal(json_array_size(f.objects), 0);
+	fixture_free(&f);
+}
+
+/* trainjobstatus_test.go: "creates ConfigMap with CA cert from secret"
+ * ("test-ca-cert-data", base64-encoded as a Secret stores it). */
+static void test_build_config_map(void **state)
+{
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, TEST_JOB, SECRET("{\"ca.crt\": \"dGVzdC1jYS1jZXJ0LWRhdGE=\"}"));
+	add_trainer(f.info, "trainer", "trainer", 2, "node", NULL);
+	assert_int_equal(build(&f, f.info, &err), 0);
+	expect_json(f.objects,
+	            "[{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": "
+	            "\"test-job-tls-config\", \"namespace\": \"default\", \"ownerReferences\": "
+	            "[{\"apiVersion\": \"trainer.kubeflow.org/v1alpha1\", \"kind\": \"TrainJob\", "
+	            "\"name\": \"test-job\", \"uid\": \"test-uid\", \"controller\": true, "
+	            "\"blockOwnerDeletion\": true}]}, \"data\": {\"ca.crt\": "
+	            "\"test-ca-cert-data\"}}]");
+	fixture_free(&f);
+}
+
+static void expect_build_error(const char *cluster, const char *prefix)
+{
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, TEST_JOB, cluster);
+	add_trainer(f.info, "trainer", "trainer", 1, "node", NULL);
+	assert_true(build(&f, f.info, &err) < 0);
+	if (strncmp(err.message, prefix, strlen(prefix)) != 0)
+		fail_msg("error \"%s\" does not start with \"%s\"", err.message, prefix);
+	assert_int_equal(json_array_size(f.objects), 0);
+	fixture_free(&f);
+}
+
+/* trainjobstatus_test.go: "returns error when webhook secret not found" */
+static void test_build_no_secret(void **state)
+{
+	expect_build_error("[]", "failed to look up status server tls secret");
+	/* The Secret must be in the operator's namespace. */
+	expect_build_error("[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": "
+	                   "{\"name\": \"kubeflow-trainer-webhook-cert\", \"namespace\": "
+	                   "\"default\"}, \"data\": {\"ca.crt\": \"eA==\"}}]",
+	                   "failed to look up status server tls secret: secrets "
+	                   "\"kubeflow-trainer-webhook-cert\" not found");
+}
+
+/* trainjobstatus_test.go: "returns error when CA cert is missing in secret" */
+static void test_build_no_ca_cert(void **state)
+{
+	expect_build_error(SECRET("{\"other-key\": \"b3RoZXItZGF0YQ==\"}"),
+	                   "failed to find status server ca.crt in tls secret");
+	/* ours: an empty ca.crt is missing too. */
+	expect_build_error(SECRET("{\"ca.crt\": \"\"}"),
+	                   "failed to find status server ca.crt in tls secret");
+}
+
+/* ours: ca.crt that is not base64 is refused; line breaks in it are not. */
+static void test_build_base64(void **state)
+{
+	expect_build_error(SECRET("{\"ca.crt\": \"not base64!\"}"),
+	                   "failed to look up status server tls secret");
+	expect_build_error(SECRET("{\"ca.crt\": \"eA=\"}"),
+	                   "failed to look up status server tls secret");
+	expect_build_error(SECRET("{\"ca.crt\": \"e===\"}"),
+	                   "failed to look up status server tls secret");
+
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, TEST_JOB, SECRET("{\"ca.crt\": \"LS0tLS1C\\nRUdJTg==\"}"));
+	add_trainer(f.info, "trainer", "trainer", 1, "node", NULL);
+	assert_int_equal(build(&f, f.info, &err), 0);
+	expect_json(json_object_get(json_array_get(f.objects, 0), "data"),
+	            "{\"ca.crt\": \"-----BEGIN\"}");
+	fixture_free(&f);
+}
+
+/* ours: the table. Upstream's plugin has no other extension points. */
+static void test_table(void **state)
+{
+	assert_string_equal(kft_plugin_trainjobstatus.name, "TrainJobStatus");
+	assert_int_equal(kft_plugin_trainjobstatus.abi_version, KFT_PLUGIN_ABI_VERSION);
+	assert_null(kft_plugin_trainjobstatus.watch_kinds);
+	assert_null(kft_plugin_trainjobstatus.trainjob_status);
+	assert_null(kft_plugin_trainjobstatus.enforce_pod_group_policy);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_no_trainer_pods),
+	        cmocka_unit_test(test_inject_trainer),
+	        cmocka_unit_test(test_inject_multiple_containers),
+	        cmocka_unit_test(test_inject_idempotent),
+	        cmocka_unit_test(test_build_nil_info),
+	        cmocka_unit_test(test_build_nil_trainjob),
+	        cmocka_unit_test(test_build_config_map),
+	        cmocka_unit_test(test_build_no_secret),
+	        cmocka_unit_test(test_build_no_ca_cert),
+	        cmocka_unit_test(test_build_base64),
+	        cmocka_unit_test(test_table),
+	};
+	return cmocka_run_group_tests_name("plugin_trainjobstatus", tests, NULL, NULL);
+}
