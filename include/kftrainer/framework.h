@@ -109,11 +109,44 @@ int kft_upsert_env(json_t *env, const char *name, const char *value);
 int kft_upsert_env_object(json_t *env, const json_t *item);
 int kft_upsert_by_key(json_t *list, const char *key, const json_t *item);
 
+/* ---- what plugins put into the objects they build ------------------------- */
+
+typedef struct kft_plugin_ctx kft_plugin_ctx;
+typedef struct kft_trainjob kft_trainjob;
+
+/* The TrainJob as controlling owner of a child (controller and
+ * blockOwnerDeletion true); its uid only when the backend knows one. New
+ * reference, or NULL when out of memory. */
+json_t *kft_owner_reference(const kft_plugin_ctx *ctx, const kft_trainjob *job);
+
+/* A gang's size over every pod set: minMember (the pods of all pod sets)
+ * and minResources (count x single-pod requests, summed exactly, keys
+ * sorted), as upstream's PodGroup plugins compute them. *min_res is a new
+ * reference. */
+int kft_pod_group_size(const kft_runtime_info *info, int32_t *min_member, json_t **min_res,
+                       kft_error *err);
+
+/* Upstream's port upsert: replaces the port with the same containerPort, or
+ * the first unnamed one (two unnamed ports count as the same name), else
+ * appends. Returns 0 or KFT_ENOMEM. */
+int kft_upsert_port(json_t *ports, int port);
+
+/* One trainer node's resources: the TrainJob's resourcesPerNode when job
+ * has it (it replaces the runtime's as a whole), else the `node` container's
+ * resources in the trainer's (or the `node`) replicated job of the template.
+ * Borrowed; NULL when neither exists. */
+const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info,
+                                              const kft_trainjob *job);
+
+/* GPUs in a ResourceRequirements object: the first resource whose name
+ * contains "gpu" (any case) in requests, else in limits, rounded up. */
+int64_t kft_resources_gpus(const json_t *resources);
+
 /* ---- the TrainJob as the framework reads it ---------------------------- */
 
 /* A typed view of the TrainJob fields the framework computes with. Every
  * pointer is borrowed from `obj` and lives as long as it. */
-typedef struct kft_trainjob {
+struct kft_trainjob {
 	const json_t *obj;
 	const char *name, *ns;
 	const json_t *trainer; /* spec.trainer, or NULL */
@@ -128,7 +161,7 @@ typedef struct kft_trainjob {
 	const json_t *dataset, *model;    /* spec.initializer.{dataset,model} or NULL */
 	const json_t *runtime_patches;    /* array or NULL */
 	int suspend;
-} kft_trainjob;
+};
 
 /* Fills the view from a defaulted, validated TrainJob. */
 int kft_trainjob_view(const json_t *obj, kft_trainjob *out, kft_error *err);
@@ -138,10 +171,10 @@ int kft_trainjob_view(const json_t *obj, kft_trainjob *out, kft_error *err);
 typedef struct kft_framework kft_framework;
 
 /* What every extension point receives besides its arguments. */
-typedef struct kft_plugin_ctx {
+struct kft_plugin_ctx {
 	const kft_backend *backend; /* never NULL */
 	const kft_framework *framework;
-} kft_plugin_ctx;
+};
 
 typedef struct kft_plugin {
 	/* These two members stay first in every ABI version, so the loader

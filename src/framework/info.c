@@ -3,10 +3,13 @@
  * and freeing it. See kftrainer/framework.h; construction is in
  * runtime_info.c.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
+#include "kftrainer/quantity.h"
 
 kft_pod_set *kft_runtime_info_find_ancestor(const kft_runtime_info *info, const char *ancestor)
 {
@@ -107,4 +110,78 @@ void kft_runtime_info_free(kft_runtime_info *info)
 	free(info->runtime_kind);
 	free(info->runtime_name);
 	free(info);
+}
+int kft_upsert_port(json_t *ports, int port)
+{
+	json_t *item = json_pack("{s:i}", "containerPort", port);
+	size_t i;
+	json_t *p;
+	if (!item)
+		return KFT_ENOMEM;
+	json_array_foreach(ports, i, p)
+	{
+		const json_t *have = json_object_get(p, "containerPort");
+		int same_port = json_is_integer(have) && json_integer_value(have) == port;
+		if (same_port || !json_object_get(p, "name"))
+			return json_array_set_new(ports, i, item) ? KFT_ENOMEM : 0;
+	}
+	return json_array_append_new(ports, item) ? KFT_ENOMEM : 0;
+}
+
+static int has_name(const json_t *obj, const char *name)
+{
+	const char *n = json_string_value(json_object_get(obj, "name"));
+	return n && strcmp(n, name) == 0;
+}
+
+const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info, const kft_trainjob *job)
+{
+	if (job && job->resources_per_node)
+		return job->resources_per_node;
+	size_t i, j;
+	const json_t *rjob, *c;
+	json_array_foreach(json_object_get(info->template_spec, "replicatedJobs"), i, rjob)
+	{
+		const json_t *tmpl = json_object_get(rjob, "template");
+		const json_t *labels = json_object_get(json_object_get(tmpl, "metadata"), "labels");
+		const char *anc = json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
+		if (!has_name(rjob, KFT_CONTAINER_NODE) &&
+		    !(anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0))
+			continue;
+		const json_t *pod = json_object_get(json_object_get(tmpl, "spec"), "template");
+		json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), j,
+		                   c)
+		{
+			const json_t *res = json_object_get(c, "resources");
+			if (has_name(c, KFT_CONTAINER_NODE) && json_is_object(res))
+				return res;
+		}
+	}
+	return NULL;
+}
+
+/* Value() of the first resource whose name contains "gpu" in any case. */
+static int64_t gpus_in(const json_t *list)
+{
+	const char *key;
+	const json_t *q;
+	json_object_foreach((json_t *)list, key, q)
+	{
+		int gpu = 0;
+		for (size_t i = 0; key[i] && key[i + 1] && key[i + 2] && !gpu; i++)
+			gpu = tolower((unsigned char)key[i]) == 'g' &&
+			      tolower((unsigned char)key[i + 1]) == 'p' &&
+			      tolower((unsigned char)key[i + 2]) == 'u';
+		if (!gpu)
+			continue;
+		kft_quantity v;
+		return kft_quantity_from_json(q, &v, NULL) == 0 ? kft_quantity_value(&v) : 0;
+	}
+	return 0;
+}
+
+int64_t kft_resources_gpus(const json_t *resources)
+{
+	int64_t n = gpus_in(json_object_get(resources, "requests"));
+	return n ? n : gpus_in(json_object_get(resources, "limits"));
 }

@@ -545,62 +545,11 @@ static void put_shell_word(kft_strbuf *b, const char *s)
 	kft_strbuf_putc(b, '\'');
 }
 
-static int64_t gpus_in(const json_t *list)
-{
-	const char *key;
-	const json_t *q;
-	json_object_foreach((json_t *)list, key, q)
-	{
-		char lower[256];
-		size_t n = strlen(key);
-		if (n >= sizeof(lower))
-			continue;
-		for (size_t i = 0; i <= n; i++)
-			lower[i] = (char)tolower((unsigned char)key[i]);
-		if (!strstr(lower, "gpu"))
-			continue;
-		kft_quantity v;
-		return kft_quantity_from_json(q, &v, NULL) == 0 ? kft_quantity_value(&v) : 0;
-	}
-	return 0;
-}
-
-/* The "node" container's resources in the trainer's (or the "node")
- * replicated job of the template, as ExtractResourcePerNodeFromRuntime. */
-static const json_t *runtime_node_resources(const kft_runtime_info *info)
-{
-	size_t i, j;
-	const json_t *rjob, *c;
-	json_array_foreach(json_object_get(info->template_spec, "replicatedJobs"), i, rjob)
-	{
-		const char *name = json_string_value(json_object_get(rjob, "name"));
-		const json_t *tmpl = json_object_get(rjob, "template");
-		const json_t *labels = json_object_get(json_object_get(tmpl, "metadata"), "labels");
-		const char *anc = json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
-		if (!(name && strcmp(name, KFT_CONTAINER_NODE) == 0) &&
-		    !(anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0))
-			continue;
-		const json_t *pod = json_object_get(json_object_get(tmpl, "spec"), "template");
-		json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), j,
-		                   c)
-		{
-			const char *cn = json_string_value(json_object_get(c, "name"));
-			const json_t *res = json_object_get(c, "resources");
-			if (cn && strcmp(cn, KFT_CONTAINER_NODE) == 0 && json_is_object(res))
-				return res;
-		}
-	}
-	return NULL;
-}
-
 /* GPUs per node: the TrainJob's resourcesPerNode, else the template's;
  * requests first, then limits (GetNumGPUPerNode). */
 static int64_t gpus_per_node(const kft_runtime_info *info, const kft_trainjob *job)
 {
-	const json_t *res =
-	        job->resources_per_node ? job->resources_per_node : runtime_node_resources(info);
-	int64_t n = gpus_in(json_object_get(res, "requests"));
-	return n ? n : gpus_in(json_object_get(res, "limits"));
+	return kft_resources_gpus(kft_runtime_info_node_resources(info, job));
 }
 
 static char *entrypoint_sh(const kft_runtime_info *info, const kft_trainjob *job,
@@ -641,29 +590,10 @@ static char *entrypoint_sh(const kft_runtime_info *info, const kft_trainjob *job
 
 /* ---- objects -------------------------------------------------------------------- */
 
-static json_t *owner_references(const kft_plugin_ctx *ctx, const kft_trainjob *job)
-{
-	const kft_backend *be = ctx->backend;
-	const char *uid = be->trainjob_uid ? be->trainjob_uid(be->self, job->obj) : NULL;
-	json_t *ref = json_pack("{s:s, s:s, s:s}", "apiVersion", KFT_API_VERSION, "kind",
-	                        KFT_KIND_TRAINJOB, "name", job->name);
-	int bad = !ref;
-	if (!bad && uid)
-		bad = json_object_set_new(ref, "uid", json_string(uid)) != 0;
-	if (!bad)
-		bad = json_object_set_new(ref, "controller", json_true()) != 0 ||
-		      json_object_set_new(ref, "blockOwnerDeletion", json_true()) != 0;
-	if (bad) {
-		json_decref(ref);
-		return NULL;
-	}
-	return json_pack("[o]", ref);
-}
-
 static json_t *core_object(const kft_plugin_ctx *ctx, const kft_trainjob *job, const char *kind,
                            const char *name, json_t *data)
 {
-	json_t *owners = owner_references(ctx, job);
+	json_t *owners = json_pack("[o]", kft_owner_reference(ctx, job));
 	if (!owners || !data) {
 		json_decref(owners);
 		json_decref(data);

@@ -518,24 +518,6 @@ static int apply_suspend(json_t *spec, const kft_trainjob *job, kft_error *err)
 
 /* ---- the object -------------------------------------------------------------------- */
 
-/* The TrainJob as controller owner; its uid only when the backend has one. */
-static json_t *owner_reference(const kft_plugin_ctx *ctx, const kft_trainjob *job)
-{
-	const char *uid = ctx->backend->trainjob_uid(ctx->backend->self, job->obj);
-	json_t *ref = json_pack("{s:s, s:s, s:s}", "apiVersion", KFT_API_VERSION, "kind",
-	                        KFT_KIND_TRAINJOB, "name", job->name);
-	if (ref && uid && json_object_set_new(ref, "uid", json_string(uid)) != 0) {
-		json_decref(ref);
-		return NULL;
-	}
-	if (ref && (json_object_set_new(ref, "controller", json_true()) != 0 ||
-	            json_object_set_new(ref, "blockOwnerDeletion", json_true()) != 0)) {
-		json_decref(ref);
-		return NULL;
-	}
-	return ref;
-}
-
 static json_t *metadata(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
                         const kft_trainjob *job)
 {
@@ -546,7 +528,7 @@ static json_t *metadata(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
 	if (!bad && json_object_size(info->annotations) > 0)
 		bad = json_object_set_new(meta, "annotations", json_deep_copy(info->annotations)) !=
 		      0;
-	json_t *owner = bad ? NULL : owner_reference(ctx, job);
+	json_t *owner = bad ? NULL : kft_owner_reference(ctx, job);
 	if (bad || !owner ||
 	    json_object_set_new(meta, "ownerReferences", json_pack("[o]", owner))) {
 		json_decref(meta);

@@ -184,65 +184,6 @@ static void read_policy(const json_t *src, mpi_policy *p)
 
 /* ---- processes per node ------------------------------------------------------ */
 
-/* The count of the first resource whose name contains "gpu" (any case), as
- * upstream's numGPU; 0 when there is none or it does not parse. */
-static int64_t gpus_in(const json_t *list)
-{
-	const char *key;
-	const json_t *q;
-	json_object_foreach((json_t *)list, key, q)
-	{
-		char lower[256];
-		size_t n = strlen(key);
-		if (n >= sizeof(lower))
-			continue;
-		for (size_t i = 0; i <= n; i++)
-			lower[i] = (char)tolower((unsigned char)key[i]);
-		if (!strstr(lower, "gpu"))
-			continue;
-		kft_quantity v;
-		return kft_quantity_from_json(q, &v, NULL) == 0 ? kft_quantity_value(&v) : 0;
-	}
-	return 0;
-}
-
-/* Requests first, limits when requests name no GPU (GetNumGPUPerNode). */
-static int64_t gpus_per_node(const json_t *resources)
-{
-	int64_t n = gpus_in(json_object_get(resources, "requests"));
-	if (n == 0)
-		n = gpus_in(json_object_get(resources, "limits"));
-	return n;
-}
-
-/* The "node" container's resources in the trainer's (or the "node")
- * replicated job of the template, as ExtractResourcePerNodeFromRuntime. */
-static const json_t *runtime_node_resources(const kft_runtime_info *info)
-{
-	size_t i, j;
-	const json_t *rjob, *c;
-	json_array_foreach(json_object_get(info->template_spec, "replicatedJobs"), i, rjob)
-	{
-		const char *name = json_string_value(json_object_get(rjob, "name"));
-		const json_t *tmpl = json_object_get(rjob, "template");
-		const json_t *labels = json_object_get(json_object_get(tmpl, "metadata"), "labels");
-		const char *anc = json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
-		if (!(name && strcmp(name, KFT_CONTAINER_NODE) == 0) &&
-		    !(anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0))
-			continue;
-		const json_t *pod = json_object_get(json_object_get(tmpl, "spec"), "template");
-		json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), j,
-		                   c)
-		{
-			const char *cn = json_string_value(json_object_get(c, "name"));
-			const json_t *res = json_object_get(c, "resources");
-			if (cn && strcmp(cn, KFT_CONTAINER_NODE) == 0 && json_is_object(res))
-				return res;
-		}
-	}
-	return NULL;
-}
-
 /* The TrainJob's numProcPerNode wins; a runtime value of 1 becomes the GPU
  * count per node when that is more than 1. */
 static int32_t effective_procs(const kft_runtime_info *info, const kft_trainjob *job,
@@ -252,9 +193,9 @@ static int32_t effective_procs(const kft_runtime_info *info, const kft_trainjob 
 		return job->num_proc_per_node;
 	if (p->num_proc_per_node != 1)
 		return p->num_proc_per_node;
-	const json_t *res =
-	        job->resources_per_node ? job->resources_per_node : runtime_node_resources(info);
-	int64_t gpus = gpus_per_node(res);
+	const json_t *res = job->resources_per_node ? job->resources_per_node
+	                                            : kft_runtime_info_node_resources(info, NULL);
+	int64_t gpus = kft_resources_gpus(res);
 	if (gpus > INT32_MAX)
 		gpus = INT32_MAX;
 	return gpus > 1 ? (int32_t)gpus : p->num_proc_per_node;
@@ -478,31 +419,12 @@ static int mpi_enforce_pod_spec(const kft_plugin_ctx *ctx, kft_runtime_info *inf
 
 /* ---- the Secret and the ConfigMap ---------------------------------------------- */
 
-static json_t *owner_references(const kft_plugin_ctx *ctx, const kft_trainjob *job)
-{
-	const kft_backend *be = ctx->backend;
-	const char *uid = be->trainjob_uid ? be->trainjob_uid(be->self, job->obj) : NULL;
-	json_t *ref = json_pack("{s:s, s:s, s:s}", "apiVersion", KFT_API_VERSION, "kind",
-	                        KFT_KIND_TRAINJOB, "name", job->name);
-	int bad = !ref;
-	if (!bad && uid)
-		bad = json_object_set_new(ref, "uid", json_string(uid)) != 0;
-	if (!bad)
-		bad = json_object_set_new(ref, "controller", json_true()) != 0 ||
-		      json_object_set_new(ref, "blockOwnerDeletion", json_true()) != 0;
-	if (bad) {
-		json_decref(ref);
-		return NULL;
-	}
-	return json_pack("[o]", ref);
-}
-
 /* apiVersion v1, kind, and metadata with name, namespace and the TrainJob
  * as controlling owner. */
 static json_t *core_object(const kft_plugin_ctx *ctx, const kft_trainjob *job, const char *kind,
                            const char *name)
 {
-	json_t *owners = owner_references(ctx, job);
+	json_t *owners = json_pack("[o]", kft_owner_reference(ctx, job));
 	if (!owners)
 		return NULL;
 	return json_pack("{s:s, s:s, s:{s:s, s:s, s:o}}", "apiVersion", "v1", "kind", kind,

@@ -86,48 +86,14 @@ static const char *str_or_empty(const json_t *obj, const char *key)
 	return s ? s : "";
 }
 
-static int is_named(const json_t *obj, const char *name)
-{
-	const char *s = json_string_value(json_object_get(obj, "name"));
-	return s && strcmp(s, name) == 0;
-}
-
 /* ---- resources ----------------------------------------------------------- */
-
-/* The trainer node container's resources in the runtime template (after
- * runtime patches and resourcesPerNode were merged), or NULL. Upstream takes
- * the first `node` container with resources of a replicated job named
- * `node` or labelled as the trainer. */
-static const json_t *template_node_resources(const kft_runtime_info *info)
-{
-	static const char *const label_path[] = {"template", "metadata", "labels",
-	                                         KFT_LABEL_ANCESTOR};
-	static const char *const containers_path[] = {"template", "spec", "template", "spec",
-	                                              "containers"};
-	size_t i, j;
-	const json_t *rjob, *c;
-	json_array_foreach(json_object_get(info->template_spec, "replicatedJobs"), i, rjob)
-	{
-		const char *anc = json_string_value(child(rjob, label_path, 4));
-		if (!is_named(rjob, KFT_CONTAINER_NODE) &&
-		    !(anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0))
-			continue;
-		json_array_foreach(child(rjob, containers_path, 5), j, c)
-		{
-			const json_t *res = json_object_get(c, "resources");
-			if (is_named(c, KFT_CONTAINER_NODE) && json_is_object(res))
-				return res;
-		}
-	}
-	return NULL;
-}
 
 /* What one trainer node has: the TrainJob's resourcesPerNode replaces the
  * runtime's as a whole, as upstream does. May be NULL. */
 static const json_t *node_resources(const kft_runtime_info *info, const kft_trainjob *job)
 {
 	return job && job->resources_per_node ? job->resources_per_node
-	                                      : template_node_resources(info);
+	                                      : kft_runtime_info_node_resources(info, NULL);
 }
 
 /* Quantity.Value() of a resource list entry: rounded up to a whole unit. */
@@ -450,25 +416,6 @@ static int upsert_all(json_t *env, const json_t *items)
 	return 0;
 }
 
-/* Upstream's port upsert: the same containerPort, or the same name, where
- * two unnamed ports count as the same name. */
-static int upsert_port(json_t *ports, int port)
-{
-	json_t *item = json_pack("{s:i}", "containerPort", port);
-	size_t i;
-	json_t *p;
-	if (!item)
-		return KFT_ENOMEM;
-	json_array_foreach(ports, i, p)
-	{
-		const json_t *have = json_object_get(p, "containerPort");
-		int same_port = json_is_integer(have) && json_integer_value(have) == port;
-		if (same_port || !json_object_get(p, "name"))
-			return json_array_set_new(ports, i, item) ? KFT_ENOMEM : 0;
-	}
-	return json_array_append_new(ports, item) ? KFT_ENOMEM : 0;
-}
-
 /* ---- EnforceMLPolicy ------------------------------------------------------------ */
 
 /* Upstream's message for an envInjection target that names no container;
@@ -555,7 +502,7 @@ static int enforce_trainer(const kft_runtime_info *info, const kft_trainjob *job
 		json_decref(c->command);
 		c->command = cmd;
 	}
-	if (upsert_port(c->ports, te->port))
+	if (kft_upsert_port(c->ports, te->port))
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	return 0;
 }

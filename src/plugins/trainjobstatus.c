@@ -227,27 +227,11 @@ static int ca_cert_of(const json_t *secret, json_t **pem, kft_error *err)
 	return 0;
 }
 
-static json_t *owner_reference(const kft_plugin_ctx *ctx, const kft_trainjob *job)
-{
-	const char *uid = ctx->backend->trainjob_uid(ctx->backend->self, job->obj);
-	json_t *ref = json_pack("{s:s, s:s, s:s}", "apiVersion", KFT_API_VERSION, "kind",
-	                        KFT_KIND_TRAINJOB, "name", job->name);
-	if (ref && uid && json_object_set_new(ref, "uid", json_string(uid)) != 0)
-		goto fail;
-	if (ref && (json_object_set_new(ref, "controller", json_true()) != 0 ||
-	            json_object_set_new(ref, "blockOwnerDeletion", json_true()) != 0))
-		goto fail;
-	return ref;
-fail:
-	json_decref(ref);
-	return NULL;
-}
-
 /* The ConfigMap; pem is consumed. */
 static json_t *tls_config_map(const kft_plugin_ctx *ctx, const kft_trainjob *job, json_t *pem)
 {
 	char *name = NULL;
-	json_t *owner = owner_reference(ctx, job);
+	json_t *owner = kft_owner_reference(ctx, job);
 	json_t *cm = NULL;
 	if (owner && asprintf(&name, "%s" TLS_CONFIG_SUFFIX, job->name) >= 0) {
 		cm = json_pack("{s:s, s:s, s:{s:s, s:s, s:[o]}, s:{s:o}}", "apiVersion", "v1",

@@ -126,25 +126,6 @@ static int tracker(const kft_plugin_ctx *ctx, const kft_runtime_info *info, cons
 	return 0;
 }
 
-/* Upstream's port upsert: the same containerPort, or the same name, where
- * two unnamed ports count as the same name. */
-static int upsert_port(json_t *ports, int port)
-{
-	json_t *item = json_pack("{s:i}", "containerPort", port);
-	size_t i;
-	json_t *p;
-	if (!item)
-		return KFT_ENOMEM;
-	json_array_foreach(ports, i, p)
-	{
-		const json_t *have = json_object_get(p, "containerPort");
-		int same_port = json_is_integer(have) && json_integer_value(have) == port;
-		if (same_port || !json_object_get(p, "name"))
-			return json_array_set_new(ports, i, item) ? KFT_ENOMEM : 0;
-	}
-	return json_array_append_new(ports, item) ? KFT_ENOMEM : 0;
-}
-
 static int xgb_env(json_t *env, const char *host, int port, long long workers)
 {
 	char p[16], w[32];
@@ -187,7 +168,7 @@ static int xgboost_enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info
 		return kft_error_set(err, KFT_EINVAL, "trainer resources: %lld GPUs per node",
 		                     (long long)gpus);
 	long long workers = (long long)ps->count * (gpus > 0 ? gpus : 1);
-	if (xgb_env(c->env, host, port, workers) != 0 || upsert_port(c->ports, port) != 0)
+	if (xgb_env(c->env, host, port, workers) != 0 || kft_upsert_port(c->ports, port) != 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	return 0;
 }
