@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "inputs.h"
@@ -98,15 +99,36 @@ static int is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The runtime inputs: -r, else $KFTRAINER_RUNTIMES, ./manifests/runtimes or
- * the installed directory, whichever exists first. */
+/* The installed runtimes next to this executable: BIN/../share/kftrainer/
+ * runtimes, so an installed tree works wherever it was installed. */
+static int installed_runtimes(char *buf, size_t size)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	int w = snprintf(buf, size, "%s/../share/kftrainer/runtimes", exe);
+	return (w < 0 || (size_t)w >= size) ? -1 : 0;
+}
+
+/* The runtime inputs: -r, else $KFTRAINER_RUNTIMES, ./manifests/runtimes,
+ * the runtimes installed beside this binary, or the configured directory,
+ * whichever exists first. */
 static int default_runtimes(kft_paths *runtimes)
 {
 	if (runtimes->count)
 		return 0;
+	char beside[4200];
 	const char *env = getenv("KFTRAINER_RUNTIMES");
-	const char *cands[] = {env, "manifests/runtimes", KFT_RUNTIMES_DIR};
-	for (size_t i = 0; i < 3; i++)
+	const char *cands[] = {env, "manifests/runtimes",
+	                       installed_runtimes(beside, sizeof(beside)) == 0 ? beside : NULL,
+	                       KFT_RUNTIMES_DIR};
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++)
 		if (cands[i] && *cands[i] && is_dir(cands[i]))
 			return kft_paths_add(runtimes, cands[i]);
 	kft_cli_error("render: no runtimes: give -r FILE|DIR (no manifests/runtimes here and "
