@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
 	build-essential cmake pkg-config git clang clang-format libclang-rt-14-dev
 	libjansson-dev libyaml-dev libcurl4-openssl-dev libssl-dev openssl
-	libsqlite3-dev libmicrohttpd-dev libcmocka-dev python3 python3-yaml
+	libsqlite3-dev libmicrohttpd-dev libcmocka-dev python3 python3-yaml util-linux
 )
 
 missing=()
@@ -17,15 +17,19 @@ for p in "${packages[@]}"; do
 	fi
 done
 
+# The golden tier compares YAML with PyYAML, in whichever python3 is first on
+# PATH (it may not be Debian's).
+pyyaml_missing() { ! python3 -c 'import yaml' >/dev/null 2>&1; }
+
 if [ "${1:-}" = "--check" ]; then
-	if [ ${#missing[@]} -gt 0 ]; then
-		echo "missing: ${missing[*]}"
+	if [ ${#missing[@]} -gt 0 ] || pyyaml_missing; then
+		echo "missing: ${missing[*]}$(pyyaml_missing && echo ' pyyaml')"
 		exit 1
 	fi
 	exit 0
 fi
 
-if [ ${#missing[@]} -eq 0 ]; then
+if [ ${#missing[@]} -eq 0 ] && ! pyyaml_missing; then
 	echo "install-deps: all dependencies present" >&2
 	exit 0
 fi
@@ -34,7 +38,13 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then
 	sudo="sudo"
 fi
-echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}" >&2
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+if pyyaml_missing; then
+	echo "install-deps: installing PyYAML for $(command -v python3)" >&2
+	python3 -m pip install -q pyyaml >&2
+fi

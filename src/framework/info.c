@@ -149,13 +149,13 @@ const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info, cons
 		    !(anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0))
 			continue;
 		const json_t *pod = json_object_get(json_object_get(tmpl, "spec"), "template");
-		json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), j,
-		                   c)
-		{
-			const json_t *res = json_object_get(c, "resources");
-			if (has_name(c, KFT_CONTAINER_NODE) && json_is_object(res))
-				return res;
-		}
+		/* Upstream reads an apply configuration in which every container has
+		 * a (possibly empty) resources block, so the first node container
+		 * decides even when it names no resources. */
+		json_array_foreach(
+		        json_object_get(json_object_get(pod, "spec"), "containers"), j,
+		        c) if (has_name(c, KFT_CONTAINER_NODE)) return json_object_get(c,
+		                                                                       "resources");
 	}
 	return NULL;
 }

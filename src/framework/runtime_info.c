@@ -91,7 +91,8 @@ static int add_resources(json_t *into, const json_t *from, kft_error *err)
 	return 0;
 }
 
-/* Keeps the larger of each quantity (init containers run one at a time). */
+/* Keeps the larger of each quantity, with the larger one's own text
+ * (maxResourceList copies the winning Quantity). */
 static int max_resources(json_t *into, const json_t *from, kft_error *err)
 {
 	const char *name;
@@ -103,52 +104,83 @@ static int max_resources(json_t *into, const json_t *from, kft_error *err)
 		if ((have && kft_quantity_from_json(have, &cur, err) != 0) ||
 		    kft_quantity_from_json(v, &q, err) != 0)
 			return err ? err->code : KFT_EINVAL;
-		if (!have || kft_quantity_cmp(&q, &cur) > 0) {
-			char buf[KFT_QUANTITY_STRING_MAX];
-			kft_quantity_format_canonical(&q, buf, sizeof(buf));
-			json_object_set_new(into, name, json_string(buf));
-		}
+		if (!have || kft_quantity_cmp(&q, &cur) > 0)
+			json_object_set_new(into, name, json_deep_copy(v));
 	}
 	return 0;
 }
 
 /* A container's requests as k8s resourcehelpers reads them from a template:
  * only what `requests` says (limits are not copied into requests until the
- * API server defaults a real Pod). Borrowed. */
+ * API server defaults a real Pod). Borrowed; NULL when there are none. */
 static const json_t *container_requests(const json_t *c)
 {
 	const json_t *r = json_object_get(json_object_get(c, "resources"), "requests");
 	return json_is_object(r) ? r : NULL;
 }
 
-/* k8s resourcehelpers.PodRequests without pod overhead: the sum over
- * containers, raised to the largest init container (a sidecar init
- * container, restartPolicy Always, adds instead). */
+/* Pod-level requests replace the containers' sum for cpu, memory and
+ * hugepages-* (PodLevelResources). */
+static int is_pod_level_resource(const char *name)
+{
+	return strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
+	       strncmp(name, "hugepages-", 10) == 0;
+}
+
+/* k8s resourcehelpers.PodRequests: the containers' requests summed; each
+ * init container's, on top of the sidecars (restartPolicy Always) started
+ * before it, raises that to their maximum, and sidecars add to the sum;
+ * pod-level requests then replace what they name, and the pod's overhead
+ * adds. */
 static json_t *pod_requests(const json_t *pod_spec, kft_error *err)
 {
-	json_t *sum = json_object(), *init_max = json_object();
+	json_t *sum = json_object(), *sidecars = json_object(), *init_max = json_object();
 	size_t i;
 	const json_t *c;
 	int rc = 0;
 	json_array_foreach(json_object_get(pod_spec, "containers"), i, c)
 	{
 		const json_t *r = container_requests(c);
-		if (r)
-			rc = rc ? rc : add_resources(sum, r, err);
+		if (r && rc == 0)
+			rc = add_resources(sum, r, err);
 	}
 	json_array_foreach(json_object_get(pod_spec, "initContainers"), i, c)
 	{
 		const json_t *r = container_requests(c);
 		const char *restart = json_string_value(json_object_get(c, "restartPolicy"));
-		if (!r)
-			continue;
-		if (restart && strcmp(restart, "Always") == 0)
-			rc = rc ? rc : add_resources(sum, r, err);
-		else
-			rc = rc ? rc : max_resources(init_max, r, err);
+		if (rc != 0)
+			break;
+		if (restart && strcmp(restart, "Always") == 0) {
+			if (r && (rc = add_resources(sum, r, err)) == 0)
+				rc = add_resources(sidecars, r, err);
+			if (rc == 0)
+				rc = max_resources(init_max, sidecars, err);
+		} else {
+			json_t *use = json_object();
+			if (r)
+				rc = add_resources(use, r, err);
+			if (rc == 0)
+				rc = add_resources(use, sidecars, err);
+			if (rc == 0)
+				rc = max_resources(init_max, use, err);
+			json_decref(use);
+		}
 	}
 	if (rc == 0)
 		rc = max_resources(sum, init_max, err);
+	const char *name;
+	const json_t *v;
+	json_object_foreach(
+	        (json_t *)json_object_get(json_object_get(pod_spec, "resources"), "requests"), name,
+	        v)
+	{
+		if (is_pod_level_resource(name))
+			json_object_set_new(sum, name, json_deep_copy(v));
+	}
+	const json_t *overhead = json_object_get(pod_spec, "overhead");
+	if (rc == 0 && json_is_object(overhead))
+		rc = add_resources(sum, overhead, err);
+	json_decref(sidecars);
 	json_decref(init_max);
 	if (rc != 0) {
 		json_decref(sum);

@@ -39,38 +39,6 @@ static int has_policy(const kft_runtime_info *info)
 
 /* ---- GPUs per node ---------------------------------------------------------- */
 
-static int is_named(const json_t *obj, const char *name)
-{
-	const char *s = json_string_value(json_object_get(obj, "name"));
-	return s && strcmp(s, name) == 0;
-}
-
-/* The runtime's node container resources: the first `node` container with
- * resources in a replicated job named `node` or labelled as the trainer. */
-static const json_t *template_node_resources(const kft_runtime_info *info)
-{
-	size_t i, j;
-	const json_t *rjob, *c;
-	json_array_foreach(json_object_get(info->template_spec, "replicatedJobs"), i, rjob)
-	{
-		const json_t *tmpl = json_object_get(rjob, "template");
-		const json_t *labels = json_object_get(json_object_get(tmpl, "metadata"), "labels");
-		const char *anc = json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
-		const json_t *pod = json_object_get(
-		        json_object_get(json_object_get(tmpl, "spec"), "template"), "spec");
-		if (!is_named(rjob, KFT_CONTAINER_NODE) &&
-		    !(anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0))
-			continue;
-		json_array_foreach(json_object_get(pod, "containers"), j, c)
-		{
-			const json_t *res = json_object_get(c, "resources");
-			if (is_named(c, KFT_CONTAINER_NODE) && json_is_object(res))
-				return res;
-		}
-	}
-	return NULL;
-}
-
 /* Quantity.Value() of the first resource whose name contains "gpu". */
 static int list_gpus(const json_t *list, int64_t *out, kft_error *err)
 {
@@ -155,8 +123,7 @@ static int xgboost_enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info
 	kft_container *c = job->trainer ? kft_pod_set_find_container(ps, KFT_CONTAINER_NODE) : NULL;
 	if (!c)
 		return 0;
-	const json_t *res =
-	        job->resources_per_node ? job->resources_per_node : template_node_resources(info);
+	const json_t *res = kft_runtime_info_node_resources(info, job);
 	int64_t gpus = 0;
 	char host[512];
 	int port, rc = node_gpus(res, &gpus, err);
