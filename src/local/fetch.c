@@ -1,0 +1,845 @@
+/*
+ * fetch.c - copy or download a storageUri's bytes into a directory.
+ *
+ * Downloads never write the final name directly: bytes go to "NAME.part",
+ * which is renamed to NAME only after the transfer finished, stayed within
+ * the size bound and (when a digest is known) hashed to the expected SHA-256.
+ * A part file left by an interrupted run is resumed: we ask for
+ * "Range: bytes=SIZE-" and look at the reply status before the first body
+ * byte is written. 206 means the server honoured the range, so we append;
+ * 200 means it sent the whole object, so we truncate and start over.
+ *
+ * libcurl does the HTTP work. We pin it to http/https (also for redirects),
+ * require TLS 1.2+, and bound redirects, connect time and stalls, because
+ * every URL and every reply comes from outside.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "local/fetch.h"
+
+#define PATH_MAX_LEN   4096
+#define COPY_MAX_DEPTH 32
+
+/* State shared by the libcurl callbacks of one transfer. */
+typedef struct transfer {
+	CURL *curl;
+	const char *url;
+	const char *name;
+	int fd;
+	uint64_t offset;  /* bytes already in the part file when we asked */
+	uint64_t written; /* bytes in the part file now */
+	uint64_t max;
+	long status;
+	int started; /* body writing has begun and the status was checked */
+	int over_limit;
+	int io_error;
+	const kft_fetch_options *opt;
+} transfer;
+
+static uint64_t max_bytes(const kft_fetch_options *opt)
+{
+	return (opt && opt->max_bytes) ? opt->max_bytes : KFT_FETCH_DEFAULT_MAX_BYTES;
+}
+
+/* Decides, once per transfer, whether the reply continues the part file or
+ * replaces it. Error replies are not written at all. */
+static int start_body(transfer *t)
+{
+	t->started = 1;
+	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->status);
+	if (t->status == 206 && t->offset > 0)
+		return 0;
+	if (t->status != 200)
+		return 0;
+	if (ftruncate(t->fd, 0) != 0 || lseek(t->fd, 0, SEEK_SET) != 0)
+		return -1;
+	t->offset = t->written = 0;
+	return 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *user)
+{
+	transfer *t = user;
+	size_t len = size * n;
+	if (!t->started && start_body(t) != 0) {
+		t->io_error = 1;
+		return 0;
+	}
+	if (t->status != 200 && t->status != 206)
+		return len; /* discard error bodies; the status tells the story */
+	if (t->written + len > t->max) {
+		t->over_limit = 1;
+		return 0;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(t->fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			t->io_error = 1;
+			return 0;
+		}
+		off += (size_t)w;
+	}
+	t->written += len;
+	return len;
+}
+
+static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+	transfer *t = user;
+	(void)ultotal;
+	(void)ulnow;
+	/* Only a 206 continues the part file. Before the reply's status is
+	 * known dltotal is 0, so nothing is counted against the bound early. */
+	long status = t->status;
+	if (!t->started)
+		curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+	uint64_t base = status == 206 ? t->offset : 0;
+	/* A declared length already past the bound fails before any download. */
+	if (dltotal > 0 && base + (uint64_t)dltotal > t->max) {
+		t->over_limit = 1;
+		return 1;
+	}
+	if (!t->opt || !t->opt->progress)
+		return 0;
+	uint64_t total = dltotal > 0 ? base + (uint64_t)dltotal : 0;
+	return t->opt->progress(t->opt->progress_user, t->name, base + (uint64_t)dlnow, total);
+}
+
+static int sha256_file(int fd, char out[65])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char buf[65536], md[32];
+	unsigned int mdlen = 0;
+	int rc = -1;
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || lseek(fd, 0, SEEK_SET) != 0)
+		goto done;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto done;
+		if (r == 0)
+			break;
+		EVP_DigestUpdate(ctx, buf, (size_t)r);
+	}
+	if (EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32) {
+		for (int i = 0; i < 32; i++)
+			snprintf(out + 2 * i, 3, "%02x", md[i]);
+		rc = 0;
+	}
+done:
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+static struct curl_slist *build_headers(transfer *t, const char *const *extra)
+{
+	struct curl_slist *list = NULL, *next;
+	char range[64];
+	if (t->offset > 0) {
+		snprintf(range, sizeof(range), "Range: bytes=%llu-", (unsigned long long)t->offset);
+		if (!(next = curl_slist_append(list, range)))
+			goto fail;
+		list = next;
+	}
+	for (size_t i = 0; extra && extra[i]; i++) {
+		if (!(next = curl_slist_append(list, extra[i])))
+			goto fail;
+		list = next;
+	}
+	return list ? list : curl_slist_append(NULL, "Accept: */*");
+fail:
+	curl_slist_free_all(list);
+	return NULL;
+}
+
+/* The policy every request shares, whatever it does with the body. */
+static void setup_common(CURL *c, const char *url, struct curl_slist *hdrs,
+                         const kft_fetch_options *o)
+{
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT,
+	                 (o && o->connect_timeout_s) ? o->connect_timeout_s : 30L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+	                 (o && o->low_speed_timeout_s) ? o->low_speed_timeout_s : 120L);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "kftrainer-initializer");
+}
+
+static void setup_curl(transfer *t, struct curl_slist *hdrs)
+{
+	CURL *c = t->curl;
+	setup_common(c, t->url, hdrs, t->opt);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+}
+
+/* Turns the outcome of curl_easy_perform into our status and message. */
+static int transfer_result(transfer *t, CURLcode cc, const char *errbuf, kft_error *err)
+{
+	if (t->over_limit)
+		return kft_error_set(err, KFT_ELIMIT, "fetch %s: larger than the %llu-byte limit",
+		                     t->url, (unsigned long long)t->max);
+	if (t->io_error)
+		return kft_error_set(err, KFT_EIO, "fetch %s: writing %s.part: %s", t->url, t->name,
+		                     strerror(errno));
+	if (cc != CURLE_OK)
+		return kft_error_set(err, KFT_EIO, "fetch %s: %s", t->url,
+		                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->status);
+	if (t->status == 404)
+		return kft_error_set(err, KFT_ENOTFOUND, "fetch %s: HTTP 404 (not found)", t->url);
+	if (t->status != 200 && t->status != 206)
+		return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld", t->url, t->status);
+	return 0;
+}
+
+static int run_transfer(transfer *t, const char *const *headers, kft_error *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdrs = build_headers(t, headers);
+	t->curl = curl_easy_init();
+	if (!hdrs || !t->curl) {
+		curl_slist_free_all(hdrs);
+		curl_easy_cleanup(t->curl);
+		return kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", t->url);
+	}
+	setup_curl(t, hdrs);
+	curl_easy_setopt(t->curl, CURLOPT_ERRORBUFFER, errbuf);
+	CURLcode cc = curl_easy_perform(t->curl);
+	int rc = transfer_result(t, cc, errbuf, err);
+	curl_easy_cleanup(t->curl);
+	curl_slist_free_all(hdrs);
+	return rc;
+}
+
+static int verify_and_publish(int fd, const char *part, const char *dest, const char *url,
+                              const char *want, kft_error *err)
+{
+	char got[65];
+	if (want) {
+		if (sha256_file(fd, got) != 0)
+			return kft_error_set(err, KFT_EIO, "fetch %s: hashing %s failed", url,
+			                     part);
+		if (strcasecmp(got, want) != 0) {
+			unlink(part);
+			return kft_error_set(err, KFT_EIO,
+			                     "fetch %s: sha256 mismatch (expected %s, got %s)", url,
+			                     want, got);
+		}
+	}
+	if (fsync(fd) != 0 || rename(part, dest) != 0)
+		return kft_error_set(err, KFT_EIO, "fetch %s: saving %s: %s", url, dest,
+		                     strerror(errno));
+	return 0;
+}
+
+static int is_http_url(const char *url)
+{
+	return url && (!strncasecmp(url, "https://", 8) || !strncasecmp(url, "http://", 7));
+}
+
+int kft_fetch_url(const char *url, const char *dest_path, const char *const *headers,
+                  const char *expected_sha256, const kft_fetch_options *opt, kft_error *err)
+{
+	char part[PATH_MAX_LEN];
+	if (!is_http_url(url) || !dest_path)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "fetch %s: only http:// and https:// URLs "
+		                     "can be downloaded",
+		                     url ? url : "(null)");
+	if (expected_sha256 && strlen(expected_sha256) != 64)
+		return kft_error_set(err, KFT_EINVAL, "fetch %s: expected sha256 is not 64 hex",
+		                     url);
+	if ((size_t)snprintf(part, sizeof(part), "%s.part", dest_path) >= sizeof(part))
+		return kft_error_set(err, KFT_ELIMIT, "fetch %s: destination path too long", url);
+	int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return kft_error_set(err, KFT_EIO, "fetch %s: opening %s: %s", url, part,
+		                     strerror(errno));
+	struct stat st;
+	transfer t = {.url = url, .name = dest_path, .fd = fd, .max = max_bytes(opt), .opt = opt};
+	if (fstat(fd, &st) == 0 && st.st_size > 0 && lseek(fd, 0, SEEK_END) == st.st_size)
+		t.offset = t.written = (uint64_t)st.st_size;
+	int rc = run_transfer(&t, headers, err);
+	if (rc != 0 && t.status == 416 && t.offset > 0 && ftruncate(fd, 0) == 0) {
+		/* The part file is as long as (or longer than) the object, e.g. a
+		 * run died between the last byte and the rename: start over. */
+		transfer again = {
+		        .url = url, .name = dest_path, .fd = fd, .max = t.max, .opt = opt};
+		t = again;
+		kft_error_clear(err);
+		rc = run_transfer(&t, headers, err);
+	}
+	if (rc == 0)
+		rc = verify_and_publish(fd, part, dest_path, url, expected_sha256, err);
+	else if (t.written == 0)
+		unlink(part); /* nothing worth resuming; do not leave clutter */
+	close(fd);
+	return rc;
+}
+
+/* ---- file:// ----------------------------------------------------------- */
+
+static int copy_file(const char *src, const char *dst, const kft_fetch_options *opt, kft_error *err)
+{
+	char buf[65536];
+	uint64_t total = 0;
+	int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return kft_error_set(err, errno == ENOENT ? KFT_ENOTFOUND : KFT_EIO,
+		                     "fetch file://%s: %s", src, strerror(errno));
+	int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = out < 0 ? kft_error_set(err, KFT_EIO, "fetch file://%s: creating %s: %s", src, dst,
+	                                 strerror(errno))
+	                 : 0;
+	while (rc == 0) {
+		ssize_t r = read(in, buf, sizeof(buf));
+		if (r == 0)
+			break;
+		if (r < 0 || write(out, buf, (size_t)r) != r)
+			rc = kft_error_set(err, KFT_EIO, "fetch file://%s: copying: %s", src,
+			                   strerror(errno));
+		else if ((total += (uint64_t)r) > max_bytes(opt))
+			rc = kft_error_set(err, KFT_ELIMIT,
+			                   "fetch file://%s: larger than the limit", src);
+	}
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
+}
+
+static int copy_tree(const char *src, const char *dst, int depth, const kft_fetch_options *opt,
+                     kft_error *err);
+
+static int copy_entry(const char *src, const char *dst, int depth, const kft_fetch_options *opt,
+                      kft_error *err)
+{
+	struct stat st;
+	if (lstat(src, &st) != 0)
+		return kft_error_set(err, errno == ENOENT ? KFT_ENOTFOUND : KFT_EIO,
+		                     "fetch file://%s: %s", src, strerror(errno));
+	if (S_ISREG(st.st_mode))
+		return copy_file(src, dst, opt, err);
+	if (!S_ISDIR(st.st_mode))
+		return 0; /* symlinks, sockets, devices: not data */
+	if (mkdir(dst, 0755) != 0 && errno != EEXIST)
+		return kft_error_set(err, KFT_EIO, "fetch file://%s: mkdir %s: %s", src, dst,
+		                     strerror(errno));
+	return copy_tree(src, dst, depth + 1, opt, err);
+}
+
+static int copy_tree(const char *src, const char *dst, int depth, const kft_fetch_options *opt,
+                     kft_error *err)
+{
+	if (depth > COPY_MAX_DEPTH)
+		return kft_error_set(err, KFT_ELIMIT, "fetch file://%s: deeper than %d levels", src,
+		                     COPY_MAX_DEPTH);
+	DIR *d = opendir(src);
+	if (!d)
+		return kft_error_set(err, KFT_EIO, "fetch file://%s: %s", src, strerror(errno));
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		char s[PATH_MAX_LEN], t[PATH_MAX_LEN];
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(s, sizeof(s), "%s/%s", src, e->d_name) >= sizeof(s) ||
+		    (size_t)snprintf(t, sizeof(t), "%s/%s", dst, e->d_name) >= sizeof(t))
+			rc = kft_error_set(err, KFT_ELIMIT, "fetch file://%s: path too long", src);
+		else
+			rc = copy_entry(s, t, depth, opt, err);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int fetch_file_uri(const char *path, const char *dest_dir, const kft_fetch_options *opt,
+                          kft_error *err)
+{
+	struct stat st;
+	char dst[PATH_MAX_LEN];
+	if (path[0] != '/')
+		return kft_error_set(err, KFT_EINVAL, "fetch file://%s: path must be absolute",
+		                     path);
+	if (stat(path, &st) != 0)
+		return kft_error_set(err, errno == ENOENT ? KFT_ENOTFOUND : KFT_EIO,
+		                     "fetch file://%s: %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return copy_tree(path, dest_dir, 0, opt, err);
+	const char *base = strrchr(path, '/') + 1;
+	if (!*base || (size_t)snprintf(dst, sizeof(dst), "%s/%s", dest_dir, base) >= sizeof(dst))
+		return kft_error_set(err, KFT_EINVAL, "fetch file://%s: no file name", path);
+	return copy_file(path, dst, opt, err);
+}
+
+/* ---- hf:// ------------------------------------------------------------- */
+
+#define HF_DEFAULT_ENDPOINT "https://huggingface.co"
+#define HF_API_MAX_BYTES    ((size_t)16 << 20)
+#define HF_MAX_FILES        100000
+#define HF_NAME_MAX         96
+#define HF_PATH_MAX         1024
+
+typedef struct membuf {
+	char *data;
+	size_t len, cap, max;
+	int over;
+} membuf;
+
+static size_t on_mem(char *data, size_t size, size_t n, void *user)
+{
+	membuf *m = user;
+	size_t len = size * n;
+	if (len > m->max - m->len) {
+		m->over = 1;
+		return 0;
+	}
+	if (m->len + len + 1 > m->cap) {
+		size_t cap = (m->len + len + 1) * 2;
+		char *p = realloc(m->data, cap);
+		if (!p)
+			return 0;
+		m->data = p;
+		m->cap = cap;
+	}
+	memcpy(m->data + m->len, data, len);
+	m->len += len;
+	m->data[m->len] = '\0';
+	return len;
+}
+
+static int get_status_error(const char *url, long status, kft_error *err)
+{
+	if (status == 404)
+		return kft_error_set(err, KFT_ENOTFOUND,
+		                     "fetch %s: HTTP 404 (no such repository, or it is private "
+		                     "and no HF_TOKEN was given)",
+		                     url);
+	if (status == 401 || status == 403)
+		return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld (check HF_TOKEN)", url,
+		                     status);
+	return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld", url, status);
+}
+
+/* GETs a small JSON document into *out (caller json_decref()s it). */
+static int http_get_json(const char *url, const char *auth, const kft_fetch_options *opt,
+                         json_t **out, kft_error *err)
+{
+	membuf m = {.max = HF_API_MAX_BYTES};
+	char errbuf[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
+	struct curl_slist *more = (hdrs && auth) ? curl_slist_append(hdrs, auth) : hdrs;
+	CURL *c = more ? curl_easy_init() : NULL;
+	if (!c) {
+		curl_slist_free_all(hdrs);
+		return kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", url);
+	}
+	setup_common(c, url, more, opt);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_mem);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	CURLcode cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(more);
+	int rc = 0;
+	json_error_t jerr;
+	if (m.over)
+		rc = kft_error_set(err, KFT_ELIMIT, "fetch %s: reply larger than %zu bytes", url,
+		                   HF_API_MAX_BYTES);
+	else if (cc != CURLE_OK)
+		rc = kft_error_set(err, KFT_EIO, "fetch %s: %s", url,
+		                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	else if (status != 200)
+		rc = get_status_error(url, status, err);
+	else if (!(*out = json_loadb(m.data ? m.data : "", m.len, 0, &jerr)))
+		rc = kft_error_set(err, KFT_EPARSE, "fetch %s: reply is not JSON: %s", url,
+		                   jerr.text);
+	free(m.data);
+	return rc;
+}
+
+static int hf_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > HF_NAME_MAX || (n <= 2 && strspn(s, ".") == n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return 0;
+	return 1;
+}
+
+/* A file name from the hub becomes a path under dest_dir, so it must stay
+ * there: relative, no "." or ".." or empty segments, no control bytes. */
+static int relpath_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= HF_PATH_MAX || s[0] == '/' || strchr(s, '\\'))
+		return 0;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return 0;
+	for (const char *seg = s; seg;) {
+		const char *slash = strchr(seg, '/');
+		size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
+		if (len == 0 || (len == 1 && seg[0] == '.') || (len == 2 && !strncmp(seg, "..", 2)))
+			return 0;
+		seg = slash ? slash + 1 : NULL;
+	}
+	return 1;
+}
+
+typedef struct hf_ref {
+	int dataset;
+	char repo[2 * HF_NAME_MAX + 2]; /* ORG/REPO */
+	char prefix[HF_PATH_MAX];       /* "" for the whole repository */
+} hf_ref;
+
+static int hf_parse(const char *uri, hf_ref *r, kft_error *err)
+{
+	const char *p = uri + 5;
+	memset(r, 0, sizeof(*r));
+	if (!strncmp(p, "datasets/", 9)) {
+		r->dataset = 1;
+		p += 9;
+	}
+	const char *s1 = strchr(p, '/');
+	const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+	size_t org = s1 ? (size_t)(s1 - p) : 0;
+	size_t name = s1 ? (s2 ? (size_t)(s2 - s1 - 1) : strlen(s1 + 1)) : 0;
+	if (!hf_name_ok(p, org) || !hf_name_ok(s1 + 1, name))
+		return kft_error_set(err, KFT_EINVAL,
+		                     "fetch %s: expected hf://[datasets/]ORG/REPO[/PATH]", uri);
+	memcpy(r->repo, p, org + 1 + name);
+	if (s2 && s2[1]) {
+		size_t n = strlen(s2 + 1);
+		while (n > 0 && s2[n] == '/') /* drop trailing slashes */
+			n--;
+		if (n >= sizeof(r->prefix))
+			return kft_error_set(err, KFT_ELIMIT, "fetch %s: path too long", uri);
+		memcpy(r->prefix, s2 + 1, n);
+		if (n > 0 && !relpath_ok(r->prefix))
+			return kft_error_set(err, KFT_EINVAL, "fetch %s: bad path in repository",
+			                     uri);
+	}
+	return 0;
+}
+
+static int hf_wanted(const hf_ref *r, const char *file)
+{
+	size_t n = strlen(r->prefix);
+	return n == 0 || (!strncmp(file, r->prefix, n) && (file[n] == '\0' || file[n] == '/'));
+}
+
+static int make_parents(const char *dest_dir, const char *rel, kft_error *err)
+{
+	char path[PATH_MAX_LEN];
+	for (const char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
+		snprintf(path, sizeof(path), "%s/%.*s", dest_dir, (int)(p - rel), rel);
+		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+			return kft_error_set(err, KFT_EIO, "fetch: mkdir %s: %s", path,
+			                     strerror(errno));
+	}
+	return 0;
+}
+
+/* The lfs sha256 of a sibling, or NULL. A present but malformed one is an
+ * error: checksums are the point of reading it. */
+static int sibling_sha(json_t *sib, const char **sha, kft_error *err)
+{
+	json_t *v = json_object_get(json_object_get(sib, "lfs"), "sha256");
+	*sha = NULL;
+	if (!v)
+		return 0;
+	const char *s = json_string_value(v);
+	if (!s || strlen(s) != 64 || strspn(s, "0123456789abcdefABCDEF") != 64)
+		return kft_error_set(err, KFT_EPARSE, "fetch hf: malformed lfs.sha256");
+	*sha = s;
+	return 0;
+}
+
+typedef struct hf_ctx {
+	const hf_ref *ref;
+	const char *endpoint;
+	const char *auth; /* "Authorization: Bearer ..." or NULL */
+	const char *dest_dir;
+	const kft_fetch_options *opt;
+} hf_ctx;
+
+static int hf_download(const hf_ctx *h, const char *file, const char *sha, kft_error *err)
+{
+	char enc[3 * HF_PATH_MAX], url[4 * HF_PATH_MAX], dest[PATH_MAX_LEN];
+	const char *const headers[] = {h->auth, NULL};
+	int rc = kft_s3_encode_key(file, enc, sizeof(enc), err);
+	if (rc)
+		return rc;
+	if ((size_t)snprintf(url, sizeof(url), "%s/%s%s/resolve/main/%s", h->endpoint,
+	                     h->ref->dataset ? "datasets/" : "", h->ref->repo,
+	                     enc) >= sizeof(url) ||
+	    (size_t)snprintf(dest, sizeof(dest), "%s/%s", h->dest_dir, file) >= sizeof(dest))
+		return kft_error_set(err, KFT_ELIMIT, "fetch hf: path too long for %s", file);
+	if (access(dest, F_OK) == 0)
+		return 0; /* finished by an earlier run: only complete files get this name */
+	rc = make_parents(h->dest_dir, file, err);
+	return rc ? rc : kft_fetch_url(url, dest, h->auth ? headers : NULL, sha, h->opt, err);
+}
+
+static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
+{
+	json_t *sibs = json_object_get(info, "siblings"), *sib;
+	size_t i, matched = 0;
+	if (!json_is_array(sibs))
+		return kft_error_set(err, KFT_EPARSE, "fetch hf://%s: reply has no siblings list",
+		                     h->ref->repo);
+	if (json_array_size(sibs) > HF_MAX_FILES)
+		return kft_error_set(err, KFT_ELIMIT, "fetch hf://%s: more than %d files",
+		                     h->ref->repo, HF_MAX_FILES);
+	json_array_foreach(sibs, i, sib)
+	{
+		const char *file = json_string_value(json_object_get(sib, "rfilename")), *sha;
+		if (!file || !relpath_ok(file))
+			return kft_error_set(err, KFT_EINVAL, "fetch hf://%s: unsafe file name %s",
+			                     h->ref->repo, file ? file : "(none)");
+		if (!hf_wanted(h->ref, file))
+			continue;
+		int rc = sibling_sha(sib, &sha, err);
+		if (rc || (rc = hf_download(h, file, sha, err)))
+			return rc;
+		matched++;
+	}
+	if (matched == 0)
+		return kft_error_set(err, KFT_ENOTFOUND, "fetch hf://%s: no file matches \"%s\"",
+		                     h->ref->repo, h->ref->prefix);
+	return 0;
+}
+
+static int fetch_hf(const char *uri, const char *dest_dir, const kft_fetch_options *opt,
+                    kft_error *err)
+{
+	hf_ref ref;
+	char endpoint[512], auth[4096], api[1024];
+	int rc = hf_parse(uri, &ref, err);
+	if (rc)
+		return rc;
+	const char *ep = (opt && opt->hf_endpoint) ? opt->hf_endpoint : getenv("HF_ENDPOINT");
+	const char *tok = (opt && opt->hf_token) ? opt->hf_token : getenv("HF_TOKEN");
+	snprintf(endpoint, sizeof(endpoint), "%s", (ep && *ep) ? ep : HF_DEFAULT_ENDPOINT);
+	for (size_t n = strlen(endpoint); n > 0 && endpoint[n - 1] == '/'; n--)
+		endpoint[n - 1] = '\0';
+	if (!is_http_url(endpoint))
+		return kft_error_set(err, KFT_EINVAL, "fetch %s: HF endpoint %s is not http(s)",
+		                     uri, endpoint);
+	if (tok && (strpbrk(tok, "\r\n") || strlen(tok) > 2048))
+		return kft_error_set(err, KFT_EINVAL, "fetch %s: malformed HF token", uri);
+	if (tok && *tok)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
+	snprintf(api, sizeof(api), "%s/api/%s/%s?blobs=true", endpoint,
+	         ref.dataset ? "datasets" : "models", ref.repo);
+	json_t *info = NULL;
+	hf_ctx h = {&ref, endpoint, (tok && *tok) ? auth : NULL, dest_dir, opt};
+	rc = http_get_json(api, h.auth, opt, &info, err);
+	if (rc == 0)
+		rc = hf_download_all(&h, info, err);
+	json_decref(info);
+	return rc;
+}
+
+/* ---- s3:// ------------------------------------------------------------- */
+
+/* Where the bucket lives: the URL prefix to put the object path after, the
+ * Host header value that is signed and sent, and the canonical path prefix. */
+typedef struct s3_target {
+	char base[600];  /* scheme://authority */
+	char host[512];  /* authority */
+	char prefix[80]; /* "" (virtual-hosted) or "/BUCKET" (path-style) */
+} s3_target;
+
+static int s3_bucket_ok(const char *b, size_t n)
+{
+	if (n < 3 || n > 63)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) && b[i] != '-' &&
+		    b[i] != '.')
+			return 0;
+	return 1;
+}
+
+/* An endpoint override (MinIO, Ceph, a test server) is addressed
+ * path-style; AWS itself virtual-hosted unless the bucket name has dots,
+ * which would not match the wildcard TLS certificate. */
+static int s3_target_for(const char *endpoint, const char *region, const char *bucket, s3_target *t,
+                         kft_error *err)
+{
+	if (endpoint && *endpoint) {
+		const char *auth = strstr(endpoint, "://");
+		size_t n = auth ? strcspn(auth + 3, "/") : 0;
+		if (!is_http_url(endpoint) || n == 0 || n >= sizeof(t->host) ||
+		    strcmp(auth + 3 + n, "/") > 0)
+			return kft_error_set(err, KFT_EINVAL,
+			                     "s3: endpoint %s must be http(s)://HOST[:PORT]",
+			                     endpoint);
+		snprintf(t->host, sizeof(t->host), "%.*s", (int)n, auth + 3);
+		snprintf(t->base, sizeof(t->base), "%.*s", (int)(auth + 3 + n - endpoint),
+		         endpoint);
+		snprintf(t->prefix, sizeof(t->prefix), "/%s", bucket);
+	} else if (strchr(bucket, '.')) {
+		snprintf(t->host, sizeof(t->host), "s3.%s.amazonaws.com", region);
+		snprintf(t->base, sizeof(t->base), "https://%s", t->host);
+		snprintf(t->prefix, sizeof(t->prefix), "/%s", bucket);
+	} else {
+		snprintf(t->host, sizeof(t->host), "%s.s3.%s.amazonaws.com", bucket, region);
+		snprintf(t->base, sizeof(t->base), "https://%s", t->host);
+		t->prefix[0] = '\0';
+	}
+	return 0;
+}
+
+static const char *env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+	return (v && *v) ? v : fallback;
+}
+
+/* Headers for one signed GET, written into hdr[] (each line in its own
+ * buffer row). With no access key the request goes out anonymous. */
+static int s3_sign_headers(const s3_target *t, const char *path, const kft_aws_credentials *c,
+                           char hdr[5][2200], kft_error *err)
+{
+	char date[20];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
+	kft_sigv4_request req = {.method = "GET",
+	                         .host = t->host,
+	                         .path = path,
+	                         .payload_hash = KFT_SIGV4_UNSIGNED_PAYLOAD,
+	                         .amz_date = date,
+	                         .service = "s3"};
+	kft_sigv4_result sig;
+	int rc = kft_sigv4_sign(&req, c, &sig, err);
+	if (rc)
+		return rc;
+	snprintf(hdr[0], sizeof(hdr[0]), "Host: %s", t->host);
+	snprintf(hdr[1], sizeof(hdr[1]), "x-amz-content-sha256: %s", KFT_SIGV4_UNSIGNED_PAYLOAD);
+	snprintf(hdr[2], sizeof(hdr[2]), "x-amz-date: %s", date);
+	snprintf(hdr[3], sizeof(hdr[3]), "Authorization: %s", sig.authorization);
+	if (c->session_token && *c->session_token &&
+	    (size_t)snprintf(hdr[4], sizeof(hdr[4]), "x-amz-security-token: %s",
+	                     c->session_token) >= sizeof(hdr[4]))
+		return kft_error_set(err, KFT_ELIMIT, "s3: session token too long");
+	return 0;
+}
+
+static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_options *opt,
+                    kft_error *err)
+{
+	const char *b = uri + 5, *slash = strchr(b, '/');
+	const char *key = slash ? slash + 1 : "";
+	char bucket[64], enc[3 * HF_PATH_MAX], path[3 * HF_PATH_MAX + 80];
+	char url[4 * HF_PATH_MAX], dest[PATH_MAX_LEN];
+	char hdr[5][2200];
+	if (!slash || !s3_bucket_ok(b, (size_t)(slash - b)))
+		return kft_error_set(err, KFT_EINVAL, "fetch %s: expected s3://BUCKET/KEY", uri);
+	if (!*key || key[strlen(key) - 1] == '/' || !relpath_ok(key))
+		return kft_error_set(err, KFT_EINVAL,
+		                     "fetch %s: only single objects are supported (no prefixes)",
+		                     uri);
+	snprintf(bucket, sizeof(bucket), "%.*s", (int)(slash - b), b);
+	kft_aws_credentials c = {
+	        .access_key_id = getenv("AWS_ACCESS_KEY_ID"),
+	        .secret_access_key = getenv("AWS_SECRET_ACCESS_KEY"),
+	        .session_token = getenv("AWS_SESSION_TOKEN"),
+	        .region = env_or("AWS_REGION", env_or("AWS_DEFAULT_REGION", "us-east-1")),
+	};
+	s3_target t;
+	int rc = s3_target_for(getenv("AWS_ENDPOINT_URL"), c.region, bucket, &t, err);
+	if (rc || (rc = kft_s3_encode_key(key, enc, sizeof(enc), err)))
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s", t.prefix, enc);
+	snprintf(url, sizeof(url), "%s%s", t.base, path);
+	const char *name = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
+	if ((size_t)snprintf(dest, sizeof(dest), "%s/%s", dest_dir, name) >= sizeof(dest))
+		return kft_error_set(err, KFT_ELIMIT, "fetch %s: destination path too long", uri);
+	memset(hdr, 0, sizeof(hdr));
+	const char *lines[6] = {NULL};
+	if (c.access_key_id && *c.access_key_id) {
+		if ((rc = s3_sign_headers(&t, path, &c, hdr, err)))
+			return rc;
+		for (int i = 0; i < 5; i++)
+			lines[i] = hdr[i][0] ? hdr[i] : NULL;
+	}
+	return kft_fetch_url(url, dest, lines, NULL, opt, err);
+}
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+/* The last path segment of an http(s) URL, without query or fragment. Names
+ * that could escape dest_dir ("", ".", "..") become "download". */
+static void url_basename(const char *url, char *out, size_t size)
+{
+	const char *p = strstr(url, "://") + 3;
+	size_t end = strcspn(p, "?#");
+	const char *slash = NULL;
+	for (size_t i = 0; i < end; i++)
+		if (p[i] == '/')
+			slash = p + i;
+	size_t n = slash ? (size_t)(p + end - slash - 1) : 0;
+	if (n == 0 || n >= size || (n == 1 && slash[1] == '.') ||
+	    (n == 2 && !strncmp(slash + 1, "..", 2))) {
+		snprintf(out, size, "download");
+		return;
+	}
+	memcpy(out, slash + 1, n);
+	out[n] = '\0';
+}
+
+int kft_fetch_uri(const char *uri, const char *dest_dir, const kft_fetch_options *opt,
+                  kft_error *err)
+{
+	char name[256], dst[PATH_MAX_LEN];
+	if (!uri || !dest_dir)
+		return kft_error_set(err, KFT_EINVAL, "fetch: no URI or destination");
+	if (!strncmp(uri, "file://", 7))
+		return fetch_file_uri(uri + 7, dest_dir, opt, err);
+	if (!strncmp(uri, "hf://", 5))
+		return fetch_hf(uri, dest_dir, opt, err);
+	if (!strncmp(uri, "s3://", 5))
+		return fetch_s3(uri, dest_dir, opt, err);
+	if (!is_http_url(uri))
+		return kft_error_set(err, KFT_EINVAL, "fetch %s: unsupported URI scheme", uri);
+	url_basename(uri, name, sizeof(name));
+	if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dest_dir, name) >= sizeof(dst))
+		return kft_error_set(err, KFT_ELIMIT, "fetch %s: destination path too long", uri);
+	return kft_fetch_url(uri, dst, NULL, NULL, opt, err);
+}

@@ -1,0 +1,969 @@
+/*
+ * store.c - the local backend's SQLite state store. See include/kftrainer/store.h.
+ *
+ * Design in plain words:
+ *  - One database file per user, opened by many short-lived processes (CLI
+ *    calls, supervisors). WAL mode lets readers run while one process writes;
+ *    the busy timeout makes a second writer wait its turn instead of failing.
+ *    Multi-statement writes take the write lock up front (BEGIN IMMEDIATE):
+ *    a deferred transaction that upgrades from read to write can fail with
+ *    SQLITE_BUSY in WAL mode without ever waiting.
+ *  - Single-row changes are one statement each, addressed by namespace and
+ *    name through a sub-select, so "does the job exist" and "change it" are
+ *    atomic; sqlite3_changes() == 0 then means "not found".
+ *  - Every value reaches SQL as a bound parameter; the SQL text is constant.
+ *  - Child tables reference jobs with ON DELETE CASCADE, so deleting a job
+ *    removes everything that belongs to it.
+ *  - The schema version lives in PRAGMA user_version; migrations[i] moves a
+ *    database from version i to i + 1 and runs inside the open transaction.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "kftrainer/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+#include <sqlite3.h>
+
+#define BUSY_TIMEOUT_MS 60000
+#define TJ_RESOURCE     "trainjobs.trainer.kubeflow.org"
+
+struct kft_store {
+	sqlite3 *db;
+	char *path;
+	bool in_txn; /* a caller's kft_store_begin is open */
+};
+
+static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
+        /* 0 -> 1 */
+        "CREATE TABLE jobs ("
+        " id INTEGER PRIMARY KEY,"
+        " namespace TEXT NOT NULL, name TEXT NOT NULL, uid TEXT NOT NULL UNIQUE,"
+        " spec TEXT NOT NULL, runtime_name TEXT, runtime_kind TEXT,"
+        " created TEXT NOT NULL, started TEXT, finished TEXT,"
+        " supervisor_pid INTEGER NOT NULL DEFAULT 0,"
+        " supervisor_start INTEGER NOT NULL DEFAULT 0,"
+        " suspended INTEGER NOT NULL DEFAULT 0, status TEXT,"
+        " UNIQUE (namespace, name));"
+        "CREATE TABLE objects ("
+        " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+        " seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (job_id, seq));"
+        "CREATE TABLE pods ("
+        " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+        " step TEXT NOT NULL, idx INTEGER NOT NULL, state TEXT NOT NULL,"
+        " pid INTEGER NOT NULL DEFAULT 0, exit_code INTEGER NOT NULL DEFAULT 0,"
+        " signal INTEGER NOT NULL DEFAULT 0, restarts INTEGER NOT NULL DEFAULT 0,"
+        " started TEXT, finished TEXT, log_path TEXT,"
+        " PRIMARY KEY (job_id, step, idx));",
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int db_fail(kft_store *s, kft_error *err, const char *what)
+{
+	return kft_error_set(err, KFT_EIO, "state database %s: %s: %s", s->path, what,
+	                     sqlite3_errmsg(s->db));
+}
+
+static int not_found(kft_error *err, const char *name)
+{
+	return kft_error_set(err, KFT_ENOTFOUND, TJ_RESOURCE " \"%s\" not found", name);
+}
+
+static const char *ns_or_default(const char *ns)
+{
+	return ns && *ns ? ns : "default";
+}
+
+static int exec_sql(kft_store *s, const char *sql, kft_error *err)
+{
+	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(s, err, sql);
+	return 0;
+}
+
+static int prepare(kft_store *s, const char *sql, sqlite3_stmt **st, kft_error *err)
+{
+	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+		return db_fail(s, err, "prepare");
+	return 0;
+}
+
+/* Prepares sql and binds ?1 = namespace, ?2 = name, the convention of every
+ * per-job statement here. */
+static int prepare_job(kft_store *s, const char *sql, const char *ns, const char *name,
+                       sqlite3_stmt **st, kft_error *err)
+{
+	if (!name || !*name)
+		return kft_error_set(err, KFT_EINVAL, "a TrainJob name is required");
+	int rc = prepare(s, sql, st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(*st, 1, ns_or_default(ns), -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(*st, 2, name, -1, SQLITE_TRANSIENT);
+	return 0;
+}
+
+/* Steps a write statement addressed at one job and finalizes it; no row
+ * changed means the job does not exist. */
+static int finish_job_write(kft_store *s, sqlite3_stmt *st, const char *name, kft_error *err)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, err, "write");
+	return sqlite3_changes(s->db) == 0 ? not_found(err, name) : 0;
+}
+
+/* A copy of a text column; *oom is set when a non-NULL value could not be copied. */
+static char *col_dup(sqlite3_stmt *st, int i, bool *oom)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	if (!t)
+		return NULL;
+	char *c = strdup((const char *)t);
+	if (!c)
+		*oom = true;
+	return c;
+}
+
+static int dump_json(const json_t *j, char **out, kft_error *err)
+{
+	*out = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!*out)
+		return kft_error_set(err, KFT_ENOMEM, "cannot serialize JSON");
+	if (strlen(*out) > KFT_STORE_MAX_JSON) {
+		free(*out);
+		*out = NULL;
+		return kft_error_set(err, KFT_ELIMIT, "JSON document exceeds %u bytes",
+		                     KFT_STORE_MAX_JSON);
+	}
+	return 0;
+}
+
+static int load_json(const char *text, json_t **out, kft_error *err)
+{
+	json_error_t je;
+	*out = json_loads(text, JSON_DECODE_ANY, &je);
+	if (!*out)
+		return kft_error_set(err, KFT_EPARSE, "stored JSON is damaged: %s", je.text);
+	return 0;
+}
+
+static void now_rfc3339(char buf[32])
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, 32 - n, ".%06ldZ", ts.tv_nsec / 1000);
+}
+
+static int new_uid(char out[37], kft_error *err)
+{
+	unsigned char b[16];
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return kft_error_set(err, KFT_EIO, "cannot generate a uid: no randomness");
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+	         b[13], b[14], b[15]);
+	return 0;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static int make_dirs(const char *dir, kft_error *err)
+{
+	char *p = strdup(dir);
+	if (!p)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (char *c = p + 1;; c++) {
+		char saved = *c;
+		if (saved != '/' && saved != '\0')
+			continue;
+		*c = '\0';
+		if (mkdir(p, 0700) == 0)
+			(void)chmod(p, 0700); /* umask may have narrowed it oddly */
+		else if (errno != EEXIST) {
+			int e = errno;
+			kft_error_set(err, KFT_EIO, "cannot create %s: %s", p, strerror(e));
+			free(p);
+			return KFT_EIO;
+		}
+		*c = saved;
+		if (saved == '\0')
+			break;
+	}
+	free(p);
+	struct stat sb;
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return kft_error_set(err, KFT_EIO, "state directory %s is not a directory", dir);
+	return 0;
+}
+
+/* Creates the file with mode 0600 before SQLite does, so it never exists
+ * with wider permissions; SQLite gives its -wal and -shm files the same mode. */
+static int touch_private(const char *path, kft_error *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return kft_error_set(err, KFT_EIO, "cannot open %s: %s", path, strerror(errno));
+	close(fd);
+	return 0;
+}
+
+static int read_version(kft_store *s, int *version, kft_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare(s, "PRAGMA user_version", &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	*version = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : db_fail(s, err, "reading the schema version");
+}
+
+static int apply_migrations(kft_store *s, kft_error *err)
+{
+	int version, rc = read_version(s, &version, err);
+	if (rc)
+		return rc;
+	if (version > KFT_STORE_SCHEMA_VERSION)
+		return kft_error_set(err, KFT_EVERSION,
+		                     "state database %s has schema version %d; this kftrainer "
+		                     "understands up to %d (upgrade kftrainer)",
+		                     s->path, version, KFT_STORE_SCHEMA_VERSION);
+	for (; version < KFT_STORE_SCHEMA_VERSION; version++) {
+		rc = exec_sql(s, migrations[version], err);
+		if (rc)
+			return rc;
+	}
+	/* PRAGMA takes no bound parameters; the value is our own constant. */
+	char sql[64];
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", KFT_STORE_SCHEMA_VERSION);
+	return exec_sql(s, sql, err);
+}
+
+static int migrate(kft_store *s, kft_error *err)
+{
+	int rc = exec_sql(s, "BEGIN IMMEDIATE", err);
+	if (rc)
+		return rc;
+	rc = apply_migrations(s, err);
+	if (rc == 0)
+		rc = exec_sql(s, "COMMIT", err);
+	if (rc)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+static int configure(kft_store *s, kft_error *err)
+{
+	int rc =
+	        sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		return s->db ? db_fail(s, err, "open")
+		             : kft_error_set(err, KFT_ENOMEM, "cannot open the state database");
+	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+	/* The first statement reads the header: a damaged file fails here. */
+	if (sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) != SQLITE_OK)
+		return kft_error_set(err, KFT_EIO,
+		                     "cannot use state database %s: %s (move the file away to "
+		                     "start with an empty state)",
+		                     s->path, sqlite3_errmsg(s->db));
+	rc = exec_sql(s, "PRAGMA foreign_keys = ON", err);
+	if (rc == 0)
+		rc = exec_sql(s, "PRAGMA synchronous = NORMAL", err);
+	return rc ? rc : migrate(s, err);
+}
+
+int kft_store_open(const char *state_dir, kft_store **out, kft_error *err)
+{
+	*out = NULL;
+	if (!state_dir || !*state_dir)
+		return kft_error_set(err, KFT_EINVAL, "no state directory given");
+	int rc = make_dirs(state_dir, err);
+	if (rc)
+		return rc;
+	kft_store *s = calloc(1, sizeof(*s));
+	size_t len = strlen(state_dir) + sizeof("/" KFT_STORE_DB_NAME);
+	if (!s || !(s->path = malloc(len))) {
+		free(s);
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	snprintf(s->path, len, "%s/%s", state_dir, KFT_STORE_DB_NAME);
+	rc = touch_private(s->path, err);
+	if (rc == 0)
+		rc = configure(s, err);
+	if (rc) {
+		kft_store_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void kft_store_close(kft_store *s)
+{
+	if (!s)
+		return;
+	if (s->db) {
+		kft_store_rollback(s);
+		sqlite3_close(s->db);
+	}
+	free(s->path);
+	free(s);
+}
+
+char *kft_store_default_dir(void)
+{
+	const char *v = getenv("KFTRAINER_STATE_DIR");
+	if (v && v[0] == '/')
+		return strdup(v);
+	const char *base = getenv("XDG_STATE_HOME"), *tail = "/kftrainer";
+	if (!base || base[0] != '/') {
+		base = getenv("HOME");
+		tail = "/.local/state/kftrainer";
+		if (!base || base[0] != '/')
+			return NULL;
+	}
+	size_t len = strlen(base) + strlen(tail) + 1;
+	char *dir = malloc(len);
+	if (dir)
+		snprintf(dir, len, "%s%s", base, tail);
+	return dir;
+}
+
+/* ---- transactions ------------------------------------------------------- */
+
+int kft_store_begin(kft_store *s, kft_error *err)
+{
+	if (s->in_txn)
+		return kft_error_set(err, KFT_EINVAL, "a store transaction is already open");
+	int rc = exec_sql(s, "BEGIN IMMEDIATE", err);
+	if (rc == 0)
+		s->in_txn = true;
+	return rc;
+}
+
+int kft_store_commit(kft_store *s, kft_error *err)
+{
+	if (!s->in_txn)
+		return kft_error_set(err, KFT_EINVAL, "no store transaction is open");
+	int rc = exec_sql(s, "COMMIT", err);
+	if (rc)
+		kft_store_rollback(s);
+	s->in_txn = false;
+	return rc;
+}
+
+void kft_store_rollback(kft_store *s)
+{
+	if (s && s->in_txn && sqlite3_get_autocommit(s->db) == 0)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	if (s)
+		s->in_txn = false;
+}
+
+/* Internal multi-statement writes join a caller's transaction or open their own. */
+static int own_begin(kft_store *s, bool *own, kft_error *err)
+{
+	*own = !s->in_txn;
+	return *own ? exec_sql(s, "BEGIN IMMEDIATE", err) : 0;
+}
+
+static int own_end(kft_store *s, bool own, int rc, kft_error *err)
+{
+	if (!own)
+		return rc;
+	if (rc == 0)
+		rc = exec_sql(s, "COMMIT", err);
+	if (rc)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+/* What job_create extracts from the submitted TrainJob. */
+struct job_fields {
+	const char *ns, *name, *runtime_name, *runtime_kind;
+	bool suspend;
+	char *spec_text, *status_text; /* malloc'd */
+};
+
+static int check_job(const json_t *tj, struct job_fields *f, kft_error *err)
+{
+	json_t *meta = json_object_get(tj, "metadata");
+	f->name = json_string_value(json_object_get(meta, "name"));
+	if (!json_is_object(tj) || !f->name || !*f->name)
+		return kft_error_set(err, KFT_EINVAL, "a TrainJob needs metadata.name");
+	f->ns = ns_or_default(json_string_value(json_object_get(meta, "namespace")));
+	json_t *spec = json_object_get(tj, "spec");
+	json_t *ref = json_object_get(spec, "runtimeRef");
+	f->runtime_name = json_string_value(json_object_get(ref, "name"));
+	f->runtime_kind = json_string_value(json_object_get(ref, "kind"));
+	if (f->runtime_name && !f->runtime_kind)
+		f->runtime_kind = "ClusterTrainingRuntime"; /* the API's default kind */
+	f->suspend = json_is_true(json_object_get(spec, "suspend"));
+	return 0;
+}
+
+/* The TrainJob without its status goes to `spec`, the status to `status`. */
+static int split_job(const json_t *tj, struct job_fields *f, kft_error *err)
+{
+	json_t *copy = json_deep_copy(tj);
+	if (!copy)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	json_t *status = json_object_get(copy, "status");
+	int rc = status ? dump_json(status, &f->status_text, err) : 0;
+	json_object_del(copy, "status");
+	if (rc == 0)
+		rc = dump_json(copy, &f->spec_text, err);
+	json_decref(copy);
+	return rc;
+}
+
+static int insert_job(kft_store *s, const struct job_fields *f, const char *uid, sqlite3_int64 *id,
+                      kft_error *err)
+{
+	sqlite3_stmt *st;
+	char now[32];
+	int rc = prepare_job(s,
+	                     "INSERT INTO jobs (namespace, name, uid, spec, runtime_name,"
+	                     " runtime_kind, created, suspended, status)"
+	                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	                     f->ns, f->name, &st, err);
+	if (rc)
+		return rc;
+	now_rfc3339(now);
+	sqlite3_bind_text(st, 3, uid, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, f->spec_text, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, f->runtime_name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, f->runtime_kind, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, now, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 8, f->suspend);
+	sqlite3_bind_text(st, 9, f->status_text, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return kft_error_set(err, KFT_EINVAL, TJ_RESOURCE " \"%s\" already exists",
+		                     f->name);
+	if (rc != SQLITE_DONE)
+		return db_fail(s, err, "recording the TrainJob");
+	*id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+static int insert_objects(kft_store *s, sqlite3_int64 id, const json_t *objects, kft_error *err)
+{
+	sqlite3_stmt *st;
+	int rc =
+	        prepare(s, "INSERT INTO objects (job_id, seq, body) VALUES (?1, ?2, ?3)", &st, err);
+	for (size_t i = 0; rc == 0 && i < json_array_size(objects); i++) {
+		char *text;
+		rc = dump_json(json_array_get(objects, i), &text, err);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+		sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
+		free(text);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = db_fail(s, err, "recording the TrainJob's objects");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int kft_store_job_create(kft_store *s, const json_t *trainjob, const json_t *objects,
+                         char **uid_out, kft_error *err)
+{
+	struct job_fields f = {0};
+	char uid[37];
+	sqlite3_int64 id = 0;
+	bool own = false;
+	if (uid_out)
+		*uid_out = NULL;
+	if (objects && !json_is_array(objects))
+		return kft_error_set(err, KFT_EINVAL, "the TrainJob's objects must be an array");
+	int rc = check_job(trainjob, &f, err);
+	if (rc == 0)
+		rc = split_job(trainjob, &f, err);
+	if (rc == 0)
+		rc = new_uid(uid, err);
+	if (rc == 0 && (rc = own_begin(s, &own, err)) == 0) {
+		rc = insert_job(s, &f, uid, &id, err);
+		if (rc == 0)
+			rc = insert_objects(s, id, objects, err);
+		rc = own_end(s, own, rc, err);
+	}
+	free(f.spec_text);
+	free(f.status_text);
+	if (rc == 0 && uid_out && !(*uid_out = strdup(uid)))
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return rc;
+}
+
+/* Column order of every job read: see JOB_COLUMNS. */
+#define JOB_COLUMNS "namespace, name, uid, spec, created, suspended, status"
+
+/* Kubernetes prints object timestamps to the second. */
+static json_t *seconds_only(const char *ts)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%.19sZ", ts ? ts : "");
+	return json_string(buf);
+}
+
+static void overlay_suspend(json_t *tj, bool suspended)
+{
+	json_t *spec = json_object_get(tj, "spec");
+	if (!json_is_object(spec)) {
+		if (!suspended)
+			return;
+		spec = json_object();
+		json_object_set_new(tj, "spec", spec);
+	}
+	if (suspended || json_object_get(spec, "suspend"))
+		json_object_set_new(spec, "suspend", json_boolean(suspended));
+}
+
+static int overlay_meta(sqlite3_stmt *st, json_t *tj, kft_error *err)
+{
+	json_t *meta = json_object_get(tj, "metadata");
+	if (!json_is_object(meta))
+		return kft_error_set(err, KFT_EPARSE, "stored TrainJob has no metadata");
+	json_object_set_new(meta, "namespace",
+	                    json_string((const char *)sqlite3_column_text(st, 0)));
+	json_object_set_new(meta, "name", json_string((const char *)sqlite3_column_text(st, 1)));
+	json_object_set_new(meta, "uid", json_string((const char *)sqlite3_column_text(st, 2)));
+	json_object_set_new(meta, "creationTimestamp",
+	                    seconds_only((const char *)sqlite3_column_text(st, 4)));
+	return 0;
+}
+
+/* Builds the TrainJob a reader sees from one row of JOB_COLUMNS. */
+static int row_to_job(sqlite3_stmt *st, json_t **out, kft_error *err)
+{
+	json_t *tj, *status = NULL;
+	int rc = load_json((const char *)sqlite3_column_text(st, 3), &tj, err);
+	if (rc)
+		return rc;
+	rc = json_is_object(tj)
+	             ? overlay_meta(st, tj, err)
+	             : kft_error_set(err, KFT_EPARSE, "stored TrainJob is not an object");
+	if (rc == 0 && sqlite3_column_type(st, 6) != SQLITE_NULL)
+		rc = load_json((const char *)sqlite3_column_text(st, 6), &status, err);
+	if (rc) {
+		json_decref(tj);
+		return rc;
+	}
+	overlay_suspend(tj, sqlite3_column_int(st, 5) != 0);
+	if (status)
+		json_object_set_new(tj, "status", status);
+	*out = tj;
+	return 0;
+}
+
+int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **out, kft_error *err)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	int rc = prepare_job(s,
+	                     "SELECT " JOB_COLUMNS " FROM jobs WHERE namespace = ?1 AND name = ?2",
+	                     ns, name, &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = row_to_job(st, out, err);
+	else if (rc == SQLITE_DONE)
+		rc = not_found(err, name);
+	else
+		rc = db_fail(s, err, "reading the TrainJob");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *err)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	int rc = prepare(s,
+	                 "SELECT " JOB_COLUMNS " FROM jobs WHERE ?1 IS NULL OR namespace = ?1"
+	                 " ORDER BY namespace, name",
+	                 &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_TRANSIENT);
+	json_t *arr = json_array();
+	int step;
+	while (rc == 0 && arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *tj;
+		rc = row_to_job(st, &tj, err);
+		if (rc == 0)
+			json_array_append_new(arr, tj);
+	}
+	if (rc == 0 && !arr)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	else if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(s, err, "listing TrainJobs");
+	sqlite3_finalize(st);
+	if (rc)
+		json_decref(arr);
+	else
+		*out = arr;
+	return rc;
+}
+
+int kft_store_job_set_status(kft_store *s, const char *ns, const char *name, const json_t *status,
+                             kft_error *err)
+{
+	char *text = NULL;
+	sqlite3_stmt *st;
+	int rc = status ? dump_json(status, &text, err) : 0;
+	if (rc == 0)
+		rc = prepare_job(s,
+		                 "UPDATE jobs SET status = ?3 WHERE namespace = ?1 AND name = ?2",
+		                 ns, name, &st, err);
+	if (rc == 0) {
+		sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
+		rc = finish_job_write(s, st, name, err);
+	}
+	free(text);
+	return rc;
+}
+
+int kft_store_job_set_suspend(kft_store *s, const char *ns, const char *name, bool suspend,
+                              kft_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_job(s, "UPDATE jobs SET suspended = ?3 WHERE namespace = ?1 AND name = ?2",
+	                     ns, name, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(st, 3, suspend);
+	return finish_job_write(s, st, name, err);
+}
+
+int kft_store_job_mark(kft_store *s, const char *ns, const char *name, kft_job_time which,
+                       kft_error *err)
+{
+	static const char *const sql[] = {
+	        [KFT_JOB_STARTED] = "UPDATE jobs SET started = COALESCE(started, ?3)"
+	                            " WHERE namespace = ?1 AND name = ?2",
+	        [KFT_JOB_FINISHED] = "UPDATE jobs SET finished = COALESCE(finished, ?3)"
+	                             " WHERE namespace = ?1 AND name = ?2",
+	};
+	sqlite3_stmt *st;
+	char now[32];
+	if (which != KFT_JOB_STARTED && which != KFT_JOB_FINISHED)
+		return kft_error_set(err, KFT_EINVAL, "unknown job time %d", (int)which);
+	int rc = prepare_job(s, sql[which], ns, name, &st, err);
+	if (rc)
+		return rc;
+	now_rfc3339(now);
+	sqlite3_bind_text(st, 3, now, -1, SQLITE_TRANSIENT);
+	return finish_job_write(s, st, name, err);
+}
+
+static int fill_info(sqlite3_stmt *st, kft_job_info *info, kft_error *err)
+{
+	bool oom = false;
+	info->uid = col_dup(st, 0, &oom);
+	info->created = col_dup(st, 1, &oom);
+	info->started = col_dup(st, 2, &oom);
+	info->finished = col_dup(st, 3, &oom);
+	info->runtime_name = col_dup(st, 4, &oom);
+	info->runtime_kind = col_dup(st, 5, &oom);
+	info->suspended = sqlite3_column_int(st, 6) != 0;
+	if (!oom)
+		return 0;
+	kft_job_info_free(info);
+	return kft_error_set(err, KFT_ENOMEM, "out of memory");
+}
+
+int kft_store_job_info(kft_store *s, const char *ns, const char *name, kft_job_info *info,
+                       kft_error *err)
+{
+	sqlite3_stmt *st;
+	memset(info, 0, sizeof(*info));
+	int rc = prepare_job(s,
+	                     "SELECT uid, created, started, finished, runtime_name, runtime_kind,"
+	                     " suspended FROM jobs WHERE namespace = ?1 AND name = ?2",
+	                     ns, name, &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = fill_info(st, info, err);
+	else
+		rc = rc == SQLITE_DONE ? not_found(err, name)
+		                       : db_fail(s, err, "reading the TrainJob");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+void kft_job_info_free(kft_job_info *info)
+{
+	if (!info)
+		return;
+	free(info->uid);
+	free(info->created);
+	free(info->started);
+	free(info->finished);
+	free(info->runtime_name);
+	free(info->runtime_kind);
+	memset(info, 0, sizeof(*info));
+}
+
+int kft_store_job_delete(kft_store *s, const char *ns, const char *name, kft_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_job(s, "DELETE FROM jobs WHERE namespace = ?1 AND name = ?2", ns, name,
+	                     &st, err);
+	return rc ? rc : finish_job_write(s, st, name, err);
+}
+
+/* ---- objects ------------------------------------------------------------ */
+
+/* Reads rows whose column 0 is an object's JSON; one row with NULL means the
+ * job exists with no objects (LEFT JOIN), no row at all means no job. */
+static int collect_objects(kft_store *s, sqlite3_stmt *st, const char *name, json_t *arr,
+                           kft_error *err)
+{
+	int rc = 0, step, rows = 0;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		rows++;
+		if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+			continue;
+		json_t *obj;
+		rc = load_json((const char *)sqlite3_column_text(st, 0), &obj, err);
+		if (rc == 0)
+			json_array_append_new(arr, obj);
+	}
+	if (rc)
+		return rc;
+	if (step != SQLITE_DONE)
+		return db_fail(s, err, "reading the TrainJob's objects");
+	return rows ? 0 : not_found(err, name);
+}
+
+int kft_store_job_objects(kft_store *s, const char *ns, const char *name, json_t **out,
+                          kft_error *err)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	int rc = prepare_job(s,
+	                     "SELECT o.body FROM jobs j LEFT JOIN objects o ON o.job_id = j.id"
+	                     " WHERE j.namespace = ?1 AND j.name = ?2 ORDER BY o.seq",
+	                     ns, name, &st, err);
+	if (rc)
+		return rc;
+	json_t *arr = json_array();
+	rc = arr ? collect_objects(s, st, name, arr, err)
+	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	sqlite3_finalize(st);
+	if (rc)
+		json_decref(arr);
+	else
+		*out = arr;
+	return rc;
+}
+
+/* ---- pods --------------------------------------------------------------- */
+
+static bool known_state(const char *state)
+{
+	static const char *const states[] = {"Pending", "Running", "Succeeded", "Failed"};
+	for (size_t i = 0; state && i < sizeof(states) / sizeof(states[0]); i++)
+		if (strcmp(state, states[i]) == 0)
+			return true;
+	return false;
+}
+
+static void bind_pod(sqlite3_stmt *st, const kft_pod_record *r)
+{
+	sqlite3_bind_text(st, 3, r->step, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 4, r->index);
+	sqlite3_bind_text(st, 5, r->state, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 6, r->pid);
+	sqlite3_bind_int(st, 7, r->exit_code);
+	sqlite3_bind_int(st, 8, r->signal);
+	sqlite3_bind_int(st, 9, r->restarts);
+	sqlite3_bind_text(st, 10, r->started, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 11, r->finished, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 12, r->log_path, -1, SQLITE_TRANSIENT);
+}
+
+int kft_store_pod_upsert(kft_store *s, const char *ns, const char *job, const kft_pod_record *rec,
+                         kft_error *err)
+{
+	sqlite3_stmt *st;
+	if (!rec || !rec->step || !*rec->step || rec->index < 0)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "a pod record needs a step and an index >= 0");
+	if (!known_state(rec->state))
+		return kft_error_set(err, KFT_EINVAL, "unknown pod state \"%s\"",
+		                     rec->state ? rec->state : "");
+	/* The sub-select finds the job; ON CONFLICT turns a repeat into an update.
+	 * SQLite needs the WHERE on the SELECT to parse ON CONFLICT unambiguously. */
+	int rc =
+	        prepare_job(s,
+	                    "INSERT INTO pods (job_id, step, idx, state, pid, exit_code, signal,"
+	                    " restarts, started, finished, log_path)"
+	                    " SELECT id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 FROM jobs"
+	                    " WHERE namespace = ?1 AND name = ?2"
+	                    " ON CONFLICT (job_id, step, idx) DO UPDATE SET state = excluded.state,"
+	                    " pid = excluded.pid, exit_code = excluded.exit_code,"
+	                    " signal = excluded.signal, restarts = excluded.restarts,"
+	                    " started = excluded.started, finished = excluded.finished,"
+	                    " log_path = excluded.log_path",
+	                    ns, job, &st, err);
+	if (rc)
+		return rc;
+	bind_pod(st, rec);
+	return finish_job_write(s, st, job, err);
+}
+
+static int fill_pod(sqlite3_stmt *st, kft_pod_record *r)
+{
+	bool oom = false;
+	r->step = col_dup(st, 0, &oom);
+	r->index = sqlite3_column_int(st, 1);
+	r->state = col_dup(st, 2, &oom);
+	r->pid = sqlite3_column_int(st, 3);
+	r->exit_code = sqlite3_column_int(st, 4);
+	r->signal = sqlite3_column_int(st, 5);
+	r->restarts = sqlite3_column_int(st, 6);
+	r->started = col_dup(st, 7, &oom);
+	r->finished = col_dup(st, 8, &oom);
+	r->log_path = col_dup(st, 9, &oom);
+	return oom ? KFT_ENOMEM : 0;
+}
+
+/* Appends one row to *recs, growing it geometrically. */
+static int push_pod(sqlite3_stmt *st, kft_pod_record **recs, size_t *n, size_t *cap)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 8;
+		kft_pod_record *grown = realloc(*recs, ncap * sizeof(**recs));
+		if (!grown)
+			return KFT_ENOMEM;
+		*recs = grown;
+		*cap = ncap;
+	}
+	memset(&(*recs)[*n], 0, sizeof(**recs));
+	(*n)++;
+	return fill_pod(st, &(*recs)[*n - 1]);
+}
+
+static int collect_pods(kft_store *s, sqlite3_stmt *st, const char *job, kft_pod_record **recs,
+                        size_t *n, kft_error *err)
+{
+	size_t cap = 0;
+	int rc = 0, step, rows = 0;
+	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		rows++;
+		if (sqlite3_column_type(st, 0) != SQLITE_NULL)
+			rc = push_pod(st, recs, n, &cap);
+	}
+	if (rc)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (step != SQLITE_DONE)
+		return db_fail(s, err, "reading pod records");
+	return rows ? 0 : not_found(err, job);
+}
+
+int kft_store_pods(kft_store *s, const char *ns, const char *job, kft_pod_record **recs, size_t *n,
+                   kft_error *err)
+{
+	sqlite3_stmt *st;
+	*recs = NULL;
+	*n = 0;
+	int rc = prepare_job(s,
+	                     "SELECT p.step, p.idx, p.state, p.pid, p.exit_code, p.signal,"
+	                     " p.restarts, p.started, p.finished, p.log_path"
+	                     " FROM jobs j LEFT JOIN pods p ON p.job_id = j.id"
+	                     " WHERE j.namespace = ?1 AND j.name = ?2 ORDER BY p.step, p.idx",
+	                     ns, job, &st, err);
+	if (rc)
+		return rc;
+	rc = collect_pods(s, st, job, recs, n, err);
+	sqlite3_finalize(st);
+	if (rc) {
+		kft_pod_records_free(*recs, *n);
+		*recs = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void kft_pod_records_free(kft_pod_record *recs, size_t n)
+{
+	for (size_t i = 0; recs && i < n; i++) {
+		free(recs[i].step);
+		free(recs[i].state);
+		free(recs[i].started);
+		free(recs[i].finished);
+		free(recs[i].log_path);
+	}
+	free(recs);
+}
+
+/* ---- supervisor --------------------------------------------------------- */
+
+int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
+                             long long start_time_ticks, kft_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_job(s,
+	                     "UPDATE jobs SET supervisor_pid = ?3, supervisor_start = ?4"
+	                     " WHERE namespace = ?1 AND name = ?2",
+	                     ns, job, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(st, 3, pid);
+	sqlite3_bind_int64(st, 4, pid ? start_time_ticks : 0);
+	return finish_job_write(s, st, job, err);
+}
+
+int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
+                             long long *start_time_ticks, kft_error *err)
+{
+	sqlite3_stmt *st;
+	*pid = 0;
+	*start_time_ticks = 0;
+	int rc = prepare_job(s,
+	                     "SELECT supervisor_pid, supervisor_start FROM jobs"
+	                     " WHERE namespace = ?1 AND name = ?2",
+	                     ns, job, &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*pid = sqlite3_column_int(st, 0);
+		*start_time_ticks = sqlite3_column_int64(st, 1);
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ? not_found(err, job)
+		                       : db_fail(s, err, "reading the supervisor");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}

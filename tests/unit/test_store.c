@@ -1,0 +1,657 @@
+/*
+ * test_store.c - the local SQLite state store (src/local/store.c).
+ *
+ * Every test gets a fresh temporary state directory, removed in teardown.
+ * Error texts are compared in full where users see them (kubectl's wording
+ * for "already exists" and "not found"). The concurrency test forks two
+ * writers against one database and checks that neither saw a failure and
+ * that no update was lost.
+ */
+#define _XOPEN_SOURCE 700
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kftrainer/store.h"
+
+struct fixture {
+	char root[64]; /* mkdtemp result, removed in teardown */
+	char dir[128]; /* state dir: a not-yet-existing child of root */
+	kft_store *s;
+};
+
+static json_t *parse(const char *text)
+{
+	json_error_t e;
+	json_t *v = json_loads(text, 0, &e);
+	if (!v)
+		fail_msg("bad test JSON (%s): %s", e.text, text);
+	return v;
+}
+
+static json_t *trainjob(const char *ns, const char *name)
+{
+	json_t *tj =
+	        parse("{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"TrainJob\","
+	              "\"metadata\":{},\"spec\":{\"runtimeRef\":{\"name\":\"torch-distributed\"},"
+	              "\"trainer\":{\"numNodes\":2}}}");
+	json_t *meta = json_object_get(tj, "metadata");
+	json_object_set_new(meta, "name", json_string(name));
+	if (ns)
+		json_object_set_new(meta, "namespace", json_string(ns));
+	return tj;
+}
+
+/* Creates a job with no objects and returns its uid (caller frees). */
+static char *create(kft_store *s, const char *ns, const char *name)
+{
+	json_t *tj = trainjob(ns, name);
+	char *uid = NULL;
+	kft_error err;
+	int rc = kft_store_job_create(s, tj, NULL, &uid, &err);
+	json_decref(tj);
+	if (rc)
+		fail_msg("create %s: %s", name, err.message);
+	return uid;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	strcpy(f->root, "/tmp/kft-store-test-XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+	snprintf(f->dir, sizeof(f->dir), "%s/a/b/state", f->root);
+	kft_error err;
+	if (kft_store_open(f->dir, &f->s, &err))
+		fail_msg("open: %s", err.message);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	kft_store_close(f->s);
+	int rc = nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	struct stat sb;
+	int gone = stat(f->root, &sb) != 0;
+	free(f);
+	return rc == 0 && gone ? 0 : -1;
+}
+
+static void test_create_get_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	json_t *tj = trainjob(NULL, "mnist");
+	json_t *objs = parse("[{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}},"
+	                     "{\"kind\":\"JobSet\",\"metadata\":{\"name\":\"mnist\"}}]");
+	char *uid = NULL;
+	kft_error err;
+	assert_int_equal(kft_store_job_create(f->s, tj, objs, &uid, &err), 0);
+	assert_non_null(uid);
+	assert_int_equal(strlen(uid), 36);
+	assert_int_equal(uid[14], '4');
+	assert_non_null(strchr("89ab", uid[19]));
+
+	json_t *got = NULL;
+	assert_int_equal(kft_store_job_get(f->s, "default", "mnist", &got, &err), 0);
+	json_t *meta = json_object_get(got, "metadata");
+	assert_string_equal(json_string_value(json_object_get(meta, "uid")), uid);
+	assert_string_equal(json_string_value(json_object_get(meta, "namespace")), "default");
+	const char *ts = json_string_value(json_object_get(meta, "creationTimestamp"));
+	assert_non_null(ts);
+	assert_int_equal(strlen(ts), 20);
+	assert_int_equal(ts[10], 'T');
+	assert_int_equal(ts[19], 'Z');
+	assert_true(json_equal(json_object_get(got, "spec"), json_object_get(tj, "spec")));
+	assert_null(json_object_get(got, "status"));
+
+	json_t *back = NULL;
+	assert_int_equal(kft_store_job_objects(f->s, NULL, "mnist", &back, &err), 0);
+	assert_true(json_equal(back, objs));
+
+	kft_job_info info;
+	assert_int_equal(kft_store_job_info(f->s, NULL, "mnist", &info, &err), 0);
+	assert_string_equal(info.uid, uid);
+	assert_string_equal(info.runtime_name, "torch-distributed");
+	assert_string_equal(info.runtime_kind, "ClusterTrainingRuntime");
+	assert_int_equal(strlen(info.created), 27); /* microseconds */
+	assert_null(info.started);
+	assert_false(info.suspended);
+	kft_job_info_free(&info);
+
+	json_decref(back);
+	json_decref(got);
+	json_decref(objs);
+	json_decref(tj);
+	free(uid);
+}
+
+static void test_two_jobs_get_distinct_uids(void **state)
+{
+	struct fixture *f = *state;
+	char *a = create(f->s, NULL, "a"), *b = create(f->s, NULL, "b");
+	assert_string_not_equal(a, b);
+	free(a);
+	free(b);
+}
+
+static void test_duplicate_create(void **state)
+{
+	struct fixture *f = *state;
+	free(create(f->s, "team", "dup"));
+	json_t *tj = trainjob("team", "dup");
+	kft_error err;
+	char *uid = (char *)"untouched";
+	assert_int_equal(kft_store_job_create(f->s, tj, NULL, &uid, &err), KFT_EINVAL);
+	assert_string_equal(err.message, "trainjobs.trainer.kubeflow.org \"dup\" already exists");
+	assert_null(uid);
+	json_decref(tj);
+	/* The same name in another namespace is a different job. */
+	free(create(f->s, "other", "dup"));
+}
+
+static void test_invalid_create(void **state)
+{
+	struct fixture *f = *state;
+	json_t *noname = parse("{\"metadata\":{}}");
+	json_t *tj = trainjob(NULL, "x"), *notarray = json_object();
+	kft_error err;
+	assert_int_equal(kft_store_job_create(f->s, noname, NULL, NULL, &err), KFT_EINVAL);
+	assert_int_equal(kft_store_job_create(f->s, tj, notarray, NULL, &err), KFT_EINVAL);
+	json_decref(noname);
+	json_decref(tj);
+	json_decref(notarray);
+}
+
+static void expect_not_found(int rc, const kft_error *err)
+{
+	assert_int_equal(rc, KFT_ENOTFOUND);
+	assert_string_equal(err->message, "trainjobs.trainer.kubeflow.org \"ghost\" not found");
+}
+
+static void test_not_found(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *j = NULL, *status = json_object();
+	kft_pod_record rec = {.step = "node", .state = "Pending"}, *recs;
+	size_t n;
+	int pid;
+	long long ticks;
+	kft_job_info info;
+	free(create(f->s, "elsewhere", "ghost")); /* same name, other namespace */
+	expect_not_found(kft_store_job_get(f->s, NULL, "ghost", &j, &err), &err);
+	assert_null(j);
+	expect_not_found(kft_store_job_objects(f->s, NULL, "ghost", &j, &err), &err);
+	expect_not_found(kft_store_job_set_status(f->s, NULL, "ghost", status, &err), &err);
+	expect_not_found(kft_store_job_set_suspend(f->s, NULL, "ghost", true, &err), &err);
+	expect_not_found(kft_store_job_mark(f->s, NULL, "ghost", KFT_JOB_STARTED, &err), &err);
+	expect_not_found(kft_store_job_info(f->s, NULL, "ghost", &info, &err), &err);
+	expect_not_found(kft_store_job_delete(f->s, NULL, "ghost", &err), &err);
+	expect_not_found(kft_store_pod_upsert(f->s, NULL, "ghost", &rec, &err), &err);
+	expect_not_found(kft_store_pods(f->s, NULL, "ghost", &recs, &n, &err), &err);
+	expect_not_found(kft_store_set_supervisor(f->s, NULL, "ghost", 1, 2, &err), &err);
+	expect_not_found(kft_store_get_supervisor(f->s, NULL, "ghost", &pid, &ticks, &err), &err);
+	json_decref(status);
+}
+
+static void expect_names(json_t *arr, const char *const *want, size_t n)
+{
+	assert_int_equal(json_array_size(arr), n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *meta = json_object_get(json_array_get(arr, i), "metadata");
+		char got[128];
+		snprintf(got, sizeof(got), "%s/%s",
+		         json_string_value(json_object_get(meta, "namespace")),
+		         json_string_value(json_object_get(meta, "name")));
+		assert_string_equal(got, want[i]);
+	}
+}
+
+static void test_list(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *all = NULL, *some = NULL, *none = NULL;
+	free(create(f->s, "b", "z"));
+	free(create(f->s, "a", "y"));
+	free(create(f->s, "b", "x"));
+	assert_int_equal(kft_store_job_list(f->s, NULL, &all, &err), 0);
+	expect_names(all, (const char *const[]){"a/y", "b/x", "b/z"}, 3);
+	assert_int_equal(kft_store_job_list(f->s, "b", &some, &err), 0);
+	expect_names(some, (const char *const[]){"b/x", "b/z"}, 2);
+	assert_int_equal(kft_store_job_list(f->s, "empty", &none, &err), 0);
+	assert_true(json_is_array(none));
+	assert_int_equal(json_array_size(none), 0);
+	json_decref(all);
+	json_decref(some);
+	json_decref(none);
+}
+
+static void test_status(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *status = parse("{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}");
+	json_t *got = NULL;
+	free(create(f->s, NULL, "st"));
+	assert_int_equal(kft_store_job_set_status(f->s, NULL, "st", status, &err), 0);
+	assert_int_equal(kft_store_job_get(f->s, NULL, "st", &got, &err), 0);
+	assert_true(json_equal(json_object_get(got, "status"), status));
+	json_decref(got);
+	assert_int_equal(kft_store_job_set_status(f->s, NULL, "st", NULL, &err), 0);
+	assert_int_equal(kft_store_job_get(f->s, NULL, "st", &got, &err), 0);
+	assert_null(json_object_get(got, "status"));
+	json_decref(got);
+
+	/* A status submitted with the job is kept apart from the spec and returned. */
+	json_t *tj = trainjob(NULL, "with-status");
+	json_object_set(tj, "status", status);
+	assert_int_equal(kft_store_job_create(f->s, tj, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_job_get(f->s, NULL, "with-status", &got, &err), 0);
+	assert_true(json_equal(json_object_get(got, "status"), status));
+	assert_true(json_equal(json_object_get(got, "spec"), json_object_get(tj, "spec")));
+	json_decref(got);
+	json_decref(tj);
+	json_decref(status);
+}
+
+static void test_suspend_and_times(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	kft_job_info a, b;
+	json_t *tj = trainjob(NULL, "sus"), *got = NULL;
+	json_object_set_new(json_object_get(tj, "spec"), "suspend", json_true());
+	assert_int_equal(kft_store_job_create(f->s, tj, NULL, NULL, &err), 0);
+	json_decref(tj);
+	assert_int_equal(kft_store_job_info(f->s, NULL, "sus", &a, &err), 0);
+	assert_true(a.suspended);
+	kft_job_info_free(&a);
+
+	assert_int_equal(kft_store_job_set_suspend(f->s, NULL, "sus", false, &err), 0);
+	assert_int_equal(kft_store_job_get(f->s, NULL, "sus", &got, &err), 0);
+	assert_true(json_is_false(json_object_get(json_object_get(got, "spec"), "suspend")));
+	json_decref(got);
+
+	assert_int_equal(kft_store_job_mark(f->s, NULL, "sus", KFT_JOB_STARTED, &err), 0);
+	assert_int_equal(kft_store_job_info(f->s, NULL, "sus", &a, &err), 0);
+	nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+	assert_int_equal(kft_store_job_mark(f->s, NULL, "sus", KFT_JOB_STARTED, &err), 0);
+	assert_int_equal(kft_store_job_mark(f->s, NULL, "sus", KFT_JOB_FINISHED, &err), 0);
+	assert_int_equal(kft_store_job_info(f->s, NULL, "sus", &b, &err), 0);
+	assert_non_null(a.started);
+	assert_string_equal(a.started, b.started); /* the first start counts */
+	assert_null(a.finished);
+	assert_non_null(b.finished);
+	assert_true(strcmp(b.finished, b.started) > 0);
+	kft_job_info_free(&a);
+	kft_job_info_free(&b);
+}
+
+static void upsert(kft_store *s, const char *job, const char *step, int index, const char *st,
+                   int pid)
+{
+	kft_pod_record r = {.step = (char *)step, .index = index, .state = (char *)st, .pid = pid};
+	kft_error err;
+	if (kft_store_pod_upsert(s, NULL, job, &r, &err))
+		fail_msg("upsert: %s", err.message);
+}
+
+static void test_pods(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	kft_pod_record *recs = (kft_pod_record *)1;
+	size_t n = 99;
+	free(create(f->s, NULL, "p"));
+	assert_int_equal(kft_store_pods(f->s, NULL, "p", &recs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_null(recs);
+
+	upsert(f->s, "p", "node", 1, "Running", 101);
+	upsert(f->s, "p", "node", 0, "Running", 100);
+	upsert(f->s, "p", "launcher", 0, "Pending", 0);
+	kft_pod_record done = {.step = "node",
+	                       .index = 0,
+	                       .state = "Failed",
+	                       .pid = 100,
+	                       .exit_code = 137,
+	                       .signal = 9,
+	                       .restarts = 2,
+	                       .started = "2026-01-01T00:00:00.000001Z",
+	                       .finished = "2026-01-01T00:00:05.000001Z",
+	                       .log_path = "/logs/node-0.log"};
+	assert_int_equal(kft_store_pod_upsert(f->s, NULL, "p", &done, &err), 0);
+
+	assert_int_equal(kft_store_pods(f->s, "default", "p", &recs, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(recs[0].step, "launcher");
+	assert_null(recs[0].log_path);
+	assert_string_equal(recs[1].step, "node");
+	assert_int_equal(recs[1].index, 0);
+	assert_string_equal(recs[1].state, "Failed");
+	assert_int_equal(recs[1].exit_code, 137);
+	assert_int_equal(recs[1].signal, 9);
+	assert_int_equal(recs[1].restarts, 2);
+	assert_string_equal(recs[1].finished, done.finished);
+	assert_string_equal(recs[1].log_path, "/logs/node-0.log");
+	assert_int_equal(recs[2].index, 1);
+	assert_int_equal(recs[2].pid, 101);
+	kft_pod_records_free(recs, n);
+
+	kft_pod_record bad = {.step = "node", .state = "Exploded"};
+	assert_int_equal(kft_store_pod_upsert(f->s, NULL, "p", &bad, &err), KFT_EINVAL);
+	bad.state = "Running";
+	bad.index = -1;
+	assert_int_equal(kft_store_pod_upsert(f->s, NULL, "p", &bad, &err), KFT_EINVAL);
+}
+
+static void test_supervisor(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	int pid = -1;
+	long long ticks = -1;
+	free(create(f->s, NULL, "sv"));
+	assert_int_equal(kft_store_get_supervisor(f->s, NULL, "sv", &pid, &ticks, &err), 0);
+	assert_int_equal(pid, 0);
+	assert_int_equal(ticks, 0);
+	assert_int_equal(kft_store_set_supervisor(f->s, NULL, "sv", 4242, 123456789012LL, &err), 0);
+	assert_int_equal(kft_store_get_supervisor(f->s, NULL, "sv", &pid, &ticks, &err), 0);
+	assert_int_equal(pid, 4242);
+	assert_int_equal(ticks, 123456789012LL);
+}
+
+static void test_delete_cascades(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *tj = trainjob(NULL, "gone"), *objs = parse("[{\"kind\":\"JobSet\"}]"), *got;
+	kft_pod_record *recs;
+	size_t n;
+	assert_int_equal(kft_store_job_create(f->s, tj, objs, NULL, &err), 0);
+	upsert(f->s, "gone", "node", 0, "Running", 1);
+	assert_int_equal(kft_store_job_delete(f->s, NULL, "gone", &err), 0);
+	assert_int_equal(kft_store_job_get(f->s, NULL, "gone", &got, &err), KFT_ENOTFOUND);
+	/* A new job of the same name starts with nothing of the old one. */
+	assert_int_equal(kft_store_job_create(f->s, tj, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_pods(f->s, NULL, "gone", &recs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(kft_store_job_objects(f->s, NULL, "gone", &got, &err), 0);
+	assert_int_equal(json_array_size(got), 0);
+	json_decref(got);
+	json_decref(objs);
+	json_decref(tj);
+}
+
+static void test_transactions(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *all;
+	assert_int_equal(kft_store_begin(f->s, &err), 0);
+	assert_int_equal(kft_store_begin(f->s, &err), KFT_EINVAL);
+	free(create(f->s, NULL, "t1"));
+	free(create(f->s, NULL, "t2"));
+	kft_store_rollback(f->s);
+	assert_int_equal(kft_store_job_list(f->s, NULL, &all, &err), 0);
+	assert_int_equal(json_array_size(all), 0);
+	json_decref(all);
+
+	assert_int_equal(kft_store_begin(f->s, &err), 0);
+	free(create(f->s, NULL, "t3"));
+	assert_int_equal(kft_store_commit(f->s, &err), 0);
+	assert_int_equal(kft_store_commit(f->s, &err), KFT_EINVAL);
+	kft_store_rollback(f->s); /* harmless outside a transaction */
+	assert_int_equal(kft_store_job_list(f->s, NULL, &all, &err), 0);
+	assert_int_equal(json_array_size(all), 1);
+	json_decref(all);
+}
+
+static int user_version(const char *dir)
+{
+	char path[256];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int v = -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, KFT_STORE_DB_NAME);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void test_reopen_and_version(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *got;
+	char *uid = create(f->s, "keep", "me");
+	kft_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(user_version(f->dir), KFT_STORE_SCHEMA_VERSION);
+	assert_int_equal(kft_store_open(f->dir, &f->s, &err), 0);
+	assert_int_equal(kft_store_job_get(f->s, "keep", "me", &got, &err), 0);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_object_get(got, "metadata"), "uid")), uid);
+	json_decref(got);
+	free(uid);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct fixture *f = *state;
+	char path[256];
+	sqlite3 *db;
+	kft_error err;
+	kft_store *s = (kft_store *)1;
+	snprintf(path, sizeof(path), "%s/%s", f->dir, KFT_STORE_DB_NAME);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(kft_store_open(f->dir, &s, &err), KFT_EVERSION);
+	assert_null(s);
+	assert_non_null(strstr(err.message, "schema version 99"));
+}
+
+static void test_file_modes(void **state)
+{
+	struct fixture *f = *state;
+	char path[256];
+	struct stat sb;
+	assert_int_equal(stat(f->dir, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/a", f->root); /* a created parent */
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/%s", f->dir, KFT_STORE_DB_NAME);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+}
+
+static void test_corrupt_file(void **state)
+{
+	struct fixture *f = *state;
+	char dir[160], path[256];
+	kft_error err;
+	kft_store *s = (kft_store *)1;
+	snprintf(dir, sizeof(dir), "%s/corrupt", f->root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, KFT_STORE_DB_NAME);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	for (int i = 0; i < 512; i++)
+		fputs("this is not a database, just text. ", fp);
+	fclose(fp);
+	assert_int_equal(kft_store_open(dir, &s, &err), KFT_EIO);
+	assert_null(s);
+	assert_non_null(strstr(err.message, path));
+	assert_non_null(strstr(err.message, "not a database"));
+}
+
+static void test_open_errors(void **state)
+{
+	struct fixture *f = *state;
+	char path[160];
+	kft_error err;
+	kft_store *s;
+	assert_int_equal(kft_store_open("", &s, &err), KFT_EINVAL);
+	snprintf(path, sizeof(path), "%s/file", f->root);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(kft_store_open(path, &s, &err), KFT_EIO); /* a file, not a dir */
+	assert_null(s);
+}
+
+/* ---- concurrency -------------------------------------------------------- */
+
+#define ROUNDS 60
+
+/* One writer process: returns 0 when every call succeeded. The supervisor
+ * tick count serves as a shared counter incremented read-modify-write inside
+ * a transaction, so a lost update would show in the final value. */
+static int writer(const char *dir, int who)
+{
+	kft_store *s;
+	kft_error err;
+	if (kft_store_open(dir, &s, &err))
+		return 10;
+	int bad = 0;
+	for (int i = 0; i < ROUNDS && !bad; i++) {
+		kft_pod_record r = {.step = "node", .index = who * 1000 + i, .state = "Running"};
+		int pid;
+		long long n;
+		bad |= kft_store_pod_upsert(s, NULL, "shared", &r, &err) ? 1 : 0;
+		bad |= kft_store_begin(s, &err) ? 2 : 0;
+		bad |= kft_store_get_supervisor(s, NULL, "shared", &pid, &n, &err) ? 4 : 0;
+		bad |= kft_store_set_supervisor(s, NULL, "shared", 1, n + 1, &err) ? 8 : 0;
+		bad |= kft_store_commit(s, &err) ? 16 : 0;
+	}
+	json_t *tj = trainjob(NULL, "race");
+	int raced = kft_store_job_create(s, tj, NULL, NULL, &err);
+	json_decref(tj);
+	if (raced != 0 && raced != KFT_EINVAL)
+		bad |= 32;
+	if (bad)
+		fprintf(stderr, "writer %d: %s\n", who, err.message);
+	kft_store_close(s);
+	return bad ? bad : raced == 0 ? 0 : 64;
+}
+
+static void test_concurrent_writers(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	pid_t kids[2];
+	int won = 0;
+	free(create(f->s, NULL, "shared"));
+	kft_store_close(f->s); /* each process uses its own connection */
+	f->s = NULL;
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0)
+			_exit(writer(f->dir, i));
+	}
+	for (int i = 0; i < 2; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st));
+		int code = WEXITSTATUS(st);
+		if (code != 0 && code != 64)
+			fail_msg("writer %d failed with %d", i, code);
+		won += code == 0;
+	}
+	assert_int_equal(won, 1); /* exactly one created "race" */
+
+	assert_int_equal(kft_store_open(f->dir, &f->s, &err), 0);
+	kft_pod_record *recs;
+	size_t n;
+	int pid;
+	long long count;
+	assert_int_equal(kft_store_pods(f->s, NULL, "shared", &recs, &n, &err), 0);
+	assert_int_equal(n, 2 * ROUNDS);
+	kft_pod_records_free(recs, n);
+	assert_int_equal(kft_store_get_supervisor(f->s, NULL, "shared", &pid, &count, &err), 0);
+	assert_int_equal(count, 2 * ROUNDS);
+}
+
+static void test_default_dir(void **state)
+{
+	(void)state;
+	char *d;
+	setenv("KFTRAINER_STATE_DIR", "/x/state", 1);
+	d = kft_store_default_dir();
+	assert_string_equal(d, "/x/state");
+	free(d);
+	unsetenv("KFTRAINER_STATE_DIR");
+	setenv("XDG_STATE_HOME", "/xdg", 1);
+	d = kft_store_default_dir();
+	assert_string_equal(d, "/xdg/kftrainer");
+	free(d);
+	setenv("XDG_STATE_HOME", "relative", 1); /* ignored, as the XDG spec says */
+	setenv("HOME", "/home/u", 1);
+	d = kft_store_default_dir();
+	assert_string_equal(d, "/home/u/.local/state/kftrainer");
+	free(d);
+	unsetenv("XDG_STATE_HOME");
+	unsetenv("HOME");
+	assert_null(kft_store_default_dir());
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        T(test_create_get_round_trip),
+	        T(test_two_jobs_get_distinct_uids),
+	        T(test_duplicate_create),
+	        T(test_invalid_create),
+	        T(test_not_found),
+	        T(test_list),
+	        T(test_status),
+	        T(test_suspend_and_times),
+	        T(test_pods),
+	        T(test_supervisor),
+	        T(test_delete_cascades),
+	        T(test_transactions),
+	        T(test_reopen_and_version),
+	        T(test_newer_schema_refused),
+	        T(test_file_modes),
+	        T(test_corrupt_file),
+	        T(test_open_errors),
+	        T(test_concurrent_writers),
+	        T(test_default_dir),
+	};
+	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
