@@ -1,0 +1,100 @@
+/*
+ * podspec.h - turn one container of one pod of a rendered JobSet into what
+ * the local backend needs to start it as a plain process (internal).
+ *
+ * The local backend runs the very objects `kftrainer render` prints. A pod of
+ * replicated job R, replica r, completion index i is the pod the JobSet and
+ * Job controllers would create; this module plays the kubelet's part for it:
+ *
+ *  - Pod identity. The pod is named "<jobset>-<R>-<r>-<i>-local": the Job
+ *    name, the completion index, then the fixed suffix "local" in place of the
+ *    kubelet's random five characters, so names are stable across runs. Its
+ *    labels and annotations are the template's plus those JobSet's controller
+ *    adds (jobset.sigs.k8s.io/jobset-name, replicatedjob-name,
+ *    replicatedjob-replicas, global-replicas, job-index, job-global-index,
+ *    job-key, group-name, group-replicas, job-group-index, restart-attempt "0")
+ *    and the Job controller's batch.kubernetes.io/job-completion-index (label
+ *    and annotation) and job-name. The pod IP is 127.0.0.1.
+ *  - Environment. envFrom sources first, in order, each key with its prefix;
+ *    then env entries in order. A later definition of a name replaces the
+ *    value but keeps the first position. Values are expanded with $(VAR)
+ *    against the variables defined before them, exactly as Kubernetes does
+ *    ($$ is a literal $, unknown references stay as written); command and args
+ *    are expanded against the final environment. Secret data is base64 and
+ *    decoded; stringData is honoured too. A missing required key is an error
+ *    worded like the kubelet's CreateContainerConfigError.
+ *  - Volumes. Every volumeMount resolves to a host directory under
+ *    <job_dir>/volumes: emptyDir and configMap/secret volumes by volume name,
+ *    persistentVolumeClaim by claim name, so an initializer and the trainer
+ *    that mount the same claim share the files. configMap and secret volumes
+ *    are written out (items or all keys; configMap files default to 0644,
+ *    secret files to 0600, defaultMode and item mode win).
+ *  - Mount paths. An unprivileged process cannot see a directory at
+ *    /workspace or /root/.ssh, so the declared mount paths reach it two ways:
+ *    (1) env KFTRAINER_MOUNTS holds a JSON object mapping each mountPath to its
+ *    host directory, for programs that want to look paths up; (2) every env
+ *    value, command/arg word and the working directory that *starts with* a
+ *    mount path at a path boundary ("/workspace" or "/workspace/...", not
+ *    "/workspacex") is rewritten to the host directory, longest mount first.
+ *    Paths embedded later in a word ("--data=/workspace") are left alone:
+ *    rewriting inside arbitrary text would corrupt more than it fixes.
+ */
+#ifndef KFT_LOCAL_PODSPEC_H
+#define KFT_LOCAL_PODSPEC_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "kftrainer/error.h"
+
+/* The fixed pod-name suffix that stands in for the kubelet's random one. */
+#define KFT_POD_NAME_SUFFIX "local"
+/* The environment variable holding the mountPath -> host directory map. */
+#define KFT_MOUNTS_ENV "KFTRAINER_MOUNTS"
+
+typedef struct kft_exec_mount {
+	char *mount_path; /* as declared in the container (trailing '/' removed) */
+	char *host_path;  /* directory (or subPath) under <job_dir>/volumes */
+	int read_only;
+} kft_exec_mount;
+
+typedef struct kft_exec_spec {
+	char **argv;    /* command + args, NULL-terminated; exec'd directly, no shell */
+	char **envp;    /* "NAME=VALUE", NULL-terminated, in the container's env order */
+	char *image;    /* recorded for status and logs, not used to run anything */
+	char *workdir;  /* workingDir (mount-rewritten) or job_dir */
+	char *pod_name; /* "<jobset>-<rjob>-<replica>-<index>-local" */
+	kft_exec_mount *mounts;
+	size_t n_mounts;
+} kft_exec_spec;
+
+/* Builds the exec spec of container `container` (searched in containers, then
+ * initContainers) of the pod with completion index `pod_index` of replica
+ * `replica` of replicated job `rjob` in `jobset`. `objects` is a JSON array of
+ * the other rendered objects (Secrets, ConfigMaps; others are ignored) or
+ * NULL. `job_dir` must exist; volume directories are created under it and
+ * configMap/secret volume files are written there.
+ *
+ * On success returns 0 and fills *out, which the caller releases with
+ * kft_exec_spec_free(). On failure returns a negative kft_status, fills err,
+ * and leaves *out empty (safe to free). Errors: KFT_EINVAL (unknown replicated
+ * job/container, a container without command, an unsupported fieldRef or
+ * volume type, a bad path), KFT_ENOTFOUND (a required ConfigMap/Secret or key
+ * missing: "couldn't find key K in Secret NS/NAME"), KFT_ELIMIT (more than
+ * 4096 env entries or argv words, or a value over 1 MiB), KFT_EIO (writing the
+ * volumes), KFT_ENOMEM. Bytes written to disk before a failure stay. */
+int kft_exec_spec_build(const json_t *jobset, const json_t *objects, const char *rjob, int replica,
+                        int pod_index, const char *container, const char *job_dir,
+                        kft_exec_spec *out, kft_error *err);
+
+/* Frees everything *spec owns and zeroes it. spec may be NULL. */
+void kft_exec_spec_free(kft_exec_spec *spec);
+
+/* Kubernetes $(VAR) expansion of `in`: lookup(name, ctx) returns the value or
+ * NULL when unknown (then "$(name)" stays). Returns a heap string the caller
+ * frees, or NULL when out of memory or the result would exceed 1 MiB. */
+char *kft_expand_vars(const char *in, const char *(*lookup)(const char *name, void *ctx),
+                      void *ctx);
+
+#endif
