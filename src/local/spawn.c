@@ -1,0 +1,437 @@
+/*
+ * spawn.c - the local backend's process launcher.
+ *
+ * Processes start through posix_spawn rather than fork+exec: glibc builds the
+ * child with a vfork-style clone, runs our file actions in it and reports a
+ * failed exec back as posix_spawn's return value (it carries the child's errno
+ * over a close-on-exec channel and reaps the failed child itself), so a missing
+ * or unrunnable command is an error in the parent, never a fake exit code.
+ *
+ * The child is shaped entirely by attributes and file actions, in this order:
+ * a new process group (POSIX_SPAWN_SETPGROUP), default signal handling and an
+ * empty mask (so a parent that ignores SIGPIPE or blocks SIGCHLD does not pass
+ * that on), fchdir into the working directory opened beforehand by the parent
+ * (so a bad cwd is reported as such, not as a failed exec), stdin from
+ * /dev/null, stdout and stderr onto the log, and closefrom(3) so nothing else
+ * the parent holds leaks in.
+ *
+ * PATH is looked up here, not by posix_spawnp, because the search must use the
+ * PATH of the child's environment, which is not ours.
+ */
+#include "local/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_PATH  "/bin:/usr/bin"
+#define STOP_POLL_MS  10
+#define AFTER_KILL_MS 2000
+
+/* ---- PATH lookup ---------------------------------------------------------- */
+
+static const char *env_path(char *const envp[])
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			return envp[i] + 5;
+	return DEFAULT_PATH;
+}
+
+/* Joins dir and name; a relative dir is taken relative to the child's cwd. */
+static int join_candidate(char *buf, size_t cap, const char *cwd, const char *dir, size_t dlen,
+                          const char *name)
+{
+	int n;
+	if (dlen == 0) {
+		dir = ".";
+		dlen = 1;
+	}
+	if (dir[0] != '/' && cwd)
+		n = snprintf(buf, cap, "%s/%.*s/%s", cwd, (int)dlen, dir, name);
+	else
+		n = snprintf(buf, cap, "%.*s/%s", (int)dlen, dir, name);
+	return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* 0 when path is an executable regular file; else the errno exec would see. */
+static int check_executable(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return errno;
+	if (!S_ISREG(st.st_mode))
+		return EACCES;
+	return access(path, X_OK) == 0 ? 0 : errno;
+}
+
+/* Finds name in the PATH of envp. Remembers EACCES like execvpe does, so a
+ * command present but not executable is told apart from an absent one. */
+static int resolve(const char *name, char *const envp[], const char *cwd, char *buf, size_t cap,
+                   kft_error *err)
+{
+	const char *p = env_path(envp);
+	int denied = 0;
+	for (;;) {
+		const char *end = strchr(p, ':');
+		size_t dlen = end ? (size_t)(end - p) : strlen(p);
+		if (join_candidate(buf, cap, cwd, p, dlen, name) == 0) {
+			int e = check_executable(buf);
+			if (e == 0)
+				return 0;
+			denied |= e == EACCES;
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	if (denied)
+		return kft_error_set(err, KFT_EIO, "exec: \"%s\": %s", name, strerror(EACCES));
+	return kft_error_set(err, KFT_ENOTFOUND, "exec: \"%s\": executable file not found in $PATH",
+	                     name);
+}
+
+/* ---- start ---------------------------------------------------------------- */
+
+/* Opens the log above fd 2 so that dup2 onto 1 and 2 always copies it. */
+static int open_log(const char *path, kft_error *err)
+{
+	int fd;
+	do
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return kft_error_set(err, KFT_EIO, "open log %s: %s", path, strerror(errno));
+	if (fd <= STDERR_FILENO) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		int saved = errno;
+		close(fd);
+		if (high < 0)
+			return kft_error_set(err, KFT_EIO, "open log %s: %s", path,
+			                     strerror(saved));
+		fd = high;
+	}
+	return fd;
+}
+
+static int open_dir(const char *cwd, kft_error *err)
+{
+	int fd;
+	do
+		fd = open(cwd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return kft_error_set(err, KFT_EIO, "chdir %s: %s", cwd, strerror(errno));
+	return fd;
+}
+
+static int set_attrs(posix_spawnattr_t *attr)
+{
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	if (posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+	                                           POSIX_SPAWN_SETSIGMASK) != 0)
+		return -1;
+	if (posix_spawnattr_setpgroup(attr, 0) != 0)
+		return -1;
+	if (posix_spawnattr_setsigdefault(attr, &all) != 0)
+		return -1;
+	return posix_spawnattr_setsigmask(attr, &none) != 0 ? -1 : 0;
+}
+
+static int set_actions(posix_spawn_file_actions_t *fa, int dir_fd, int log_fd)
+{
+	if (dir_fd >= 0 && posix_spawn_file_actions_addfchdir_np(fa, dir_fd) != 0)
+		return -1;
+	if (posix_spawn_file_actions_addopen(fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0) != 0)
+		return -1;
+	if (posix_spawn_file_actions_adddup2(fa, log_fd, STDOUT_FILENO) != 0)
+		return -1;
+	if (posix_spawn_file_actions_adddup2(fa, log_fd, STDERR_FILENO) != 0)
+		return -1;
+	return posix_spawn_file_actions_addclosefrom_np(fa, STDERR_FILENO + 1) != 0 ? -1 : 0;
+}
+
+static int spawn_resolved(const char *path, char *const argv[], char *const envp[], int dir_fd,
+                          int log_fd, pid_t *pid, kft_error *err)
+{
+	static char *const empty_env[] = {NULL};
+	posix_spawnattr_t attr;
+	posix_spawn_file_actions_t fa;
+	int rc;
+
+	if (posix_spawnattr_init(&attr) != 0)
+		return kft_error_set(err, KFT_ENOMEM, "posix_spawnattr_init failed");
+	if (posix_spawn_file_actions_init(&fa) != 0) {
+		posix_spawnattr_destroy(&attr);
+		return kft_error_set(err, KFT_ENOMEM, "posix_spawn_file_actions_init failed");
+	}
+	if (set_attrs(&attr) != 0 || set_actions(&fa, dir_fd, log_fd) != 0)
+		rc = kft_error_set(err, KFT_ENOMEM, "setting up posix_spawn failed");
+	else if ((rc = posix_spawn(pid, path, &fa, &attr, argv, envp ? envp : empty_env)) != 0)
+		rc = kft_error_set(err, rc == ENOENT ? KFT_ENOTFOUND : KFT_EIO, "exec: \"%s\": %s",
+		                   argv[0], strerror(rc));
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	return rc;
+}
+
+int kft_proc_start(char *const argv[], char *const envp[], const char *cwd, const char *log_path,
+                   kft_proc *out, kft_error *err)
+{
+	char found[4096];
+	const char *path;
+	int dir_fd = -1, log_fd, rc;
+	pid_t pid = -1;
+
+	*out = (kft_proc){.pid = -1, .pgid = -1, .log_fd = -1};
+	if (!argv || !argv[0] || !argv[0][0])
+		return kft_error_set(err, KFT_EINVAL, "exec: no command given");
+	if (!log_path)
+		return kft_error_set(err, KFT_EINVAL, "exec: \"%s\": no log path", argv[0]);
+	path = argv[0];
+	if (!strchr(path, '/')) {
+		if ((rc = resolve(path, envp, cwd, found, sizeof(found), err)) != 0)
+			return rc;
+		path = found;
+	}
+	if (cwd && (dir_fd = open_dir(cwd, err)) < 0)
+		return dir_fd;
+	log_fd = open_log(log_path, err);
+	if (log_fd < 0) {
+		if (dir_fd >= 0)
+			close(dir_fd);
+		return log_fd;
+	}
+	rc = spawn_resolved(path, argv, envp, dir_fd, log_fd, &pid, err);
+	if (dir_fd >= 0)
+		close(dir_fd);
+	if (rc != 0) {
+		close(log_fd);
+		return rc;
+	}
+	*out = (kft_proc){.pid = pid, .pgid = pid, .log_fd = log_fd};
+	return 0;
+}
+
+/* ---- reaping -------------------------------------------------------------- */
+
+static void mark_reaped(kft_proc *p, int status)
+{
+	p->reaped = 1;
+	p->status = status;
+	if (p->log_fd >= 0) {
+		close(p->log_fd);
+		p->log_fd = -1;
+	}
+}
+
+static void report(const kft_proc *p, int *exit_code, int *signal)
+{
+	int code = 0, sig = 0;
+	if (WIFEXITED(p->status)) {
+		code = WEXITSTATUS(p->status);
+	} else if (WIFSIGNALED(p->status)) {
+		sig = WTERMSIG(p->status);
+		code = 128 + sig;
+	}
+	if (exit_code)
+		*exit_code = code;
+	if (signal)
+		*signal = sig;
+}
+
+/* One waitpid on the process, retried on EINTR. 1: reaped, 0: still running. */
+static int reap(kft_proc *p, int flags)
+{
+	int status;
+	pid_t r;
+	if (p->reaped)
+		return 1;
+	if (p->pid <= 0)
+		return -1;
+	do
+		r = waitpid(p->pid, &status, flags);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -1;
+	if (r == 0)
+		return 0;
+	mark_reaped(p, status);
+	return 1;
+}
+
+int kft_proc_poll(kft_proc *p, int *exited, int *exit_code, int *signal)
+{
+	int r = reap(p, WNOHANG);
+	if (r < 0)
+		return KFT_EIO;
+	if (exited)
+		*exited = r;
+	if (r)
+		report(p, exit_code, signal);
+	return 0;
+}
+
+int kft_proc_wait(kft_proc *p, int *exit_code, int *signal)
+{
+	if (reap(p, 0) < 0)
+		return KFT_EIO;
+	report(p, exit_code, signal);
+	return 0;
+}
+
+/* ---- stopping ------------------------------------------------------------- */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+	nanosleep(&ts, NULL); /* an early wake-up only means an earlier re-check */
+}
+
+/* Reaps every group member that is our child (the process itself, and
+ * grandchildren reparented to us when we are a subreaper). */
+static void reap_group(kft_proc *p)
+{
+	int status;
+	pid_t r;
+	for (;;) {
+		r = waitpid(-p->pgid, &status, WNOHANG);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;
+		if (r == p->pid)
+			mark_reaped(p, status);
+	}
+}
+
+static int group_empty(const kft_proc *p)
+{
+	return killpg(p->pgid, 0) != 0 && errno == ESRCH;
+}
+
+/* Waits until the group is empty or the deadline passes; 1 when empty. */
+static int wait_group(kft_proc *p, long long deadline)
+{
+	for (;;) {
+		reap_group(p);
+		if (p->reaped && group_empty(p))
+			return 1;
+		if (now_ms() >= deadline)
+			return 0;
+		sleep_ms(STOP_POLL_MS);
+	}
+}
+
+static int signal_group(const kft_proc *p, int sig)
+{
+	return killpg(p->pgid, sig) == 0 || errno == ESRCH ? 0 : -1;
+}
+
+int kft_proc_stop(kft_proc *p, int grace_ms)
+{
+	if (p->pid <= 0 || p->pgid <= 0)
+		return KFT_EINVAL;
+	if (grace_ms < 0)
+		grace_ms = 0;
+	if (signal_group(p, SIGTERM) != 0)
+		return KFT_EIO;
+	/* A stopped (SIGSTOP) group would never act on SIGTERM otherwise. */
+	signal_group(p, SIGCONT);
+	if (wait_group(p, now_ms() + grace_ms))
+		return 0;
+	if (signal_group(p, SIGKILL) != 0)
+		return KFT_EIO;
+	/* The leader may have moved itself to another group; it still must die. */
+	if (!p->reaped)
+		kill(p->pid, SIGKILL);
+	if (!p->reaped && reap(p, 0) < 0)
+		return KFT_EIO;
+	return wait_group(p, now_ms() + AFTER_KILL_MS) ? 0 : KFT_EIO;
+}
+
+/* ---- log line prefixing --------------------------------------------------- */
+
+void kft_prefixer_init(kft_prefixer *pf, const char *prefix)
+{
+	pf->prefix = prefix ? prefix : "";
+	pf->len = 0;
+}
+
+static int emit(kft_prefixer *pf, const char *s, size_t n, int newline, FILE *out)
+{
+	if (fputs(pf->prefix, out) == EOF)
+		return KFT_EIO;
+	if (n && fwrite(s, 1, n, out) != n)
+		return KFT_EIO;
+	if (newline && fputc('\n', out) == EOF)
+		return KFT_EIO;
+	return 0;
+}
+
+int kft_prefixer_feed(kft_prefixer *pf, const char *buf, size_t n, FILE *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n') {
+			if (emit(pf, pf->line, pf->len, 1, out) != 0)
+				return KFT_EIO;
+			pf->len = 0;
+			continue;
+		}
+		if (pf->len == sizeof(pf->line)) {
+			/* An over-long line goes out in pieces, each on a line of its own. */
+			if (emit(pf, pf->line, pf->len, 1, out) != 0)
+				return KFT_EIO;
+			pf->len = 0;
+		}
+		pf->line[pf->len++] = buf[i];
+	}
+	return fflush(out) == 0 ? 0 : KFT_EIO;
+}
+
+int kft_prefixer_flush(kft_prefixer *pf, FILE *out)
+{
+	if (pf->len == 0)
+		return 0;
+	if (emit(pf, pf->line, pf->len, 1, out) != 0)
+		return KFT_EIO;
+	pf->len = 0;
+	return fflush(out) == 0 ? 0 : KFT_EIO;
+}
+
+int kft_prefixer_copy(kft_prefixer *pf, int fd, FILE *out, int *would_block)
+{
+	char buf[4096];
+	ssize_t r;
+	if (would_block)
+		*would_block = 0;
+	do
+		r = read(fd, buf, sizeof(buf));
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return KFT_EIO;
+		if (would_block)
+			*would_block = 1;
+		return 0;
+	}
+	if (r == 0)
+		return kft_prefixer_flush(pf, out);
+	return kft_prefixer_feed(pf, buf, (size_t)r, out) == 0 ? (int)r : KFT_EIO;
+}
