@@ -67,9 +67,9 @@ int kft_proc_wait(kft_proc *p, int *exit_code, int *signal);
  * group to empty, then sends SIGKILL. Reaps the process (and any group member
  * that was reparented to the caller) and closes log_fd. Safe to call on a
  * process that already ended. Returns 0, KFT_EINVAL for a kft_proc that never
- * started, or KFT_EIO when the group could not
- * be signalled or still had members shortly after SIGKILL (members that are
- * zombies owned by some other parent cannot be collected from here).
+ * started, or KFT_EIO when the group could not be signalled or still had
+ * members shortly after SIGKILL (members that are zombies owned by some other
+ * parent cannot be collected from here).
  */
 int kft_proc_stop(kft_proc *p, int grace_ms);
 
