@@ -119,6 +119,12 @@ typedef struct kft_trainjob kft_trainjob;
  * reference, or NULL when out of memory. */
 json_t *kft_owner_reference(const kft_plugin_ctx *ctx, const kft_trainjob *job);
 
+/* Whether the backend already has the TrainJob's child `name` of this
+ * apiVersion and kind, in the TrainJob's namespace. Plugins use it not to
+ * regenerate what running pods hold (key pairs, PodGroups). */
+int kft_child_exists(const kft_plugin_ctx *ctx, const kft_trainjob *job, const char *api_version,
+                     const char *kind, const char *name);
+
 /* A gang's size over every pod set: minMember (the pods of all pod sets)
  * and minResources (count x single-pod requests, summed exactly, keys
  * sorted), as upstream's PodGroup plugins compute them. *min_res is a new

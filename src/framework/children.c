@@ -27,6 +27,15 @@ fail:
 	return NULL;
 }
 
+int kft_child_exists(const kft_plugin_ctx *ctx, const kft_trainjob *job, const char *api_version,
+                     const char *kind, const char *name)
+{
+	json_t *have =
+	        ctx->backend->get_object(ctx->backend->self, api_version, kind, job->ns, name);
+	json_decref(have);
+	return have != NULL;
+}
+
 typedef struct resource_total {
 	const char *name; /* borrowed from a pod set's single_pod_requests */
 	kft_quantity sum;

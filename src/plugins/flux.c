@@ -746,14 +746,8 @@ static int flux_component_builder(const kft_plugin_ctx *ctx, const kft_runtime_i
 	if (rc != 0)
 		return rc;
 	/* One certificate for the life of the job: running brokers hold it. */
-	const kft_backend *be = ctx->backend;
-	json_t *existing = be->get_object ? be->get_object(be->self, "v1", "Secret",
-	                                                   job->ns ? job->ns : "default", secret)
-	                                  : NULL;
-	if (existing) {
-		json_decref(existing);
+	if (kft_child_exists(ctx, job, "v1", "Secret", secret))
 		return 0;
-	}
 	rc = curve_secret(ctx, job, secret, &obj, err);
 	return rc == 0 ? append_new(objects, obj, err) : rc;
 }

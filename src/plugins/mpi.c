@@ -533,15 +533,8 @@ static int mpi_component_builder(const kft_plugin_ctx *ctx, const kft_runtime_in
 
 	/* The Secret is immutable and mounted by running pods: a key pair is
 	 * generated once, when the Secret does not exist yet. */
-	const kft_backend *be = ctx->backend;
-	json_t *existing = be->get_object
-	                           ? be->get_object(be->self, "v1", "Secret",
-	                                            job->ns ? job->ns : "default", names.secret)
-	                           : NULL;
 	json_t *obj = NULL;
-	if (existing) {
-		json_decref(existing);
-	} else {
+	if (!kft_child_exists(ctx, job, "v1", "Secret", names.secret)) {
 		rc = ssh_secret(ctx, job, names.secret, &obj, err);
 		if (rc == 0)
 			rc = append_new(objects, obj, err);

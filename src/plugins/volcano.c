@@ -207,21 +207,14 @@ static json_t *pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info
 	                 job->name, "namespace", job->ns, "ownerReferences", owner, "spec", spec);
 }
 
-static int keep_existing(const kft_plugin_ctx *ctx, const kft_trainjob *job)
-{
-	json_t *have = ctx->backend->get_object(ctx->backend->self, POD_GROUP_API_VERSION,
-	                                        POD_GROUP_KIND, job->ns, job->name);
-	int exists = have != NULL;
-	json_decref(have);
-	return exists && !job->suspend;
-}
-
 static int component_builder(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
                              const kft_trainjob *job, json_t *objects, kft_error *err)
 {
 	int32_t min_member = 0;
 	json_t *min_res = NULL;
-	if (!volcano_policy(info) || !job || keep_existing(ctx, job))
+	if (!volcano_policy(info) || !job ||
+	    (!job->suspend &&
+	     kft_child_exists(ctx, job, POD_GROUP_API_VERSION, POD_GROUP_KIND, job->name)))
 		return 0;
 	int rc = kft_pod_group_size(info, &min_member, &min_res, err);
 	if (rc != 0)
