@@ -61,7 +61,7 @@ typedef struct kft_container {
 	json_t *command;       /* array of strings; empty: keep the template's */
 	json_t *args;          /* array of strings; written back as is */
 	json_t *env;           /* EnvVar objects, upserted by name into the template */
-	json_t *ports;         /* ContainerPort objects, upserted by containerPort+protocol */
+	json_t *ports;         /* ContainerPort objects, upserted as kft_upsert_port says */
 	json_t *volume_mounts; /* VolumeMount objects, upserted by mountPath */
 } kft_container;
 
