@@ -25,6 +25,12 @@ typedef enum kft_status {
 	KFT_ELIMIT = -5,    /* the input exceeds a size, depth or count bound */
 	KFT_ENOTFOUND = -6, /* a named thing does not exist */
 	KFT_EVERSION = -7,  /* an ABI or format version does not match */
+	/* What a remote API (the Kubernetes API server) answers. */
+	KFT_ECONFLICT = -8,     /* 409 Conflict: a stale resourceVersion; re-read, retry */
+	KFT_EEXIST = -9,        /* 409 AlreadyExists */
+	KFT_EGONE = -10,        /* 410 Gone: a watch's resourceVersion expired; relist */
+	KFT_EUNAVAILABLE = -11, /* cannot connect, timed out, 429 or 5xx after retries */
+	KFT_EDENIED = -12,      /* 401 Unauthorized or 403 Forbidden */
 } kft_status;
 
 #define KFT_ERROR_MESSAGE_MAX 1024

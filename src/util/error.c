@@ -37,6 +37,11 @@ const char *kft_status_string(kft_status code)
 	case KFT_ELIMIT: return "limit exceeded";
 	case KFT_ENOTFOUND: return "not found";
 	case KFT_EVERSION: return "version mismatch";
+	case KFT_ECONFLICT: return "conflict";
+	case KFT_EEXIST: return "already exists";
+	case KFT_EGONE: return "gone";
+	case KFT_EUNAVAILABLE: return "unavailable";
+	case KFT_EDENIED: return "access denied";
 	}
 	return "unknown error";
 }

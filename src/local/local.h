@@ -1,0 +1,105 @@
+/*
+ * local.h - the local backend: TrainJobs run as processes on this machine
+ * (internal; the CLI is its only caller).
+ *
+ * The objects a job runs from are the ones the framework builds for a cluster
+ * (what `kftrainer render` prints), built with this backend's answers:
+ * every pod's address is 127.0.0.1 and every rendezvous port is a free
+ * loopback port picked when the job is submitted. They are stored with the
+ * job in the SQLite store (store.h). A detached supervisor process per job
+ * (`kftrainer supervise`, hidden) plays the JobSet, Job and kubelet
+ * controllers: it starts initializer pods, then trainer pods, in the order
+ * the JobSet's dependsOn gives, applies the success and failure policies,
+ * restarts, activeDeadlineSeconds and suspend, and keeps the job's status
+ * (TrainJob conditions with upstream's reasons, jobsStatus, trainerStatus)
+ * and per-pod records in the store. Logs are files under the job directory.
+ *
+ * The CLI may exit at any time: everything it shows comes from the store.
+ * Reading a job also checks its supervisor is alive; a running job whose
+ * supervisor died is marked Failed and its processes are stopped.
+ *
+ * Conventions as store.h: 0 or a negative kft_status, err filled when
+ * non-NULL; jobs addressed by namespace (NULL or "" = "default") and name.
+ */
+#ifndef KFT_LOCAL_LOCAL_H
+#define KFT_LOCAL_LOCAL_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "kftrainer/backend.h"
+#include "kftrainer/error.h"
+#include "kftrainer/framework.h"
+#include "kftrainer/store.h"
+
+/* The environment variable naming the file a training process may write its
+ * progress to (upstream v2.3.0 trainerStatus as JSON; see docs/local.md). */
+#define KFT_LOCAL_STATUS_FILE_ENV "KFTRAINER_STATUS_FILE"
+
+typedef struct kft_local kft_local;
+
+/* Opens the local backend on state_dir (NULL: kft_store_default_dir()).
+ * `exe` is the kftrainer binary supervisors are started from (NULL:
+ * /proc/self/exe, resolved at open). Free with kft_local_close. */
+int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_error *err);
+void kft_local_close(kft_local *l);
+
+/* The store and state directory (borrowed, live as long as l). */
+kft_store *kft_local_store(kft_local *l);
+const char *kft_local_state_dir(const kft_local *l);
+
+/* The directory holding job ns/name's logs, volumes and status files:
+ * <state_dir>/jobs/<ns>/<name>. malloc'd, caller frees; NULL on ENOMEM. */
+char *kft_local_job_dir(const kft_local *l, const char *ns, const char *name);
+
+/* What `train` was asked beyond the TrainJob itself. */
+typedef struct kft_submit_opts {
+	const char *workdir; /* default working directory of the job's processes
+	                      * (containers without workingDir); NULL: the caller's cwd */
+	char *const *base_env; /* "K=V" strings (NULL-terminated) standing in for the
+	                        * image's environment under each pod's env; NULL: a
+	                        * documented allow-list of the caller's environment */
+} kft_submit_opts;
+
+/*
+ * Submits a TrainJob that the caller has already checked (kft_object_check,
+ * runtime resolution, kft_framework_validate: exactly what `validate` and
+ * `render` do; field errors are the caller's to print). trainjob is the
+ * defaulted object; a missing metadata.name is generated as upstream's SDK
+ * does. The framework builds the objects with the local backend; the job and
+ * its objects are stored; unless spec.suspend is true a supervisor is started
+ * and detached. On success *name_out (when non-NULL) receives the job's name,
+ * malloc'd. On failure nothing is stored and nothing runs. Errors: KFT_EINVAL
+ * (already exists: kubectl's wording), KFT_EIO, errors of kft_framework_build.
+ */
+int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainjob,
+                     const json_t *runtime, const kft_submit_opts *opts, char **name_out,
+                     kft_error *err);
+
+/* The TrainJob with its current status (after the liveness check above), as
+ * kft_store_job_get returns it. *out is a new reference. */
+int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err);
+
+/* Every job in ns (NULL: all namespaces), each as kft_local_get gives it. */
+int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err);
+
+/* suspend=true stops every process of the job and sets the Suspended
+ * condition; false clears suspend and starts a supervisor again. Acting on a
+ * finished job is KFT_EINVAL. */
+int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool suspend,
+                          kft_error *err);
+
+/* Stops the supervisor and every process of the job (none is left), then
+ * removes the job from the store and its directory. */
+int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *err);
+
+/* The supervisor's body, run by the hidden `kftrainer supervise` verb: runs
+ * job ns/name to its end (or until it is suspended or deleted), then
+ * returns. Not for other callers. */
+int kft_local_supervise(const char *state_dir, const char *ns, const char *name, kft_error *err);
+
+/* The backend table (backend.h) the local backend builds with. */
+const kft_backend *kft_local_backend(kft_local *l);
+
+#endif
