@@ -52,3 +52,16 @@ foreach(tier validate golden plugins local python cluster)
       TIMEOUT 3000)
   endif()
 endforeach()
+
+# Programs the cluster tier runs against its real API server
+# (tests/cluster/progs/*.c -> <build>/tests/cluster/<name>); scripts in
+# tests/cluster/t/ find them through KFT_BUILD_DIR.
+file(GLOB KFT_CLUSTER_PROGS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cluster/progs/*.c)
+foreach(src ${KFT_CLUSTER_PROGS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/cluster)
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(${name} PRIVATE ${KFT_WARNINGS})
+  target_link_libraries(${name} PRIVATE kftrainer_static)
+endforeach()
