@@ -1,0 +1,168 @@
+/*
+ * cache_map.c - the string hash map behind the work queue and the informer
+ * cache. See cache_map.h for the design; the only subtlety is iteration,
+ * which remembers the next entry before handing one out so the caller may
+ * remove the current one.
+ */
+#include "kube/cache_map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_BUCKETS 16
+
+void kft_smap_init(kft_smap *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+uint32_t kft_smap_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+void kft_smap_clear(kft_smap *m)
+{
+	for (size_t i = 0; i < m->nbuckets; i++) {
+		kft_smap_entry *e = m->buckets[i];
+		while (e) {
+			kft_smap_entry *next = e->next;
+			free(e);
+			e = next;
+		}
+	}
+	free(m->buckets);
+	kft_smap_init(m);
+}
+
+kft_smap_entry *kft_smap_find(const kft_smap *m, const char *key)
+{
+	if (m->nbuckets == 0)
+		return NULL;
+	uint32_t h = kft_smap_hash(key);
+	for (kft_smap_entry *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
+		if (e->hash == h && strcmp(e->key, key) == 0)
+			return e;
+	return NULL;
+}
+
+void *kft_smap_get(const kft_smap *m, const char *key)
+{
+	kft_smap_entry *e = kft_smap_find(m, key);
+	return e ? e->value : NULL;
+}
+
+/* Moves every entry into a bucket array of n (a power of two). On allocation
+ * failure the map keeps its old array: it still works, only slower. */
+static void rehash(kft_smap *m, size_t n)
+{
+	kft_smap_entry **b = calloc(n, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < m->nbuckets; i++) {
+		kft_smap_entry *e = m->buckets[i];
+		while (e) {
+			kft_smap_entry *next = e->next;
+			e->next = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+			e = next;
+		}
+	}
+	free(m->buckets);
+	m->buckets = b;
+	m->nbuckets = n;
+}
+
+kft_smap_entry *kft_smap_upsert(kft_smap *m, const char *key, int *created)
+{
+	kft_smap_entry *e = kft_smap_find(m, key);
+	*created = 0;
+	if (e)
+		return e;
+	if (m->nbuckets == 0) {
+		rehash(m, MIN_BUCKETS);
+		if (m->nbuckets == 0)
+			return NULL;
+	} else if (m->count >= m->nbuckets) {
+		rehash(m, m->nbuckets * 2);
+	}
+	size_t klen = strlen(key);
+	e = malloc(sizeof(*e) + klen + 1);
+	if (!e)
+		return NULL;
+	memcpy(e->key, key, klen + 1);
+	e->hash = kft_smap_hash(key);
+	e->value = NULL;
+	e->next = m->buckets[e->hash & (m->nbuckets - 1)];
+	m->buckets[e->hash & (m->nbuckets - 1)] = e;
+	m->count++;
+	*created = 1;
+	return e;
+}
+
+static void *remove_key(kft_smap *m, const char *key, int may_shrink)
+{
+	if (m->nbuckets == 0)
+		return NULL;
+	uint32_t h = kft_smap_hash(key);
+	kft_smap_entry **pp = &m->buckets[h & (m->nbuckets - 1)];
+	for (; *pp; pp = &(*pp)->next) {
+		kft_smap_entry *e = *pp;
+		if (e->hash != h || strcmp(e->key, key) != 0)
+			continue;
+		void *v = e->value;
+		*pp = e->next;
+		free(e);
+		m->count--;
+		if (may_shrink && m->nbuckets > MIN_BUCKETS && m->count < m->nbuckets / 4)
+			rehash(m, m->nbuckets / 2);
+		return v;
+	}
+	return NULL;
+}
+
+void *kft_smap_remove(kft_smap *m, const char *key)
+{
+	return remove_key(m, key, 1);
+}
+
+void *kft_smap_remove_iter(kft_smap *m, const char *key)
+{
+	return remove_key(m, key, 0);
+}
+
+/* The first entry at or after bucket it->bucket. */
+static kft_smap_entry *scan(const kft_smap *m, kft_smap_iter *it)
+{
+	while (it->bucket < m->nbuckets) {
+		kft_smap_entry *e = m->buckets[it->bucket++];
+		if (e) {
+			it->next = e->next;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+kft_smap_entry *kft_smap_first(const kft_smap *m, kft_smap_iter *it)
+{
+	it->bucket = 0;
+	it->next = NULL;
+	return scan(m, it);
+}
+
+kft_smap_entry *kft_smap_next(const kft_smap *m, kft_smap_iter *it)
+{
+	kft_smap_entry *e = it->next;
+	if (e) {
+		it->next = e->next;
+		return e;
+	}
+	return scan(m, it);
+}

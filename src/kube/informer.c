@@ -1,0 +1,978 @@
+/*
+ * informer.c - a list+watch cache of one kind, with indexes and handlers.
+ *
+ * One thread per informer plays client-go's reflector:
+ *
+ *   list (paginated)  ->  replace the cache, deliver the differences
+ *   watch from the last resourceVersion (bookmarks on)  ->  apply events
+ *   the server ends the watch        -> watch again at once
+ *   410 Gone (RV compacted away)     -> list again
+ *   any other failure                -> back off (0.8 s doubling, jitter,
+ *                                       capped) and watch again from the
+ *                                       last RV; a failed list is retried
+ *                                       the same way
+ *
+ * The cache maps "ns/name" to one immutable jansson tree shared with every
+ * reader (get/list hand out new references). Objects are copied out of the
+ * client's buffers on arrival without metadata.managedFields, then passed
+ * through the optional transform while still private.
+ *
+ * Locks: a read/write lock guards the cache and its indexes; readers (the
+ * controller's workers) never wait for a handler. Changes are applied under
+ * the write lock, then handlers run on the informer thread with no lock
+ * held, in event order. An index maps each index value to the set of keys
+ * having it; an object's values are recomputed from the old object when it
+ * changes or goes, so index functions must be deterministic.
+ */
+#include "kftrainer/kube_cache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kftrainer/kube.h"
+#include "kube/cache_map.h"
+
+#define MAX_HANDLERS              16
+#define MAX_INDEXES               16
+#define MAX_INDEX_VALUES          1024
+#define MAX_INDEX_VALUE_LEN       4096
+#define MAX_RV_LEN                1024
+#define WATCH_FAILS_BEFORE_RELIST 3
+
+struct kft_index_keys {
+	char **v;
+	size_t n, cap;
+};
+
+typedef struct inf_index {
+	char *name;
+	kft_index_fn fn;
+	void *ctx;
+	kft_smap values; /* value -> kft_smap * (a set of keys) */
+} inf_index;
+
+/* A change to hand to the handlers once the lock is released. */
+typedef struct inf_change {
+	enum { CH_ADD, CH_UPDATE, CH_DELETE } type;
+	json_t *old_obj, *new_obj; /* references owned by the change */
+	int flag;                  /* in_initial_list / final_state_unknown */
+} inf_change;
+
+typedef struct inf_changes {
+	inf_change *v;
+	size_t n, cap;
+} inf_changes;
+
+struct kft_informer {
+	kft_kube *kube;
+	const kft_gvr *gvr;
+	char *ns, *label_selector, *field_selector;
+	long page_size;
+	int watch_timeout_s;
+	double max_backoff_s;
+	void (*transform)(json_t *obj, void *ctx);
+	void *transform_ctx;
+
+	kft_informer_handlers handlers[MAX_HANDLERS];
+	int nhandlers;
+	inf_index indexes[MAX_INDEXES];
+	int nindexes;
+
+	pthread_rwlock_t lock; /* items and indexes */
+	kft_smap items;        /* key -> json_t * */
+
+	pthread_t thread;
+	int started, joined;
+	atomic_int stop;
+	char *rv; /* last resourceVersion seen; informer thread only */
+	unsigned int seed;
+
+	pthread_mutex_t mu; /* below */
+	pthread_cond_t synced_cond;
+	int synced, thread_done;
+	kft_informer_stats stats;
+};
+
+/* ---- keys and small helpers -----------------------------------------------
+ */
+
+static const char *meta_str(const json_t *obj, const char *field)
+{
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), field));
+}
+
+int kft_cache_key(const json_t *obj, char *buf, size_t size)
+{
+	const char *name = meta_str(obj, "name");
+	const char *ns = meta_str(obj, "namespace");
+	if (!name || !name[0])
+		return KFT_EINVAL;
+	int n = ns && ns[0] ? snprintf(buf, size, "%s/%s", ns, name)
+	                    : snprintf(buf, size, "%s", name);
+	if (n < 0 || (size_t)n >= size)
+		return KFT_ELIMIT;
+	return 0;
+}
+
+/* The group of an apiVersion: "" for "v1", "apps" for "apps/v1". */
+static int group_matches(const char *api_version, const char *group)
+{
+	const char *slash = strchr(api_version, '/');
+	if (!slash)
+		return group[0] == 0;
+	size_t len = (size_t)(slash - api_version);
+	return strlen(group) == len && strncmp(api_version, group, len) == 0;
+}
+
+int kft_cache_controller_owner_key(const json_t *obj, const char *group, const char *kind,
+                                   char *buf, size_t size)
+{
+	json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+	size_t i;
+	json_t *ref;
+	json_array_foreach(refs, i, ref)
+	{
+		const char *av = json_string_value(json_object_get(ref, "apiVersion"));
+		const char *k = json_string_value(json_object_get(ref, "kind"));
+		const char *name = json_string_value(json_object_get(ref, "name"));
+		if (!json_is_true(json_object_get(ref, "controller")) || !av || !k || !name ||
+		    !name[0] || strcmp(k, kind) != 0 || !group_matches(av, group ? group : ""))
+			continue;
+		const char *ns = meta_str(obj, "namespace");
+		int n = ns && ns[0] ? snprintf(buf, size, "%s/%s", ns, name)
+		                    : snprintf(buf, size, "%s", name);
+		if (n < 0 || (size_t)n >= size)
+			return KFT_ELIMIT;
+		return 0;
+	}
+	return KFT_ENOTFOUND;
+}
+
+int kft_index_keys_add(kft_index_keys *keys, const char *value)
+{
+	if (!value || strnlen(value, MAX_INDEX_VALUE_LEN + 1) > MAX_INDEX_VALUE_LEN)
+		return KFT_ELIMIT;
+	for (size_t i = 0; i < keys->n; i++)
+		if (strcmp(keys->v[i], value) == 0)
+			return 0;
+	if (keys->n >= MAX_INDEX_VALUES)
+		return KFT_ELIMIT;
+	if (keys->n == keys->cap) {
+		size_t ncap = keys->cap ? keys->cap * 2 : 4;
+		char **nv = realloc(keys->v, ncap * sizeof(*nv));
+		if (!nv)
+			return KFT_ENOMEM;
+		keys->v = nv;
+		keys->cap = ncap;
+	}
+	keys->v[keys->n] = strdup(value);
+	if (!keys->v[keys->n])
+		return KFT_ENOMEM;
+	keys->n++;
+	return 0;
+}
+
+static void index_keys_reset(kft_index_keys *keys)
+{
+	for (size_t i = 0; i < keys->n; i++)
+		free(keys->v[i]);
+	keys->n = 0;
+}
+
+int kft_index_owner_uid(const json_t *obj, kft_index_keys *keys, void *ctx)
+{
+	json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+	size_t i;
+	json_t *ref;
+	json_array_foreach(refs, i, ref)
+	{
+		const char *uid = json_string_value(json_object_get(ref, "uid"));
+		if (uid && uid[0]) {
+			int rc = kft_index_keys_add(keys, uid);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int kft_index_namespace(const json_t *obj, kft_index_keys *keys, void *ctx)
+{
+	const char *ns = meta_str(obj, "namespace");
+	return ns && ns[0] ? kft_index_keys_add(keys, ns) : 0;
+}
+
+/* ---- indexes (write lock held) --------------------------------------------
+ */
+
+/* Removes key from value's set, dropping the set when it empties. */
+static void index_erase(inf_index *ix, const char *value, const char *key)
+{
+	kft_smap *set = kft_smap_get(&ix->values, value);
+	if (set) {
+		kft_smap_remove(set, key);
+		if (set->count)
+			return;
+		kft_smap_clear(set);
+		free(set);
+	}
+	kft_smap_remove(&ix->values, value);
+}
+
+static void index_insert(inf_index *ix, const char *value, const char *key)
+{
+	int created;
+	kft_smap_entry *ve = kft_smap_upsert(&ix->values, value, &created);
+	if (!ve)
+		return;
+	if (!ve->value)
+		ve->value = calloc(1, sizeof(kft_smap));
+	if (!ve->value || !kft_smap_upsert(ve->value, key, &created))
+		index_erase(ix, value, key); /* out of memory: not indexed */
+}
+
+/* Adds (add = 1) or removes key under every value obj has in ix. A failing
+ * index function leaves the object out of the index entirely, so that its
+ * values can be recomputed identically when it is removed. */
+static void index_apply(inf_index *ix, const char *key, const json_t *obj, int add,
+                        kft_index_keys *scratch)
+{
+	index_keys_reset(scratch);
+	int rc = ix->fn(obj, scratch, ix->ctx);
+	for (size_t i = 0; rc >= 0 && i < scratch->n; i++) {
+		if (add)
+			index_insert(ix, scratch->v[i], key);
+		else
+			index_erase(ix, scratch->v[i], key);
+	}
+	index_keys_reset(scratch);
+}
+
+static void indexes_update(kft_informer *inf, const char *key, const json_t *old_obj,
+                           const json_t *new_obj)
+{
+	kft_index_keys scratch = {0};
+	for (int i = 0; i < inf->nindexes; i++) {
+		if (old_obj)
+			index_apply(&inf->indexes[i], key, old_obj, 0, &scratch);
+		if (new_obj)
+			index_apply(&inf->indexes[i], key, new_obj, 1, &scratch);
+	}
+	free(scratch.v);
+}
+
+/* ---- the cache (write lock held) ------------------------------------------
+ */
+
+/* Stores obj (the reference is taken) under key; returns the previous
+ * object (a reference the caller owns) or NULL. On allocation failure obj
+ * is released and NULL returned: the cache misses the change, and the next
+ * relist repairs it. */
+static json_t *cache_put(kft_informer *inf, const char *key, json_t *obj, int *failed)
+{
+	int created;
+	kft_smap_entry *e = kft_smap_upsert(&inf->items, key, &created);
+	*failed = 0;
+	if (!e) {
+		json_decref(obj);
+		*failed = 1;
+		return NULL;
+	}
+	json_t *old = e->value;
+	e->value = obj;
+	indexes_update(inf, key, old, obj);
+	return old;
+}
+
+static json_t *cache_del(kft_informer *inf, const char *key)
+{
+	json_t *old = kft_smap_remove(&inf->items, key);
+	if (old)
+		indexes_update(inf, key, old, NULL);
+	return old;
+}
+
+/* ---- changes and handlers --------------------------------------------------
+ */
+
+static void changes_push(inf_changes *c, int type, json_t *old_obj, json_t *new_obj, int flag)
+{
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 16;
+		inf_change *nv = realloc(c->v, ncap * sizeof(*nv));
+		if (!nv) {
+			/* The handlers miss this change; the cache has it. */
+			json_decref(old_obj);
+			json_decref(new_obj);
+			return;
+		}
+		c->v = nv;
+		c->cap = ncap;
+	}
+	c->v[c->n++] = (inf_change){type, old_obj, new_obj, flag};
+}
+
+static void deliver(kft_informer *inf, const inf_change *ch)
+{
+	for (int i = 0; i < inf->nhandlers; i++) {
+		const kft_informer_handlers *h = &inf->handlers[i];
+		if (ch->type == CH_ADD && h->on_add)
+			h->on_add(h->ctx, ch->new_obj, ch->flag);
+		else if (ch->type == CH_UPDATE && h->on_update)
+			h->on_update(h->ctx, ch->old_obj, ch->new_obj);
+		else if (ch->type == CH_DELETE && h->on_delete)
+			h->on_delete(h->ctx, ch->old_obj, ch->flag);
+	}
+}
+
+static void changes_deliver(kft_informer *inf, inf_changes *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		deliver(inf, &c->v[i]);
+		json_decref(c->v[i].old_obj);
+		json_decref(c->v[i].new_obj);
+	}
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- copying objects in ------------------------------------------------- */
+
+/* A private copy of src without metadata.managedFields, transformed. */
+static json_t *copy_in(kft_informer *inf, const json_t *src)
+{
+	json_t *dst = json_object();
+	const char *k;
+	json_t *v;
+	if (!dst)
+		return NULL;
+	json_object_foreach((json_t *)src, k, v)
+	{
+		json_t *c;
+		if (strcmp(k, "metadata") == 0 && json_is_object(v)) {
+			c = json_object();
+			const char *mk;
+			json_t *mv;
+			json_object_foreach(v, mk, mv)
+			{
+				if (c && strcmp(mk, "managedFields") != 0 &&
+				    json_object_set_new(c, mk, json_deep_copy(mv)) != 0) {
+					json_decref(c);
+					c = NULL;
+				}
+			}
+		} else {
+			c = json_deep_copy(v);
+		}
+		if (!c || json_object_set_new(dst, k, c) != 0) {
+			json_decref(dst);
+			return NULL;
+		}
+	}
+	if (inf->transform)
+		inf->transform(dst, inf->transform_ctx);
+	return dst;
+}
+
+static void set_rv(kft_informer *inf, const char *rv)
+{
+	if (!rv || !rv[0] || strnlen(rv, MAX_RV_LEN + 1) > MAX_RV_LEN)
+		return;
+	if (inf->rv && strcmp(inf->rv, rv) == 0)
+		return;
+	char *copy = strdup(rv);
+	if (!copy)
+		return;
+	free(inf->rv);
+	inf->rv = copy;
+	pthread_mutex_lock(&inf->mu);
+	snprintf(inf->stats.resource_version, sizeof(inf->stats.resource_version), "%s", rv);
+	pthread_mutex_unlock(&inf->mu);
+}
+
+static void note_error(kft_informer *inf, const char *what, const kft_error *err)
+{
+	pthread_mutex_lock(&inf->mu);
+	inf->stats.errors++;
+	snprintf(inf->stats.last_error, sizeof(inf->stats.last_error), "%s: %.240s", what,
+	         err->message[0] ? err->message : kft_status_string(err->code));
+	pthread_mutex_unlock(&inf->mu);
+}
+
+static void count(kft_informer *inf, uint64_t *counter)
+{
+	pthread_mutex_lock(&inf->mu);
+	(*counter)++;
+	pthread_mutex_unlock(&inf->mu);
+}
+
+/* ---- list -------------------------------------------------------------- */
+
+typedef struct list_ctx {
+	kft_informer *inf;
+	kft_smap fresh; /* key -> json_t * */
+	int failed;     /* out of memory */
+} list_ctx;
+
+static int on_list_item(void *ctx, const json_t *item)
+{
+	list_ctx *lc = ctx;
+	char key[KFT_CACHE_KEY_MAX];
+	if (atomic_load(&lc->inf->stop))
+		return 1;
+	if (kft_cache_key(item, key, sizeof(key)) != 0)
+		return 0; /* nameless: the server never sends one; ignore it */
+	json_t *obj = copy_in(lc->inf, item);
+	int created;
+	kft_smap_entry *e = obj ? kft_smap_upsert(&lc->fresh, key, &created) : NULL;
+	if (!e) {
+		json_decref(obj);
+		lc->failed = 1;
+		return 1;
+	}
+	json_decref(e->value);
+	e->value = obj;
+	return 0;
+}
+
+static void fresh_free(kft_smap *fresh)
+{
+	kft_smap_iter it;
+	for (kft_smap_entry *e = kft_smap_first(fresh, &it); e; e = kft_smap_next(fresh, &it))
+		json_decref(e->value);
+	kft_smap_clear(fresh);
+}
+
+static int same_version(const json_t *a, const json_t *b)
+{
+	const char *ra = meta_str(a, "resourceVersion"), *rb = meta_str(b, "resourceVersion");
+	return ra && rb && strcmp(ra, rb) == 0;
+}
+
+/* Makes the cache equal to fresh (whose objects it takes) and records the
+ * differences: new keys are adds, changed resourceVersions updates, keys
+ * gone deletes whose final state is unknown. Unchanged objects keep their
+ * old tree, so readers holding it see no difference. */
+static void replace_all(kft_informer *inf, kft_smap *fresh, int initial, inf_changes *ch)
+{
+	kft_smap_iter it;
+	pthread_rwlock_wrlock(&inf->lock);
+	for (kft_smap_entry *e = kft_smap_first(fresh, &it); e; e = kft_smap_next(fresh, &it)) {
+		json_t *obj = e->value, *cur = kft_smap_get(&inf->items, e->key);
+		e->value = NULL;
+		if (cur && same_version(cur, obj)) {
+			json_decref(obj);
+			continue;
+		}
+		int failed;
+		json_t *old = cache_put(inf, e->key, json_incref(obj), &failed);
+		if (failed)
+			json_decref(obj);
+		else if (old)
+			changes_push(ch, CH_UPDATE, old, obj, 0);
+		else
+			changes_push(ch, CH_ADD, NULL, obj, initial);
+	}
+	for (kft_smap_entry *e = kft_smap_first(&inf->items, &it); e;
+	     e = kft_smap_next(&inf->items, &it)) {
+		if (kft_smap_find(fresh, e->key))
+			continue;
+		json_t *old = e->value;
+		indexes_update(inf, e->key, old, NULL);
+		kft_smap_remove_iter(&inf->items, e->key);
+		changes_push(ch, CH_DELETE, old, NULL, 1);
+	}
+	pthread_rwlock_unlock(&inf->lock);
+}
+
+static int do_list(kft_informer *inf, int initial, kft_error *err)
+{
+	list_ctx lc = {.inf = inf};
+	kft_list_opts lo = {.label_selector = inf->label_selector,
+	                    .field_selector = inf->field_selector,
+	                    .page_size = inf->page_size};
+	char *rv = NULL;
+	int rc = kft_kube_list_each(inf->kube, inf->gvr, inf->ns, &lo, on_list_item, &lc, &rv, err);
+	if (rc == 0 && lc.failed)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory while listing");
+	if (rc != 0 || atomic_load(&inf->stop)) {
+		fresh_free(&lc.fresh);
+		free(rv);
+		return rc ? rc : 1;
+	}
+	inf_changes ch = {0};
+	replace_all(inf, &lc.fresh, initial, &ch);
+	fresh_free(&lc.fresh);
+	set_rv(inf, rv);
+	free(rv);
+	changes_deliver(inf, &ch);
+	count(inf, &inf->stats.lists);
+	return 0;
+}
+
+/* ---- watch -------------------------------------------------------------- */
+
+typedef struct watch_ctx {
+	kft_informer *inf;
+	uint64_t events;
+} watch_ctx;
+
+static void apply_event(kft_informer *inf, const char *type, json_t *obj, const char *key)
+{
+	inf_change ch = {0};
+	int failed = 0;
+	pthread_rwlock_wrlock(&inf->lock);
+	if (strcmp(type, "DELETED") == 0) {
+		json_t *old = cache_del(inf, key);
+		ch = (inf_change){CH_DELETE, old ? old : json_incref(obj), NULL, 0};
+	} else {
+		json_t *old = cache_put(inf, key, json_incref(obj), &failed);
+		ch = (inf_change){old ? CH_UPDATE : CH_ADD, old, json_incref(obj), 0};
+	}
+	pthread_rwlock_unlock(&inf->lock);
+	if (!failed)
+		deliver(inf, &ch);
+	json_decref(ch.old_obj);
+	json_decref(ch.new_obj);
+}
+
+static int on_watch_event(void *ctx, const char *type, const json_t *object)
+{
+	watch_ctx *wc = ctx;
+	kft_informer *inf = wc->inf;
+	char key[KFT_CACHE_KEY_MAX];
+	if (atomic_load(&inf->stop))
+		return 1;
+	const char *rv = meta_str(object, "resourceVersion");
+	if (strcmp(type, "BOOKMARK") == 0) {
+		set_rv(inf, rv);
+		count(inf, &inf->stats.bookmarks);
+		return 0;
+	}
+	if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0 &&
+	    strcmp(type, "DELETED") != 0)
+		return 0;
+	if (kft_cache_key(object, key, sizeof(key)) != 0)
+		return 0;
+	json_t *obj = copy_in(inf, object);
+	if (!obj)
+		return KFT_ENOMEM; /* ends the watch; the re-watch from the last RV replays it */
+	apply_event(inf, type, obj, key);
+	json_decref(obj);
+	set_rv(inf, rv);
+	wc->events++;
+	count(inf, &inf->stats.events);
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One watch request from the last RV. Returns as kft_kube_watch; a stream
+ * the server ended within a second without any event counts as
+ * KFT_EUNAVAILABLE, so a server that closes at once is not hammered. */
+static int do_watch(kft_informer *inf, uint64_t *events, kft_error *err)
+{
+	watch_ctx wc = {.inf = inf};
+	int timeout = inf->watch_timeout_s;
+	if (timeout <= 0)
+		timeout = 300 + (int)(rand_r(&inf->seed) % 301);
+	kft_watch_opts wo = {.resource_version = inf->rv,
+	                     .label_selector = inf->label_selector,
+	                     .field_selector = inf->field_selector,
+	                     .allow_bookmarks = 1,
+	                     .timeout_seconds = timeout};
+	count(inf, &inf->stats.watches);
+	double t0 = mono_s();
+	int rc = kft_kube_watch(inf->kube, inf->gvr, inf->ns, &wo, on_watch_event, &wc, &inf->stop,
+	                        err);
+	if (rc == 0 && wc.events == 0 && mono_s() - t0 < 1.0 && !atomic_load(&inf->stop))
+		rc = kft_error_set(err, KFT_EUNAVAILABLE, "watch ended at once with no event");
+	*events = wc.events;
+	return rc;
+}
+
+/* ---- the informer thread ----------------------------------------------- */
+
+static void set_synced(kft_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	inf->synced = 1;
+	pthread_cond_broadcast(&inf->synced_cond);
+	pthread_mutex_unlock(&inf->mu);
+}
+
+/* Sleeps the next backoff step; returns 1 when stopped meanwhile. */
+static int back_off(kft_informer *inf, kft_backoff *b)
+{
+	long ms = kft_backoff_next(b);
+	long cap = (long)(inf->max_backoff_s * 1000);
+	if (ms > cap)
+		ms = cap;
+	return kft_sleep_ms(ms, &inf->stop);
+}
+
+/* Lists once. Returns 0 when listed, 1 after a failure (backed off), -1
+ * when stopped. */
+static int list_once(kft_informer *inf, kft_backoff *b, int *listed)
+{
+	kft_error err;
+	kft_error_clear(&err);
+	int rc = do_list(inf, !*listed, &err);
+	if (atomic_load(&inf->stop))
+		return -1;
+	if (rc != 0) {
+		note_error(inf, "list", &err);
+		return back_off(inf, b) ? -1 : 1;
+	}
+	if (!*listed)
+		set_synced(inf);
+	*listed = 1;
+	kft_backoff_reset(b);
+	return 0;
+}
+
+/* Watches once. Returns 1 when a relist is needed, 0 to watch again, -1
+ * when stopped. *fails counts watches in a row that failed without an
+ * event: after WATCH_FAILS_BEFORE_RELIST the informer lists afresh, as
+ * client-go's reflector relists after a failed watch (a server restarted
+ * with its watch cache behind our resourceVersion never recovers
+ * otherwise). */
+static int watch_once(kft_informer *inf, kft_backoff *b, int *fails)
+{
+	kft_error err;
+	uint64_t events = 0;
+	kft_error_clear(&err);
+	int rc = do_watch(inf, &events, &err);
+	if (atomic_load(&inf->stop))
+		return -1;
+	/* A watch that delivered events was healthy: a later cut starts the
+	 * backoff from the beginning. */
+	if (rc == 0 || events > 0) {
+		kft_backoff_reset(b);
+		*fails = 0;
+	}
+	if (rc == 0)
+		return 0;
+	if (rc == KFT_EGONE) {
+		count(inf, &inf->stats.gone);
+		return 1;
+	}
+	note_error(inf, "watch", &err);
+	if (back_off(inf, b))
+		return -1;
+	return ++*fails >= WATCH_FAILS_BEFORE_RELIST;
+}
+
+static void *informer_main(void *arg)
+{
+	kft_informer *inf = arg;
+	kft_backoff b;
+	int need_list = 1, listed = 0, fails = 0, rc = 0;
+	kft_backoff_init(&b, 800, (long)(inf->max_backoff_s * 1000), 0.5);
+	while (rc >= 0 && !atomic_load(&inf->stop)) {
+		if (need_list) {
+			rc = list_once(inf, &b, &listed);
+			need_list = rc != 0;
+			fails = 0;
+			continue;
+		}
+		rc = watch_once(inf, &b, &fails);
+		need_list = rc == 1;
+	}
+	pthread_mutex_lock(&inf->mu);
+	inf->thread_done = 1;
+	pthread_cond_broadcast(&inf->synced_cond);
+	pthread_mutex_unlock(&inf->mu);
+	return NULL;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+static char *dup_opt(const char *s, int *failed)
+{
+	if (!s || !s[0])
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*failed = 1;
+	return d;
+}
+
+int kft_informer_new(struct kft_kube *kube, const kft_informer_opts *opts, kft_informer **out,
+                     kft_error *err)
+{
+	*out = NULL;
+	if (!kube || !opts || !opts->gvr)
+		return kft_error_set(err, KFT_EINVAL, "informer: a client and a kind are required");
+	kft_informer *inf = calloc(1, sizeof(*inf));
+	if (!inf)
+		return kft_error_set(err, KFT_ENOMEM, "informer: out of memory");
+	int failed = 0;
+	inf->kube = kube;
+	inf->gvr = opts->gvr;
+	inf->ns = dup_opt(opts->namespace, &failed);
+	inf->label_selector = dup_opt(opts->label_selector, &failed);
+	inf->field_selector = dup_opt(opts->field_selector, &failed);
+	inf->page_size = opts->page_size > 0 ? opts->page_size : 500;
+	inf->watch_timeout_s = opts->watch_timeout_s;
+	inf->max_backoff_s = opts->max_backoff_s > 0 ? opts->max_backoff_s : 30;
+	if (inf->max_backoff_s < 0.001)
+		inf->max_backoff_s = 0.001;
+	inf->transform = opts->transform;
+	inf->transform_ctx = opts->transform_ctx;
+	inf->seed = (unsigned int)time(NULL) ^ (unsigned int)(uintptr_t)inf;
+	pthread_rwlock_init(&inf->lock, NULL);
+	pthread_mutex_init(&inf->mu, NULL);
+	pthread_cond_init(&inf->synced_cond, NULL);
+	if (failed) {
+		kft_informer_free(inf);
+		return kft_error_set(err, KFT_ENOMEM, "informer: out of memory");
+	}
+	*out = inf;
+	return 0;
+}
+
+int kft_informer_add_index(kft_informer *inf, const char *name, kft_index_fn fn, void *ctx,
+                           kft_error *err)
+{
+	if (inf->started)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "informer: indexes must be added before start");
+	if (!name || !name[0] || !fn)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "informer: an index needs a name and a function");
+	for (int i = 0; i < inf->nindexes; i++)
+		if (strcmp(inf->indexes[i].name, name) == 0)
+			return kft_error_set(err, KFT_EINVAL, "informer: index %s already exists",
+			                     name);
+	if (inf->nindexes == MAX_INDEXES)
+		return kft_error_set(err, KFT_ELIMIT, "informer: more than %d indexes",
+		                     MAX_INDEXES);
+	inf_index *ix = &inf->indexes[inf->nindexes];
+	ix->name = strdup(name);
+	if (!ix->name)
+		return kft_error_set(err, KFT_ENOMEM, "informer: out of memory");
+	ix->fn = fn;
+	ix->ctx = ctx;
+	kft_smap_init(&ix->values);
+	inf->nindexes++;
+	return 0;
+}
+
+int kft_informer_add_handlers(kft_informer *inf, const kft_informer_handlers *h, kft_error *err)
+{
+	if (inf->started)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "informer: handlers must be added before start");
+	if (!h)
+		return kft_error_set(err, KFT_EINVAL, "informer: no handlers given");
+	if (inf->nhandlers == MAX_HANDLERS)
+		return kft_error_set(err, KFT_ELIMIT, "informer: more than %d handler sets",
+		                     MAX_HANDLERS);
+	inf->handlers[inf->nhandlers++] = *h;
+	return 0;
+}
+
+int kft_informer_start(kft_informer *inf, kft_error *err)
+{
+	if (inf->started)
+		return kft_error_set(err, KFT_EINVAL, "informer: already started");
+	atomic_store(&inf->stop, 0);
+	if (pthread_create(&inf->thread, NULL, informer_main, inf) != 0)
+		return kft_error_set(err, KFT_EIO, "informer: cannot start a thread");
+	inf->started = 1;
+	return 0;
+}
+
+int kft_informer_has_synced(kft_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	int v = inf->synced;
+	pthread_mutex_unlock(&inf->mu);
+	return v;
+}
+
+int kft_informer_wait_synced(kft_informer *inf, double timeout_s, kft_error *err)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	if (timeout_s > 1e9)
+		timeout_s = 1e9;
+	if (timeout_s >= 0) {
+		long ns = until.tv_nsec + (long)((timeout_s - (double)(long)timeout_s) * 1e9);
+		until.tv_sec += (time_t)timeout_s + ns / 1000000000L;
+		until.tv_nsec = ns % 1000000000L;
+	}
+	pthread_mutex_lock(&inf->mu);
+	int timed_out = 0;
+	while (!inf->synced && !inf->thread_done && inf->started && !timed_out) {
+		if (timeout_s < 0)
+			pthread_cond_wait(&inf->synced_cond, &inf->mu);
+		else
+			timed_out =
+			        pthread_cond_timedwait(&inf->synced_cond, &inf->mu, &until) != 0;
+	}
+	int synced = inf->synced;
+	char last[sizeof(inf->stats.last_error)];
+	memcpy(last, inf->stats.last_error, sizeof(last));
+	pthread_mutex_unlock(&inf->mu);
+	if (synced)
+		return 0;
+	return kft_error_set(err, KFT_EUNAVAILABLE, "%s cache not synced: %s%s%s",
+	                     inf->gvr->resource,
+	                     !inf->started ? "informer not started"
+	                     : timed_out   ? "timed out"
+	                                   : "informer stopped",
+	                     last[0] ? "; last error: " : "", last);
+}
+
+void kft_informer_stop(kft_informer *inf)
+{
+	if (!inf || !inf->started || inf->joined)
+		return;
+	atomic_store(&inf->stop, 1);
+	pthread_join(inf->thread, NULL);
+	inf->joined = 1;
+}
+
+static void index_free(inf_index *ix)
+{
+	kft_smap_iter it;
+	for (kft_smap_entry *e = kft_smap_first(&ix->values, &it); e;
+	     e = kft_smap_next(&ix->values, &it)) {
+		if (e->value)
+			kft_smap_clear(e->value);
+		free(e->value);
+	}
+	kft_smap_clear(&ix->values);
+	free(ix->name);
+}
+
+void kft_informer_free(kft_informer *inf)
+{
+	if (!inf)
+		return;
+	kft_informer_stop(inf);
+	fresh_free(&inf->items);
+	for (int i = 0; i < inf->nindexes; i++)
+		index_free(&inf->indexes[i]);
+	free(inf->ns);
+	free(inf->label_selector);
+	free(inf->field_selector);
+	free(inf->rv);
+	pthread_rwlock_destroy(&inf->lock);
+	pthread_mutex_destroy(&inf->mu);
+	pthread_cond_destroy(&inf->synced_cond);
+	free(inf);
+}
+
+int kft_informer_get_by_key(kft_informer *inf, const char *key, json_t **out)
+{
+	*out = NULL;
+	if (!key)
+		return KFT_ENOTFOUND;
+	pthread_rwlock_rdlock(&inf->lock);
+	json_t *obj = kft_smap_get(&inf->items, key);
+	*out = json_incref(obj);
+	pthread_rwlock_unlock(&inf->lock);
+	return obj ? 0 : KFT_ENOTFOUND;
+}
+
+int kft_informer_get(kft_informer *inf, const char *ns, const char *name, json_t **out)
+{
+	char key[KFT_CACHE_KEY_MAX];
+	*out = NULL;
+	if (!name || !name[0])
+		return KFT_ENOTFOUND;
+	int n = ns && ns[0] ? snprintf(key, sizeof(key), "%s/%s", ns, name)
+	                    : snprintf(key, sizeof(key), "%s", name);
+	if (n < 0 || (size_t)n >= sizeof(key))
+		return KFT_ENOTFOUND;
+	return kft_informer_get_by_key(inf, key, out);
+}
+
+/* Appends obj to arr when it is in namespace ns (NULL: any). */
+static int append_in_ns(json_t *arr, json_t *obj, const char *ns)
+{
+	if (ns) {
+		const char *ons = meta_str(obj, "namespace");
+		if (!ons || strcmp(ons, ns) != 0)
+			return 0;
+	}
+	return json_array_append(arr, obj);
+}
+
+int kft_informer_list(kft_informer *inf, const char *ns, json_t **out)
+{
+	json_t *arr = json_array();
+	int rc = 0;
+	*out = NULL;
+	if (!arr)
+		return KFT_ENOMEM;
+	if (ns && !ns[0])
+		ns = NULL;
+	kft_smap_iter it;
+	pthread_rwlock_rdlock(&inf->lock);
+	for (kft_smap_entry *e = kft_smap_first(&inf->items, &it); e && rc == 0;
+	     e = kft_smap_next(&inf->items, &it))
+		rc = append_in_ns(arr, e->value, ns);
+	pthread_rwlock_unlock(&inf->lock);
+	if (rc) {
+		json_decref(arr);
+		return KFT_ENOMEM;
+	}
+	*out = arr;
+	return 0;
+}
+
+int kft_informer_by_index(kft_informer *inf, const char *index, const char *value, json_t **out,
+                          kft_error *err)
+{
+	*out = NULL;
+	inf_index *ix = NULL;
+	for (int i = 0; index && i < inf->nindexes; i++)
+		if (strcmp(inf->indexes[i].name, index) == 0)
+			ix = &inf->indexes[i];
+	if (!ix)
+		return kft_error_set(err, KFT_ENOTFOUND, "informer for %s has no index %s",
+		                     inf->gvr->resource, index ? index : "(null)");
+	json_t *arr = json_array();
+	if (!arr)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	int rc = 0;
+	pthread_rwlock_rdlock(&inf->lock);
+	kft_smap *set = value ? kft_smap_get(&ix->values, value) : NULL;
+	kft_smap_iter it;
+	for (kft_smap_entry *e = set ? kft_smap_first(set, &it) : NULL; e && rc == 0;
+	     e = kft_smap_next(set, &it)) {
+		json_t *obj = kft_smap_get(&inf->items, e->key);
+		if (obj)
+			rc = json_array_append(arr, obj);
+	}
+	pthread_rwlock_unlock(&inf->lock);
+	if (rc) {
+		json_decref(arr);
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	*out = arr;
+	return 0;
+}
+
+void kft_informer_stats_get(kft_informer *inf, kft_informer_stats *st)
+{
+	pthread_mutex_lock(&inf->mu);
+	*st = inf->stats;
+	pthread_mutex_unlock(&inf->mu);
+	pthread_rwlock_rdlock(&inf->lock);
+	st->objects = inf->items.count;
+	pthread_rwlock_unlock(&inf->lock);
+}

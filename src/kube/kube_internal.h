@@ -1,0 +1,133 @@
+/*
+ * kube_internal.h - what the files of src/kube/ share (not installed).
+ *
+ * The client keeps a pool of idle curl easy handles. A handle owns its own
+ * connection cache, so taking one from the pool and giving it back keeps
+ * connections alive between calls without sharing one connection between
+ * threads (which libcurl does not support). DNS answers and TLS sessions are
+ * shared through a CURLSH with locks.
+ */
+#ifndef KFT_KUBE_INTERNAL_H
+#define KFT_KUBE_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "kftrainer/kube.h"
+
+#define KFT_KUBE_POOL_MAX 16
+
+/* A blob read from a file or copied from config data; len excludes the NUL. */
+typedef struct kft_kube_blob {
+	char *data;
+	size_t len;
+} kft_kube_blob;
+
+struct kft_event_cache; /* events.c */
+
+struct kft_kube {
+	char *server;                  /* no trailing '/' */
+	struct curl_slist *connect_to; /* CURLOPT_CONNECT_TO for tls_server_name, or NULL */
+	char *namespace_;
+	char *user_agent;
+	char *proxy_url;
+	char *username, *password;
+	kft_kube_blob ca, cert, key; /* PEM; empty when unset */
+	int insecure;
+	int max_retries;
+	long timeout_ms;
+
+	pthread_mutex_t token_mu;
+	char *token;
+	char *token_file;
+	struct timespec token_read_at; /* CLOCK_MONOTONIC */
+
+	pthread_mutex_t rate_mu;
+	double qps, burst, tokens;
+	struct timespec rate_last;
+
+	CURLSH *share;
+	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+
+	pthread_mutex_t pool_mu;
+	CURL *pool[KFT_KUBE_POOL_MAX];
+	int pool_len;
+
+	pthread_mutex_t events_mu;
+	struct kft_event_cache *events;
+};
+
+/* Reads at most `max` bytes of `path` into a NUL-terminated heap blob.
+ * `what` names the file in messages. KFT_EIO, KFT_ELIMIT, KFT_ENOMEM. */
+int kft_kube_read_file(const char *path, size_t max, const char *what, kft_kube_blob *out,
+                       kft_error *err);
+
+/* A response body growing up to a bound. */
+typedef struct kft_kube_body {
+	char *data;
+	size_t len, cap, max;
+	int too_big;
+} kft_kube_body;
+
+/* One prepared request; see kft_kube_do. */
+typedef struct kft_kube_req {
+	const char *method;       /* GET POST PUT PATCH DELETE */
+	const char *path;         /* "/api/v1/..." with query */
+	const char *content_type; /* NULL when no body */
+	const char *body;
+	size_t body_len;
+} kft_kube_req;
+
+/*
+ * Performs req with rate limiting, auth, retries and error mapping; on 2xx
+ * parses the body into *out (NULL for an empty body). Returns 0 or a status.
+ */
+int kft_kube_do(kft_kube *kube, const kft_kube_req *req, json_t **out, kft_error *err);
+
+/* Takes a configured easy handle for `url` (auth, TLS, headers not set).
+ * Give it back with kft_kube_handle_put. NULL on allocation failure. */
+CURL *kft_kube_handle_get(kft_kube *kube);
+void kft_kube_handle_put(kft_kube *kube, CURL *h);
+
+/* Sets TLS, auth, user agent and proxy options on h; *headers gets the list
+ * to free with curl_slist_free_all after the transfer. */
+int kft_kube_handle_setup(kft_kube *kube, CURL *h, const char *url, const char *content_type,
+                          struct curl_slist **headers, kft_error *err);
+
+/* Makes the next request read the token file again (after a 401). */
+void kft_kube_token_expire(kft_kube *kube);
+
+/* Waits for the rate limiter. */
+void kft_kube_rate_wait(kft_kube *kube);
+
+/* Maps an HTTP error answer (status code, body) to a kft_status with the
+ * server's message. `what` ("GET URL") prefixes messages that are not the
+ * server's own. */
+int kft_kube_map_status(long code, const char *body, size_t len, const char *what, kft_error *err);
+
+/* Builds "/api/v1/namespaces/NS/RESOURCE[/NAME][/SUB]" (group "" is core)
+ * into a heap string; ns ignored for cluster-scoped kinds, NULL ns = all.
+ * NULL with err filled for a bad name (empty, ".", "..", containing '/'). */
+char *kft_kube_path(const kft_gvr *gvr, const char *ns, const char *name, const char *sub,
+                    kft_error *err);
+
+/* Appends "key=percent-encoded(value)" to a path being built, after '?' or
+ * '&'. Allocation failure is sticky in the strbuf. */
+struct kft_strbuf;
+void kft_kube_query(struct kft_strbuf *b, const char *key, const char *value);
+
+/* Sets apiVersion and kind from gvr on obj when they are missing. */
+void kft_kube_set_type(json_t *obj, const kft_gvr *gvr);
+
+/* Frees the event cache (events.c). */
+void kft_kube_events_free(struct kft_event_cache *c);
+
+/* The current time as RFC 3339 "2006-01-02T15:04:05Z" into buf (>= 21 bytes);
+ * returns Unix nanoseconds. */
+long long kft_kube_now(char *buf, size_t n);
+
+#endif
