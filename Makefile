@@ -32,6 +32,7 @@ unit: build
 # Benchmarks print figures (median, p10, p90); they never fail on time.
 bench: build
 	$(BUILD)/bench/bench_render
+	$(BUILD)/bench/bench_local
 
 # Regenerate manifests/crds/ from api/ (the test tier checks they are current).
 crds: build
@@ -58,9 +59,18 @@ fuzz-run: fuzz
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
+# The data-parallel example (examples/local/data-parallel), 2 nodes x 2 processes on this
+# machine, from a fresh state directory; its processes start in the example's directory.
+DEMO_STATE ?= $(BUILD)/demo-state
+DEMO_ENV    = KFTRAINER_STATE_DIR=$(abspath $(DEMO_STATE)) KFTRAINER_RUNTIMES=$(CURDIR)/manifests/runtimes
 demo: build
-	@echo "The local backend (issue 4) is not built yet; 'make demo' will run examples/ once it is."
-	$(BUILD)/bin/kftrainer validate manifests/
+	rm -rf $(DEMO_STATE)
+	cd examples/local/data-parallel && \
+		$(DEMO_ENV) $(abspath $(BUILD))/bin/kftrainer train -f trainjob.yaml --follow
+	$(DEMO_ENV) $(BUILD)/bin/kftrainer get
+	@echo
+	@echo "Look further with: $(BUILD)/bin/kftrainer --state-dir $(DEMO_STATE) get data-parallel -o yaml"
+	@echo "                   $(BUILD)/bin/kftrainer --state-dir $(DEMO_STATE) logs data-parallel --node 1"
 
 clean:
 	rm -rf $(BUILD) build-fuzz

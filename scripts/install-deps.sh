@@ -8,6 +8,10 @@ packages=(
 	build-essential cmake pkg-config git clang clang-format libclang-rt-14-dev
 	libjansson-dev libyaml-dev libcurl4-openssl-dev libssl-dev openssl
 	libsqlite3-dev libmicrohttpd-dev libcmocka-dev python3 python3-yaml util-linux
+	# The local tier and its examples: jq reads `get -o json`; the MPI example runs
+	# Debian's OpenMPI with mpi4py (installed for /usr/bin/python3, which the
+	# example calls by path).
+	jq openmpi-bin python3-mpi4py
 )
 
 missing=()

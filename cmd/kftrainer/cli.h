@@ -1,14 +1,26 @@
 /*
- * cli.h - the pieces the kftrainer verbs share: the verb table entry and
- * small argument helpers. Each verb lives in its own cmd/kftrainer/<verb>.c.
+ * cli.h - the pieces the kftrainer verbs share: the verb table entry, exit
+ * codes, the global options and small helpers (durations, ages, tables,
+ * kubectl's wording). Each verb lives in its own cmd/kftrainer/<verb>.c.
+ *
+ * Output conventions, kept by every verb: results on stdout, diagnostics on
+ * stderr as "kftrainer: ..."; where kubectl has a fixed wording users grep
+ * for (NotFound, "condition met", "timed out waiting ...") that wording is
+ * used verbatim instead.
  */
 #ifndef KFT_CMD_CLI_H
 #define KFT_CMD_CLI_H
 
+#include <jansson.h>
 #include <stdio.h>
 
-/* Exit codes every verb uses. */
+/* Exit codes every verb uses: 0 done; 1 the thing asked for failed (an
+ * invalid object, a job that failed or was not found, a timeout); 2 bad usage
+ * or unreadable input. */
 enum { KFT_EXIT_OK = 0, KFT_EXIT_INVALID = 1, KFT_EXIT_USAGE = 2, KFT_EXIT_INPUT = 2 };
+
+/* Exit code 1 under its meaning for the job verbs. */
+#define KFT_EXIT_FAILED KFT_EXIT_INVALID
 
 typedef struct kft_verb {
 	const char *name;
@@ -19,8 +31,84 @@ typedef struct kft_verb {
 
 extern const kft_verb kft_verb_validate;
 extern const kft_verb kft_verb_render;
+extern const kft_verb kft_verb_runtimes;
+extern const kft_verb kft_verb_train;
+extern const kft_verb kft_verb_get;
+extern const kft_verb kft_verb_logs;
+extern const kft_verb kft_verb_wait;
+extern const kft_verb kft_verb_suspend;
+extern const kft_verb kft_verb_resume;
+extern const kft_verb kft_verb_delete;
+/* Hidden: the job supervisor the local backend starts for itself. */
+extern const kft_verb kft_verb_supervise;
 
 /* Prints "kftrainer: " and the message to stderr. */
 void kft_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- global options (common.c) ------------------------------------------ */
+
+/* Records `--state-dir DIR` (made absolute against the working directory, so
+ * processes started elsewhere find the same store) and exports it as
+ * KFTRAINER_STATE_DIR, which is what every verb and supervisor reads. A
+ * relative KFTRAINER_STATE_DIR from the environment is made absolute the same
+ * way when dir is NULL. dir is borrowed. Returns 0, or -1 (reported) when the
+ * working directory cannot be read or memory runs out. */
+int kft_cli_set_state_dir(const char *dir);
+
+/* ---- durations and ages (common.c) -------------------------------------- */
+
+/* Parses a Go duration as kubectl flags take it ("90s", "5m", "1h30m",
+ * "1.5h", "250ms", "-1s", or "0"): into *ms, milliseconds, rounded toward
+ * zero. Returns 0, or -1 for anything else (nothing reported). */
+int kft_cli_parse_duration(const char *s, long long *ms);
+
+/* kubectl's AGE column for a span of `seconds` ("5s", "3m2s", "4h", "2d5h",
+ * "3y"): at most two units, coarser as the span grows. Writes into buf
+ * (NUL-terminated, truncated to size). */
+void kft_cli_format_age(long long seconds, char *buf, size_t size);
+
+/* Seconds from an RFC 3339 UTC timestamp ("2026-01-02T03:04:05Z", fractions
+ * allowed) to now; -1 when ts is NULL or not such a timestamp. */
+long long kft_cli_seconds_since(const char *ts);
+
+/* ---- tables (common.c) --------------------------------------------------- */
+
+/* A kubectl-style table: rows of cells padded to each column's width with
+ * at least three spaces between columns. The first row is the header.
+ * rows is a JSON array of arrays of strings (borrowed); a non-string cell
+ * prints as "<none>". Output goes to out. */
+void kft_cli_print_table(FILE *out, const json_t *rows);
+
+/* Appends a row built from `n` strings (NULL prints "<none>") to rows. */
+void kft_cli_table_row(json_t *rows, size_t n, const char *const *cells);
+
+/* ---- names ---------------------------------------------------------------- */
+
+/* A name for an object created without one, as the API server gives it:
+ * generate_name (cut to 58 bytes) plus five random characters of
+ * Kubernetes' alphabet ("bcdfghjklmnpqrstvwxz2456789"); with generate_name
+ * NULL, the Kubeflow SDK's TrainJob name instead, a lowercase letter then 11
+ * hex digits. *out is malloc'd, the caller frees. Returns 0, or -1 (errno
+ * set) when no randomness or memory is to be had. */
+int kft_cli_generate_name(const char *generate_name, char **out);
+
+/* ---- kubectl's wording --------------------------------------------------- */
+
+/* The resource's full name as kubectl prints it in messages. */
+#define KFT_CLI_RESOURCE  "trainjob.trainer.kubeflow.org"
+#define KFT_CLI_RESOURCES "trainjobs.trainer.kubeflow.org"
+
+/* Prints kubectl's
+ *   Error from server (NotFound): trainjobs.trainer.kubeflow.org "NAME" not found
+ * to stderr. */
+void kft_cli_not_found(const char *name);
+
+/* Prints obj as JSON (indent 4, as kubectl) or YAML to stdout. Returns 0 or
+ * -1 (reported) when writing fails. */
+int kft_cli_print_object(const json_t *obj, int yaml);
+
+/* A v1 List holding items (borrowed), as kubectl prints several objects:
+ * new reference, NULL on ENOMEM. */
+json_t *kft_cli_list(const json_t *items);
 
 #endif

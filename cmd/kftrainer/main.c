@@ -1,12 +1,16 @@
 /*
  * main.c - the kftrainer command: global options, then one verb.
  *
- *     kftrainer [--version] [--help] VERB [ARGS...]
+ *     kftrainer [--state-dir DIR] [--version] [--help] VERB [ARGS...]
  *
- * Verbs are kubectl-like (validate, later render, train, get, logs ...);
- * each is a kft_verb in its own file, listed in `verbs` below.
+ * Verbs are kubectl-like; each is a kft_verb in its own file, listed in
+ * `verbs` below. Hidden verbs (the job supervisor the local backend starts
+ * for itself) dispatch the same way but are not listed in the help.
+ * Global options come before the verb so that a verb's own options never
+ * collide with them, as with git.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,10 +21,16 @@
 #endif
 
 static const kft_verb *const verbs[] = {
-        &kft_verb_validate,
-        &kft_verb_render,
+        &kft_verb_train,    &kft_verb_get,    &kft_verb_logs,   &kft_verb_wait,
+        &kft_verb_suspend,  &kft_verb_resume, &kft_verb_delete, &kft_verb_runtimes,
+        &kft_verb_validate, &kft_verb_render,
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static const kft_verb *const hidden_verbs[] = {
+        &kft_verb_supervise,
+};
+#define NHIDDEN (sizeof(hidden_verbs) / sizeof(hidden_verbs[0]))
 
 void kft_cli_error(const char *fmt, ...)
 {
@@ -35,39 +45,96 @@ void kft_cli_error(const char *fmt, ...)
 static void usage(FILE *out)
 {
 	fputs("kftrainer - Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1) in C\n\n"
-	      "Usage:\n  kftrainer [--version] [--help] VERB [ARGS...]\n\nVerbs:\n",
+	      "Usage:\n  kftrainer [--state-dir DIR] [--version] [--help] VERB [ARGS...]\n\n"
+	      "Verbs:\n",
 	      out);
 	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(out, "  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
-	fputs("\nRun 'kftrainer VERB --help' for a verb's options; 'man kftrainer' for more.\n",
+	fputs("\nGlobal options:\n"
+	      "  --state-dir DIR  where the local backend keeps its jobs (default:\n"
+	      "                   $KFTRAINER_STATE_DIR, $XDG_STATE_HOME/kftrainer or\n"
+	      "                   ~/.local/state/kftrainer)\n"
+	      "\nRun 'kftrainer VERB --help' for a verb's options; 'man kftrainer' for more.\n",
 	      out);
 }
 
-int main(int argc, char **argv)
+static const kft_verb *find_verb(const char *name)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return KFT_EXIT_USAGE;
-	}
-	const char *verb = argv[1];
-	if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0) {
-		if (argc > 2 && strcmp(verb, "help") == 0)
-			for (size_t i = 0; i < NVERBS; i++)
-				if (strcmp(verbs[i]->name, argv[2]) == 0) {
-					verbs[i]->usage(stdout);
-					return KFT_EXIT_OK;
-				}
-		usage(stdout);
+	for (size_t i = 0; i < NVERBS; i++)
+		if (strcmp(verbs[i]->name, name) == 0)
+			return verbs[i];
+	for (size_t i = 0; i < NHIDDEN; i++)
+		if (strcmp(hidden_verbs[i]->name, name) == 0)
+			return hidden_verbs[i];
+	return NULL;
+}
+
+/* Handles `help [VERB]`, --help and --version. Returns an exit code, or -1
+ * when arg is none of them. */
+static int meta_verb(const char *arg, const char *next)
+{
+	if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
+		const kft_verb *v = next && strcmp(arg, "help") == 0 ? find_verb(next) : NULL;
+		if (v)
+			v->usage(stdout);
+		else
+			usage(stdout);
 		return KFT_EXIT_OK;
 	}
-	if (strcmp(verb, "--version") == 0 || strcmp(verb, "version") == 0) {
+	if (strcmp(arg, "--version") == 0 || strcmp(arg, "version") == 0) {
 		printf("kftrainer %s (trainer.kubeflow.org/v1alpha1, upstream v2.3.0 API)\n",
 		       KFT_VERSION_STRING);
 		return KFT_EXIT_OK;
 	}
-	for (size_t i = 0; i < NVERBS; i++)
-		if (strcmp(verbs[i]->name, verb) == 0)
-			return verbs[i]->run(argc - 1, argv + 1);
-	kft_cli_error("unknown verb \"%s\"; run 'kftrainer --help' for the list", verb);
+	return -1;
+}
+
+static bool is_meta(const char *arg)
+{
+	return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 ||
+	       strcmp(arg, "--version") == 0;
+}
+
+/* Consumes global options at argv[*i]. Returns 0 when the verb is next, an
+ * exit code otherwise (usage errors reported). */
+static int global_options(int argc, char **argv, int *i)
+{
+	const char *state_dir = NULL;
+	while (*i < argc && argv[*i][0] == '-' && !is_meta(argv[*i])) {
+		const char *a = argv[*i];
+		if (strcmp(a, "--state-dir") == 0) {
+			if (*i + 1 >= argc) {
+				kft_cli_error("--state-dir needs a directory");
+				return KFT_EXIT_USAGE;
+			}
+			state_dir = argv[++*i];
+		} else if (strncmp(a, "--state-dir=", 12) == 0) {
+			state_dir = a + 12;
+		} else {
+			kft_cli_error("unknown global option \"%s\"; run 'kftrainer --help'", a);
+			return KFT_EXIT_USAGE;
+		}
+		++*i;
+	}
+	return kft_cli_set_state_dir(state_dir) == 0 ? 0 : KFT_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	int rc = global_options(argc, argv, &i);
+	if (rc != 0)
+		return rc;
+	if (i >= argc) {
+		usage(stderr);
+		return KFT_EXIT_USAGE;
+	}
+	rc = meta_verb(argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+	if (rc >= 0)
+		return rc;
+	const kft_verb *v = find_verb(argv[i]);
+	if (v)
+		return v->run(argc - i, argv + i);
+	kft_cli_error("unknown verb \"%s\"; run 'kftrainer --help' for the list", argv[i]);
 	return KFT_EXIT_USAGE;
 }

@@ -12,11 +12,10 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "inputs.h"
+#include "jobinput.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/object.h"
@@ -93,126 +92,18 @@ static int parse_args(int argc, char **argv, render_opts *o)
 	return 0;
 }
 
-static int is_dir(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* The installed runtimes next to this executable: BIN/../share/kftrainer/
- * runtimes, so an installed tree works wherever it was installed. */
-static int installed_runtimes(char *buf, size_t size)
-{
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	int w = snprintf(buf, size, "%s/../share/kftrainer/runtimes", exe);
-	return (w < 0 || (size_t)w >= size) ? -1 : 0;
-}
-
-/* The runtime inputs: -r, else $KFTRAINER_RUNTIMES, ./manifests/runtimes,
- * the runtimes installed beside this binary, or the configured directory,
- * whichever exists first. */
-static int default_runtimes(kft_paths *runtimes)
-{
-	if (runtimes->count)
-		return 0;
-	char beside[4200];
-	const char *env = getenv("KFTRAINER_RUNTIMES");
-	const char *cands[] = {env, "manifests/runtimes",
-	                       installed_runtimes(beside, sizeof(beside)) == 0 ? beside : NULL,
-	                       KFT_RUNTIMES_DIR};
-	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++)
-		if (cands[i] && *cands[i] && is_dir(cands[i]))
-			return kft_paths_add(runtimes, cands[i]);
-	kft_cli_error("render: no runtimes: give -r FILE|DIR (no manifests/runtimes here and "
-	              "no %s)",
-	              KFT_RUNTIMES_DIR);
-	return -1;
-}
-
-/* Reads every object of the inputs into records ({file, object}). */
-static int read_all(const kft_paths *inputs, json_t *records)
-{
-	kft_paths files = {0};
-	int failures = kft_inputs_expand(inputs, &files);
-	for (size_t i = 0; i < files.count; i++)
-		if (kft_inputs_read(files.items[i], records) != 0)
-			failures++;
-	kft_paths_free(&files);
-	return failures;
-}
-
-static void print_errors(const char *file, const json_t *obj, const kft_field_errors *errs)
-{
-	char *ref = kft_object_ref(obj, 1);
-	for (size_t i = 0; i < errs->count; i++) {
-		char *line = kft_field_error_format(&errs->items[i]);
-		printf("%s: %s: %s\n", file, ref ? ref : "?", line ? line : "(no memory)");
-		free(line);
-	}
-	for (size_t i = 0; i < errs->nwarnings; i++)
-		fprintf(stderr, "%s: %s: Warning: %s\n", file, ref ? ref : "?", errs->warnings[i]);
-	free(ref);
-}
-
-/* Checks every object, sorting TrainJobs and runtimes into two arrays.
- * Returns the number of invalid objects (their errors printed). */
-static int sort_and_check(const kft_schema *schema, json_t *records, json_t *jobs, json_t *runtimes)
-{
-	int invalid = 0;
-	size_t i;
-	json_t *r;
-	json_array_foreach(records, i, r)
-	{
-		json_t *obj = json_object_get(r, "object");
-		const char *file = json_string_value(json_object_get(r, "file"));
-		kft_field_errors errs;
-		kft_field_errors_init(&errs);
-		const kft_kind_info *kind = NULL;
-		kft_object_check(schema, obj, NULL, &errs, &kind);
-		if (errs.count) {
-			print_errors(file, obj, &errs);
-			invalid++;
-		} else if (kind && strcmp(kind->kind, "TrainJob") == 0) {
-			json_array_append(jobs, r);
-		} else if (kind) {
-			json_array_append(runtimes, obj);
-		}
-		kft_field_errors_free(&errs);
-	}
-	return invalid;
-}
-
-static int render_job(const kft_framework *fw, const json_t *record, const json_t *runtimes,
+static int render_job(const kft_jobinput *in, const kft_framework *fw, const json_t *record,
                       json_t *objects)
 {
-	const json_t *job = json_object_get(record, "object");
-	const char *file = json_string_value(json_object_get(record, "file"));
-	kft_field_errors errs;
-	kft_field_errors_init(&errs);
-	const json_t *runtime = kft_resolve_runtime(job, runtimes, &errs);
-	kft_error err = {0};
-	int rc = 0;
-	if (runtime)
-		rc = kft_framework_validate(fw, NULL, runtime, NULL, job, &errs, &err);
-	if (errs.count || errs.nwarnings)
-		print_errors(file, job, &errs);
-	int invalid = errs.count != 0;
-	kft_field_errors_free(&errs);
-	if (invalid)
+	const json_t *runtime = kft_jobinput_resolve(in, fw, NULL, record);
+	if (!runtime)
 		return KFT_EXIT_INVALID;
 	json_t *built = NULL;
-	if (rc == 0)
-		rc = kft_framework_build(fw, NULL, job, runtime, &built, &err);
-	if (rc != 0) {
-		kft_cli_error("render: %s: %s", file, err.message);
+	kft_error err;
+	const json_t *job = json_object_get(record, "object");
+	if (kft_framework_build(fw, NULL, job, runtime, &built, &err) != 0) {
+		kft_cli_error("render: %s: %s", json_string_value(json_object_get(record, "file")),
+		              err.message);
 		return KFT_EXIT_INVALID;
 	}
 	json_array_extend(objects, built);
@@ -237,48 +128,39 @@ static void print_objects(const json_t *objects, int as_json)
 	json_array_foreach(objects, i, o) kft_yaml_emit_file(stdout, o, 1, NULL);
 }
 
-static int load_plugins(kft_framework *fw, const kft_paths *plugins)
-{
-	for (size_t i = 0; i < plugins->count; i++) {
-		kft_error err;
-		if (kft_framework_load_plugin(fw, plugins->items[i], &err) != 0) {
-			kft_cli_error("%s", err.message);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 static int run_render(int argc, char **argv)
 {
 	render_opts o = {0};
-	int rc = parse_args(argc, argv, &o);
+	kft_jobinput in;
 	kft_framework *fw = NULL;
-	json_t *records = json_array(), *jobs = json_array(), *runtimes = json_array();
 	json_t *objects = json_array();
 	kft_error err;
-	const kft_schema *schema = NULL;
-	if (rc == 0 && (default_runtimes(&o.runtimes) != 0 || !(schema = kft_schema_builtin(&err))))
-		rc = KFT_EXIT_INPUT;
-	if (rc == 0 && (read_all(&o.jobs, records) || read_all(&o.runtimes, records)))
-		rc = KFT_EXIT_INPUT;
-	if (rc == 0 && sort_and_check(schema, records, jobs, runtimes) != 0)
-		rc = KFT_EXIT_INVALID;
-	if (rc == 0 && json_array_size(jobs) == 0) {
+	int rc = parse_args(argc, argv, &o);
+	if (rc == 0)
+		rc = kft_jobinput_init(&in, stdout);
+	else
+		memset(&in, 0, sizeof(in));
+	if (rc == 0)
+		rc = kft_jobinput_default_runtimes("render", &o.runtimes);
+	if (rc == 0)
+		rc = kft_jobinput_read(&in, &o.jobs, &o.runtimes);
+	if (rc == 0 && json_array_size(in.jobs) == 0) {
 		kft_cli_error("render: no TrainJob in the input");
 		rc = KFT_EXIT_INVALID;
 	}
-	if (rc == 0 && (kft_framework_new(0, &fw, &err) != 0 || load_plugins(fw, &o.plugins) != 0))
+	if (rc == 0 && kft_framework_new(0, &fw, &err) != 0) {
+		kft_cli_error("render: %s", err.message);
 		rc = KFT_EXIT_INPUT;
+	}
+	if (rc == 0)
+		rc = kft_jobinput_load_plugins(fw, &o.plugins);
 	size_t i;
 	json_t *job;
-	json_array_foreach(jobs, i, job) if (rc == 0) rc = render_job(fw, job, runtimes, objects);
+	json_array_foreach(in.jobs, i, job) if (rc == 0) rc = render_job(&in, fw, job, objects);
 	if (rc == 0)
 		print_objects(objects, o.json);
 	kft_framework_free(fw);
-	json_decref(records);
-	json_decref(jobs);
-	json_decref(runtimes);
+	kft_jobinput_free(&in);
 	json_decref(objects);
 	kft_paths_free(&o.jobs);
 	kft_paths_free(&o.runtimes);

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes and understands. */
-#define KFT_STORE_SCHEMA_VERSION 1
+#define KFT_STORE_SCHEMA_VERSION 2
 
 /* The database file's name inside the state directory. */
 #define KFT_STORE_DB_NAME "state.db"
@@ -145,6 +145,10 @@ int kft_store_job_objects(kft_store *s, const char *ns, const char *name, json_t
  * One pod of one step ("dataset-initializer", "node", "launcher" ...).
  * state is "Pending", "Running", "Succeeded" or "Failed". String members may
  * be NULL (stored as unset). pid, exit_code and signal are 0 when unknown.
+ * start_ticks is the process's start time (field 22 of /proc/PID/stat), so a
+ * later reader can tell the pod's process from another that reused its pid
+ * (0: unknown). reason is a CamelCase word ("Error", "StartError" ...) and
+ * message a sentence saying why the pod ended; both NULL while it runs.
  */
 typedef struct kft_pod_record {
 	char *step;
@@ -155,6 +159,8 @@ typedef struct kft_pod_record {
 	int signal;
 	int restarts;
 	char *started, *finished, *log_path;
+	long long start_ticks;
+	char *reason, *message;
 } kft_pod_record;
 
 /* Inserts or replaces the record for (rec->step, rec->index) of a job; rec is
@@ -194,6 +200,31 @@ int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int 
 int kft_store_begin(kft_store *s, kft_error *err);
 int kft_store_commit(kft_store *s, kft_error *err);
 void kft_store_rollback(kft_store *s);
+
+/* Replaces the objects recorded for a job with `objects` (an array, kept in
+ * order; borrowed). Used by a submitter that must know the job's uid before
+ * it can build them: create with NULL objects and set them in the same
+ * transaction. Errors: KFT_ENOTFOUND, KFT_EINVAL, KFT_ELIMIT, KFT_EIO. */
+int kft_store_job_set_objects(kft_store *s, const char *ns, const char *name, const json_t *objects,
+                              kft_error *err);
+
+/* Records what the job's processes inherit besides their pod spec: the
+ * default working directory (NULL: unset) and the base environment, an array
+ * of "K=V" strings (NULL: unset). Both borrowed. Errors: KFT_ENOTFOUND,
+ * KFT_EINVAL (base_env not an array), KFT_ELIMIT, KFT_EIO. */
+int kft_store_job_set_exec(kft_store *s, const char *ns, const char *name, const char *workdir,
+                           const json_t *base_env, kft_error *err);
+
+/* Reads them back: *workdir is malloc'd (caller frees) and *base_env a new
+ * array reference (caller json_decref()s); each NULL when unset (a job
+ * recorded by schema version 1). Errors: KFT_ENOTFOUND, KFT_EIO,
+ * KFT_EPARSE, KFT_ENOMEM. */
+int kft_store_job_get_exec(kft_store *s, const char *ns, const char *name, char **workdir,
+                           json_t **base_env, kft_error *err);
+
+/* Removes every pod record of a job (a resumed job starts its pods afresh).
+ * Errors: KFT_ENOTFOUND, KFT_EIO. */
+int kft_store_pods_clear(kft_store *s, const char *ns, const char *job, kft_error *err);
 
 #ifdef __cplusplus
 }

@@ -55,8 +55,8 @@ char *kft_local_job_dir(const kft_local *l, const char *ns, const char *name);
 
 /* What `train` was asked beyond the TrainJob itself. */
 typedef struct kft_submit_opts {
-	const char *workdir; /* default working directory of the job's processes
-	                      * (containers without workingDir); NULL: the caller's cwd */
+	const char *workdir;   /* default working directory of the job's processes
+	                        * (containers without workingDir); NULL: the caller's cwd */
 	char *const *base_env; /* "K=V" strings (NULL-terminated) standing in for the
 	                        * image's environment under each pod's env; NULL: a
 	                        * documented allow-list of the caller's environment */
@@ -78,7 +78,8 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
                      kft_error *err);
 
 /* The TrainJob with its current status (after the liveness check above), as
- * kft_store_job_get returns it. *out is a new reference. */
+ * kft_store_job_get returns it. *out is a new reference. A job found without
+ * its supervisor gets Failed, reason "SupervisorLost" (docs/local.md). */
 int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err);
 
 /* Every job in ns (NULL: all namespaces), each as kft_local_get gives it. */

@@ -267,6 +267,8 @@ static void object_keys(const json_t *obj, int secret, json_t *keys)
 typedef struct pod_ctx {
 	const json_t *jobset, *rjob, *podspec, *container, *objects;
 	const char *ns, *job_dir;
+	const kft_exec_defaults *defaults; /* never NULL */
+	json_t *claim_volume; /* a volume standing for a volumeClaimPolicies template */
 	char *pod_name;
 	json_t *labels, *annotations;
 	kft_exec_mount *mounts;
@@ -365,7 +367,7 @@ static int pod_metadata(pod_ctx *p, const json_t *tmeta, int replica, int index,
 		return -1;
 	set_both(p, "jobset.sigs.k8s.io/jobset-name", jsname);
 	set_both(p, "jobset.sigs.k8s.io/replicatedjob-name", rname);
-	set_both(p, "jobset.sigs.k8s.io/restart-attempt", "0");
+	set_both_n(p, "jobset.sigs.k8s.io/restart-attempt", p->defaults->restart_attempt);
 	set_both_n(p, "jobset.sigs.k8s.io/replicatedjob-replicas",
 	           reps ? (long)json_integer_value(reps) : 1);
 	set_both_n(p, "jobset.sigs.k8s.io/global-replicas", gtotal);
@@ -677,6 +679,30 @@ static const json_t *find_volume(const json_t *podspec, const char *name)
 	return NULL;
 }
 
+/* The JobSet controller adds a volume claiming "<template>-<jobset>" to every
+ * pod that mounts a volumeClaimPolicies template by name; locally the claim's
+ * directory is named after the template, so every pod of the job shares it. */
+static const json_t *claim_template_volume(pod_ctx *p, const char *name)
+{
+	const json_t *pol, *tpl;
+	size_t i, j;
+	json_array_foreach(
+	        json_object_get(json_object_get(p->jobset, "spec"), "volumeClaimPolicies"), i, pol)
+	{
+		json_array_foreach(json_object_get(pol, "templates"), j, tpl)
+		{
+			const char *tn = jstr(json_object_get(tpl, "metadata"), "name");
+			if (!tn || strcmp(tn, name) != 0)
+				continue;
+			json_decref(p->claim_volume);
+			p->claim_volume = json_pack("{s:s, s:{s:s}}", "name", name,
+			                            "persistentVolumeClaim", "claimName", name);
+			return p->claim_volume;
+		}
+	}
+	return NULL;
+}
+
 static int volume_dir(pod_ctx *p, const json_t *vol, char **dir, int *ro, kft_error *err)
 {
 	const char *vname = jstr(vol, "name");
@@ -710,6 +736,8 @@ static int add_mount(pod_ctx *p, const json_t *vm, kft_error *err)
 	const char *sub = jstr(vm, "subPath");
 	const json_t *vol = name ? find_volume(p->podspec, name) : NULL;
 	kft_exec_mount *m;
+	if (!vol && name)
+		vol = claim_template_volume(p, name);
 	char *dir = NULL;
 	int ro = 0, rc;
 	if (!vol || !mp || mp[0] != '/')
@@ -799,6 +827,10 @@ static int build_argv(pod_ctx *p, const env_list *env, kft_exec_spec *out, kft_e
 	const json_t *cmd = json_object_get(p->container, "command");
 	const json_t *args = json_object_get(p->container, "args");
 	size_t nc = json_array_size(cmd), na = json_array_size(args), k = 0;
+	if (nc == 0 && p->defaults->native) {
+		out->argv = calloc(1, sizeof(char *));
+		return out->argv ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
 	if (nc == 0)
 		return kft_error_set(
 		        err, KFT_EINVAL,
@@ -854,6 +886,84 @@ static int build_envp(pod_ctx *p, env_list *env, kft_exec_spec *out, kft_error *
 		free(v);
 	}
 	return 0;
+}
+
+/* Replaces out->envp with copies of env's k entries, then frees the old
+ * strings that were not kept and env itself. */
+static int own_env(char **env, size_t k, kft_exec_spec *out, kft_error *err)
+{
+	char **copy = calloc(k + 1, sizeof(char *));
+	int rc = copy ? 0 : KFT_ENOMEM;
+	for (size_t i = 0; rc == 0 && i < k; i++)
+		if (!(copy[i] = strdup(env[i])))
+			rc = KFT_ENOMEM;
+	free(env);
+	if (rc) {
+		for (size_t i = 0; copy && copy[i]; i++)
+			free(copy[i]);
+		free(copy);
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; out->envp && out->envp[i]; i++)
+		free(out->envp[i]);
+	free(out->envp);
+	out->envp = copy;
+	return 0;
+}
+
+/* The length of the name part of "K=V", or 0 when malformed. */
+static size_t env_name_len(const char *kv)
+{
+	const char *eq = kv ? strchr(kv, '=') : NULL;
+	return eq && eq != kv ? (size_t)(eq - kv) : 0;
+}
+
+static int envp_has(char *const *envp, const char *kv, size_t n)
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], kv, n) == 0 && envp[i][n] == '=')
+			return 1;
+	return 0;
+}
+
+static size_t vec_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+/* out->envp becomes: base entries the pod does not define, then the pod's
+ * env, with extra entries replacing same-named ones or appended. */
+static int apply_defaults_env(const kft_exec_defaults *d, kft_exec_spec *out, kft_error *err)
+{
+	size_t nb = vec_len(d->base_env), np = vec_len(out->envp), nx = vec_len(d->extra_env);
+	char **env = calloc(nb + np + nx + 1, sizeof(char *));
+	size_t k = 0;
+	if (!env)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	/* env borrows the strings until own_env copies them */
+	for (size_t i = 0; i < nb + nx; i++) {
+		const char *kv = i < nb ? d->base_env[i] : d->extra_env[i - nb];
+		if (!env_name_len(kv)) {
+			free(env);
+			return kft_error_set(err, KFT_EINVAL,
+			                     "environment entry \"%s\" has no name", kv);
+		}
+	}
+	for (size_t i = 0; i < nb; i++) {
+		size_t n = env_name_len(d->base_env[i]);
+		if (!envp_has(out->envp, d->base_env[i], n) &&
+		    !envp_has(d->extra_env, d->base_env[i], n) && !envp_has(env, d->base_env[i], n))
+			env[k++] = d->base_env[i];
+	}
+	for (size_t i = 0; i < np; i++)
+		if (!envp_has(d->extra_env, out->envp[i], env_name_len(out->envp[i])))
+			env[k++] = out->envp[i];
+	for (size_t i = 0; i < nx; i++)
+		env[k++] = d->extra_env[i];
+	return own_env(env, k, out, err);
 }
 
 static const json_t *find_container(const json_t *podspec, const char *name)
@@ -926,8 +1036,11 @@ static int build(pod_ctx *p, const char *rjob, int replica, int index, const cha
 	env_list_free(&env);
 	if (rc < 0)
 		return rc;
+	if ((rc = apply_defaults_env(p->defaults, out, err)) < 0)
+		return rc;
 	wd = jstr(p->container, "workingDir");
-	out->workdir = wd && *wd ? rewrite(p, strdup(wd)) : strdup(p->job_dir);
+	out->workdir = wd && *wd ? rewrite(p, strdup(wd))
+	                         : strdup(p->defaults->workdir ? p->defaults->workdir : p->job_dir);
 	out->image = strdup(jstr(p->container, "image") ?: "");
 	if (!out->workdir || !out->image)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -938,7 +1051,19 @@ int kft_exec_spec_build(const json_t *jobset, const json_t *objects, const char 
                         int pod_index, const char *container, const char *job_dir,
                         kft_exec_spec *out, kft_error *err)
 {
-	pod_ctx p = {.jobset = jobset, .objects = objects, .job_dir = job_dir};
+	return kft_exec_spec_build_with(jobset, objects, rjob, replica, pod_index, container,
+	                                job_dir, NULL, out, err);
+}
+
+int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const char *rjob,
+                             int replica, int pod_index, const char *container, const char *job_dir,
+                             const kft_exec_defaults *defaults, kft_exec_spec *out, kft_error *err)
+{
+	static const kft_exec_defaults none = {0};
+	pod_ctx p = {.jobset = jobset,
+	             .objects = objects,
+	             .job_dir = job_dir,
+	             .defaults = defaults ? defaults : &none};
 	int rc;
 	if (!out)
 		return kft_error_set(err, KFT_EINVAL, "no output spec");
@@ -954,6 +1079,7 @@ int kft_exec_spec_build(const json_t *jobset, const json_t *objects, const char 
 	out->n_mounts = p.n_mounts;
 	json_decref(p.labels);
 	json_decref(p.annotations);
+	json_decref(p.claim_volume);
 	if (rc < 0)
 		kft_exec_spec_free(out);
 	return rc;

@@ -12,7 +12,8 @@
  *    labels and annotations are the template's plus those JobSet's controller
  *    adds (jobset.sigs.k8s.io/jobset-name, replicatedjob-name,
  *    replicatedjob-replicas, global-replicas, job-index, job-global-index,
- *    job-key, group-name, group-replicas, job-group-index, restart-attempt "0")
+ *    job-key, group-name, group-replicas, job-group-index, restart-attempt: "0"
+ *    unless kft_exec_defaults says otherwise)
  *    and the Job controller's batch.kubernetes.io/job-completion-index (label
  *    and annotation) and job-name. The pod IP is 127.0.0.1.
  *  - Environment. envFrom sources first, in order, each key with its prefix;
@@ -25,7 +26,9 @@
  *    worded like the kubelet's CreateContainerConfigError.
  *  - Volumes. Every volumeMount resolves to a host directory under
  *    <job_dir>/volumes: emptyDir and configMap/secret volumes by volume name,
- *    persistentVolumeClaim by claim name, so an initializer and the trainer
+ *    persistentVolumeClaim by claim name (a mount naming one of the JobSet's
+ *    spec.volumeClaimPolicies templates counts as a claim of that name, as the
+ *    JobSet controller adds that volume to every pod), so an initializer and the trainer
  *    that mount the same claim share the files. configMap and secret volumes
  *    are written out (items or all keys; configMap files default to 0644,
  *    secret files to 0600, defaultMode and item mode win).
@@ -87,6 +90,29 @@ typedef struct kft_exec_spec {
 int kft_exec_spec_build(const json_t *jobset, const json_t *objects, const char *rjob, int replica,
                         int pod_index, const char *container, const char *job_dir,
                         kft_exec_spec *out, kft_error *err);
+
+/* What a pod inherits from the machine rather than from its spec: the
+ * stand-in for the image's environment and working directory. All borrowed. */
+typedef struct kft_exec_defaults {
+	char *const *base_env;  /* "K=V", NULL-terminated, or NULL: placed under the pod's
+	                         * env (a name the pod defines keeps the pod's value); not
+	                         * visible to $(VAR) expansion, as an image's env is not */
+	char *const *extra_env; /* "K=V", NULL-terminated, or NULL: set over everything
+	                         * (what the local backend itself passes, e.g. the status file) */
+	const char *workdir;    /* used when the container has no workingDir; NULL: job_dir */
+	int restart_attempt;    /* the JobSet's restarts so far: the pod's
+	                         * jobset.sigs.k8s.io/restart-attempt label */
+	int native;             /* the caller runs the container's work itself (an
+	                         * initializer image's program): a missing command is
+	                         * no error, argv is then empty */
+} kft_exec_defaults;
+
+/* kft_exec_spec_build with defaults (NULL: none, the same as
+ * kft_exec_spec_build). Malformed entries (no '=') in the env lists are
+ * KFT_EINVAL. Ownership and other errors as kft_exec_spec_build. */
+int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const char *rjob,
+                             int replica, int pod_index, const char *container, const char *job_dir,
+                             const kft_exec_defaults *defaults, kft_exec_spec *out, kft_error *err);
 
 /* Frees everything *spec owns and zeroes it. spec may be NULL. */
 void kft_exec_spec_free(kft_exec_spec *spec);

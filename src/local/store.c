@@ -63,6 +63,15 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
         " signal INTEGER NOT NULL DEFAULT 0, restarts INTEGER NOT NULL DEFAULT 0,"
         " started TEXT, finished TEXT, log_path TEXT,"
         " PRIMARY KEY (job_id, step, idx));",
+        /* 1 -> 2: what a job's processes inherit (captured at submit so a
+         * resume or a restarted pod sees the same), the start time of each
+         * pod's process (so a reused pid is never signalled) and why a pod
+         * ended. Old rows keep NULL / 0, which mean "unknown". */
+        "ALTER TABLE jobs ADD COLUMN workdir TEXT;"
+        "ALTER TABLE jobs ADD COLUMN base_env TEXT;"
+        "ALTER TABLE pods ADD COLUMN start_ticks INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE pods ADD COLUMN reason TEXT;"
+        "ALTER TABLE pods ADD COLUMN message TEXT;",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -259,7 +268,12 @@ static int apply_migrations(kft_store *s, kft_error *err)
 
 static int migrate(kft_store *s, kft_error *err)
 {
-	int rc = exec_sql(s, "BEGIN IMMEDIATE", err);
+	/* The common case, a current database, needs no write lock (and no
+	 * fsync): every CLI call and supervisor opens the store. */
+	int version = 0, rc = read_version(s, &version, err);
+	if (rc == 0 && version == KFT_STORE_SCHEMA_VERSION)
+		return 0;
+	rc = exec_sql(s, "BEGIN IMMEDIATE", err);
 	if (rc)
 		return rc;
 	rc = apply_migrations(s, err);
@@ -809,6 +823,9 @@ static void bind_pod(sqlite3_stmt *st, const kft_pod_record *r)
 	sqlite3_bind_text(st, 10, r->started, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 11, r->finished, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 12, r->log_path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 13, r->start_ticks);
+	sqlite3_bind_text(st, 14, r->reason, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 15, r->message, -1, SQLITE_TRANSIENT);
 }
 
 int kft_store_pod_upsert(kft_store *s, const char *ns, const char *job, const kft_pod_record *rec,
@@ -826,14 +843,16 @@ int kft_store_pod_upsert(kft_store *s, const char *ns, const char *job, const kf
 	int rc =
 	        prepare_job(s,
 	                    "INSERT INTO pods (job_id, step, idx, state, pid, exit_code, signal,"
-	                    " restarts, started, finished, log_path)"
-	                    " SELECT id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 FROM jobs"
+	                    " restarts, started, finished, log_path, start_ticks, reason, message)"
+	                    " SELECT id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15"
+	                    " FROM jobs"
 	                    " WHERE namespace = ?1 AND name = ?2"
 	                    " ON CONFLICT (job_id, step, idx) DO UPDATE SET state = excluded.state,"
 	                    " pid = excluded.pid, exit_code = excluded.exit_code,"
 	                    " signal = excluded.signal, restarts = excluded.restarts,"
 	                    " started = excluded.started, finished = excluded.finished,"
-	                    " log_path = excluded.log_path",
+	                    " log_path = excluded.log_path, start_ticks = excluded.start_ticks,"
+	                    " reason = excluded.reason, message = excluded.message",
 	                    ns, job, &st, err);
 	if (rc)
 		return rc;
@@ -854,6 +873,9 @@ static int fill_pod(sqlite3_stmt *st, kft_pod_record *r)
 	r->started = col_dup(st, 7, &oom);
 	r->finished = col_dup(st, 8, &oom);
 	r->log_path = col_dup(st, 9, &oom);
+	r->start_ticks = sqlite3_column_int64(st, 10);
+	r->reason = col_dup(st, 11, &oom);
+	r->message = col_dup(st, 12, &oom);
 	return oom ? KFT_ENOMEM : 0;
 }
 
@@ -898,8 +920,8 @@ int kft_store_pods(kft_store *s, const char *ns, const char *job, kft_pod_record
 	*n = 0;
 	int rc = prepare_job(s,
 	                     "SELECT p.step, p.idx, p.state, p.pid, p.exit_code, p.signal,"
-	                     " p.restarts, p.started, p.finished, p.log_path"
-	                     " FROM jobs j LEFT JOIN pods p ON p.job_id = j.id"
+	                     " p.restarts, p.started, p.finished, p.log_path, p.start_ticks,"
+	                     " p.reason, p.message FROM jobs j LEFT JOIN pods p ON p.job_id = j.id"
 	                     " WHERE j.namespace = ?1 AND j.name = ?2 ORDER BY p.step, p.idx",
 	                     ns, job, &st, err);
 	if (rc)
@@ -922,6 +944,8 @@ void kft_pod_records_free(kft_pod_record *recs, size_t n)
 		free(recs[i].started);
 		free(recs[i].finished);
 		free(recs[i].log_path);
+		free(recs[i].reason);
+		free(recs[i].message);
 	}
 	free(recs);
 }
@@ -964,6 +988,129 @@ int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int 
 		rc = rc == SQLITE_DONE ? not_found(err, job)
 		                       : db_fail(s, err, "reading the supervisor");
 	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- what a job's processes inherit -------------------------------------- */
+
+/* The job's row id, or not found. */
+static int job_id(kft_store *s, const char *ns, const char *name, sqlite3_int64 *id, kft_error *err)
+{
+	sqlite3_stmt *st;
+	int rc = prepare_job(s, "SELECT id FROM jobs WHERE namespace = ?1 AND name = ?2", ns, name,
+	                     &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? not_found(err, name) : db_fail(s, err, "finding the TrainJob");
+}
+
+int kft_store_job_set_objects(kft_store *s, const char *ns, const char *name, const json_t *objects,
+                              kft_error *err)
+{
+	sqlite3_int64 id = 0;
+	bool own = false;
+	if (!json_is_array(objects))
+		return kft_error_set(err, KFT_EINVAL, "the TrainJob's objects must be an array");
+	int rc = own_begin(s, &own, err);
+	if (rc)
+		return rc;
+	rc = job_id(s, ns, name, &id, err);
+	if (rc == 0) {
+		sqlite3_stmt *st;
+		rc = prepare(s, "DELETE FROM objects WHERE job_id = ?1", &st, err);
+		if (rc == 0) {
+			sqlite3_bind_int64(st, 1, id);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				rc = db_fail(s, err, "replacing the TrainJob's objects");
+			sqlite3_finalize(st);
+		}
+	}
+	if (rc == 0)
+		rc = insert_objects(s, id, objects, err);
+	return own_end(s, own, rc, err);
+}
+
+int kft_store_job_set_exec(kft_store *s, const char *ns, const char *name, const char *workdir,
+                           const json_t *base_env, kft_error *err)
+{
+	sqlite3_stmt *st;
+	char *env_text = NULL;
+	if (base_env && !json_is_array(base_env))
+		return kft_error_set(err, KFT_EINVAL, "the base environment must be an array");
+	int rc = base_env ? dump_json(base_env, &env_text, err) : 0;
+	if (rc == 0)
+		rc = prepare_job(s,
+		                 "UPDATE jobs SET workdir = ?3, base_env = ?4"
+		                 " WHERE namespace = ?1 AND name = ?2",
+		                 ns, name, &st, err);
+	if (rc) {
+		free(env_text);
+		return rc;
+	}
+	sqlite3_bind_text(st, 3, workdir, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, env_text, -1, SQLITE_TRANSIENT);
+	free(env_text);
+	return finish_job_write(s, st, name, err);
+}
+
+static int read_exec_row(sqlite3_stmt *st, char **workdir, json_t **base_env, kft_error *err)
+{
+	bool oom = false;
+	const char *env_text = (const char *)sqlite3_column_text(st, 1);
+	*workdir = col_dup(st, 0, &oom);
+	if (oom)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	int rc = env_text ? load_json(env_text, base_env, err) : 0;
+	if (rc == 0 && *base_env && !json_is_array(*base_env))
+		rc = kft_error_set(err, KFT_EPARSE, "stored base environment is not an array");
+	if (rc) {
+		json_decref(*base_env);
+		*base_env = NULL;
+		free(*workdir);
+		*workdir = NULL;
+	}
+	return rc;
+}
+
+int kft_store_job_get_exec(kft_store *s, const char *ns, const char *name, char **workdir,
+                           json_t **base_env, kft_error *err)
+{
+	sqlite3_stmt *st;
+	*workdir = NULL;
+	*base_env = NULL;
+	int rc = prepare_job(
+	        s, "SELECT workdir, base_env FROM jobs WHERE namespace = ?1 AND name = ?2", ns,
+	        name, &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = read_exec_row(st, workdir, base_env, err);
+	else
+		rc = rc == SQLITE_DONE ? not_found(err, name)
+		                       : db_fail(s, err, "reading the job's environment");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int kft_store_pods_clear(kft_store *s, const char *ns, const char *job, kft_error *err)
+{
+	sqlite3_int64 id = 0;
+	sqlite3_stmt *st;
+	int rc = job_id(s, ns, job, &id, err);
+	if (rc == 0)
+		rc = prepare(s, "DELETE FROM pods WHERE job_id = ?1", &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s, err, "clearing pod records");
 	sqlite3_finalize(st);
 	return rc;
 }

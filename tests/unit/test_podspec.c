@@ -464,6 +464,91 @@ static void test_bad_inputs(void **state)
 	json_decref(objs);
 }
 
+/* ---- defaults: what the machine adds -------------------------------------- */
+
+/* The base environment goes under the pod's env (a name the pod defines keeps
+ * the pod's value and position) and is invisible to $(VAR) expansion, as an
+ * image's env is; extra entries win over everything; a container without
+ * workingDir gets the default. */
+static void test_defaults(void **state)
+{
+	const char *dir = *state;
+	kft_error err;
+	kft_exec_spec s;
+	json_t *js = parse(JOBSET), *objs = parse(OBJECTS);
+	char *base[] = {"PATH=/usr/bin", "EPOCHS=99", "FROM_BASE=$(EPOCHS)", NULL};
+	char *extra[] = {"KFTRAINER_STATUS_FILE=/x/status.json", "LATER=extra", NULL};
+	kft_exec_defaults d = {.base_env = base, .extra_env = extra, .workdir = "/home/me"};
+	assert_int_equal(kft_exec_spec_build_with(js, objs, "init", 0, 0, "i", dir, &d, &s, &err),
+	                 0);
+	assert_string_equal(s.workdir, "/home/me"); /* "i" has no workingDir */
+	assert_string_equal(env_of(&s, "PATH"), "/usr/bin");
+	assert_string_equal(env_of(&s, "KFTRAINER_STATUS_FILE"), "/x/status.json");
+	kft_exec_spec_free(&s);
+	assert_int_equal(
+	        kft_exec_spec_build_with(js, objs, "node", 1, 3, "node", dir, &d, &s, &err), 0);
+	assert_string_equal(env_of(&s, "EPOCHS"), "3"); /* the pod's value wins */
+	assert_string_equal(env_of(&s, "FROM_BASE"), "$(EPOCHS)");
+	assert_string_equal(env_of(&s, "LATER"), "extra");
+	/* expansion sees the pod's env only, never the extra entries */
+	assert_string_equal(env_of(&s, "CMD"), "3x$(EPOCHS)$(LATER)");
+	assert_true(env_pos(&s, "PATH") < env_pos(&s, "EPOCHS"));
+	int epochs = 0;
+	for (size_t i = 0; s.envp[i]; i++)
+		epochs += strncmp(s.envp[i], "EPOCHS=", 7) == 0;
+	assert_int_equal(epochs, 1); /* the base's EPOCHS is dropped, not duplicated */
+	char ws[256];
+	snprintf(ws, sizeof(ws), "%s/volumes/ws", dir);
+	assert_string_equal(s.workdir, ws); /* workingDir given: kept */
+	kft_exec_spec_free(&s);
+	char *bad[] = {"NOEQUALS", NULL};
+	kft_exec_defaults dbad = {.base_env = bad};
+	assert_int_equal(
+	        kft_exec_spec_build_with(js, objs, "init", 0, 0, "i", dir, &dbad, &s, &err),
+	        KFT_EINVAL);
+	kft_exec_spec_free(&s);
+	json_decref(js);
+	json_decref(objs);
+}
+
+/* A mount naming a JobSet volumeClaimPolicies template (jobset v0.12 adds
+ * that claim's volume to the pod) resolves to the template's directory; a
+ * container with no command is accepted only when the caller runs it
+ * natively; the restart-attempt label counts the JobSet's restarts. */
+static void test_claim_template_and_native(void **state)
+{
+	const char *dir = *state;
+	kft_error err;
+	kft_exec_spec s;
+	json_t *js = parse(
+	        "{\"kind\":\"JobSet\",\"metadata\":{\"name\":\"j\"},\"spec\":{"
+	        "\"volumeClaimPolicies\":[{\"templates\":[{\"metadata\":{\"name\":\"initializer\"}}"
+	        "]}],"
+	        "\"replicatedJobs\":[{\"name\":\"dataset-initializer\",\"template\":{\"spec\":{"
+	        "\"template\":{\"spec\":{\"containers\":[{\"name\":\"dataset-initializer\","
+	        "\"image\":\"x\",\"env\":[{\"name\":\"RA\",\"valueFrom\":{\"fieldRef\":"
+	        "{\"fieldPath\":\"metadata.labels['jobset.sigs.k8s.io/restart-attempt']\"}}}],"
+	        "\"volumeMounts\":[{\"name\":\"initializer\","
+	        "\"mountPath\":\"/workspace\"}]}]}}}}}]}}");
+	kft_exec_defaults native = {.native = 1, .restart_attempt = 2};
+	assert_int_equal(kft_exec_spec_build(js, NULL, "dataset-initializer", 0, 0,
+	                                     "dataset-initializer", dir, &s, &err),
+	                 KFT_EINVAL);
+	assert_non_null(strstr(err.message, "has no command"));
+	kft_exec_spec_free(&s);
+	assert_int_equal(kft_exec_spec_build_with(js, NULL, "dataset-initializer", 0, 0,
+	                                          "dataset-initializer", dir, &native, &s, &err),
+	                 0);
+	assert_null(s.argv[0]);
+	assert_string_equal(env_of(&s, "RA"), "2"); /* the JobSet's restarts so far */
+	char want[256];
+	snprintf(want, sizeof(want), "%s/volumes/initializer", dir);
+	assert_int_equal(s.n_mounts, 1);
+	assert_string_equal(s.mounts[0].host_path, want);
+	kft_exec_spec_free(&s);
+	json_decref(js);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +558,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_volume_files, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_missing_keys, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_claim_template_and_native, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -628,6 +628,121 @@ static void test_default_dir(void **state)
 	assert_null(kft_store_default_dir());
 }
 
+/* A database written by schema version 1 (the text of that migration,
+ * written out here so the test keeps meaning the old layout) is migrated in
+ * place: its job survives, the new per-job fields read back as unset, and
+ * pod records gain their new fields. */
+static void test_migrate_from_v1(void **state)
+{
+	struct fixture *f = *state;
+	char path[256];
+	sqlite3 *db;
+	kft_error err;
+	json_t *env = (json_t *)1, *got;
+	char *wd = (char *)1;
+	kft_store_close(f->s);
+	f->s = NULL;
+	snprintf(path, sizeof(path), "%s/%s", f->dir, KFT_STORE_DB_NAME);
+	unlink(path); /* setup's store wrote version 2: start from nothing */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+	        sqlite3_exec(db,
+	                     "CREATE TABLE jobs (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL,"
+	                     " name TEXT NOT NULL, uid TEXT NOT NULL UNIQUE, spec TEXT NOT NULL,"
+	                     " runtime_name TEXT, runtime_kind TEXT, created TEXT NOT NULL,"
+	                     " started TEXT, finished TEXT,"
+	                     " supervisor_pid INTEGER NOT NULL DEFAULT 0,"
+	                     " supervisor_start INTEGER NOT NULL DEFAULT 0,"
+	                     " suspended INTEGER NOT NULL DEFAULT 0, status TEXT,"
+	                     " UNIQUE (namespace, name));"
+	                     "CREATE TABLE objects (job_id INTEGER NOT NULL REFERENCES jobs(id)"
+	                     " ON DELETE CASCADE, seq INTEGER NOT NULL, body TEXT NOT NULL,"
+	                     " PRIMARY KEY (job_id, seq));"
+	                     "CREATE TABLE pods (job_id INTEGER NOT NULL REFERENCES jobs(id)"
+	                     " ON DELETE CASCADE, step TEXT NOT NULL, idx INTEGER NOT NULL,"
+	                     " state TEXT NOT NULL, pid INTEGER NOT NULL DEFAULT 0,"
+	                     " exit_code INTEGER NOT NULL DEFAULT 0,"
+	                     " signal INTEGER NOT NULL DEFAULT 0,"
+	                     " restarts INTEGER NOT NULL DEFAULT 0, started TEXT, finished TEXT,"
+	                     " log_path TEXT, PRIMARY KEY (job_id, step, idx));"
+	                     "INSERT INTO jobs (namespace, name, uid, spec, created) VALUES"
+	                     " ('default', 'old', 'u-1', '{\"kind\":\"TrainJob\",\"metadata\":"
+	                     "{\"name\":\"old\"},\"spec\":{}}', '2025-01-02T03:04:05.000000Z');"
+	                     "INSERT INTO pods (job_id, step, idx, state) VALUES (1, 'node', 0,"
+	                     " 'Running');"
+	                     "PRAGMA user_version = 1;",
+	                     NULL, NULL, NULL),
+	        SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(kft_store_open(f->dir, &f->s, &err), 0);
+	assert_int_equal(user_version(f->dir), 2);
+	assert_int_equal(kft_store_job_get(f->s, "default", "old", &got, &err), 0);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_object_get(got, "metadata"), "uid")), "u-1");
+	json_decref(got);
+	assert_int_equal(kft_store_job_get_exec(f->s, "default", "old", &wd, &env, &err), 0);
+	assert_null(wd);
+	assert_null(env);
+	kft_pod_record *recs;
+	size_t n;
+	assert_int_equal(kft_store_pods(f->s, "default", "old", &recs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(recs[0].start_ticks, 0);
+	assert_null(recs[0].reason);
+	kft_pod_records_free(recs, n);
+}
+
+/* Schema 2's additions round-trip: exec settings, replaced objects, the new
+ * pod fields, and clearing pod records. */
+static void test_exec_objects_and_pod_fields(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *env = parse("[\"PATH=/bin\",\"A=b=c\"]"), *got_env = NULL, *objs;
+	char *wd = NULL;
+	free(create(f->s, NULL, "x"));
+	assert_int_equal(kft_store_job_set_exec(f->s, NULL, "x", "/work", env, &err), 0);
+	assert_int_equal(kft_store_job_get_exec(f->s, NULL, "x", &wd, &got_env, &err), 0);
+	assert_string_equal(wd, "/work");
+	assert_true(json_equal(env, got_env));
+	free(wd);
+	json_decref(got_env);
+	assert_int_equal(kft_store_job_set_exec(f->s, NULL, "nope", "/", env, &err), KFT_ENOTFOUND);
+	json_t *not_list = parse("{}");
+	assert_int_equal(kft_store_job_set_exec(f->s, NULL, "x", "/", not_list, &err), KFT_EINVAL);
+	json_decref(not_list);
+	json_decref(env);
+	json_t *o1 = parse("[{\"kind\":\"A\"},{\"kind\":\"B\"}]"),
+	       *o2 = parse("[{\"kind\":\"C\"}]");
+	assert_int_equal(kft_store_job_set_objects(f->s, NULL, "x", o1, &err), 0);
+	assert_int_equal(kft_store_job_set_objects(f->s, NULL, "x", o2, &err), 0);
+	assert_int_equal(kft_store_job_objects(f->s, NULL, "x", &objs, &err), 0);
+	assert_true(json_equal(objs, o2));
+	json_decref(objs);
+	json_decref(o1);
+	json_decref(o2);
+	kft_pod_record rec = {.step = "node",
+	                      .index = 1,
+	                      .state = "Failed",
+	                      .pid = 42,
+	                      .start_ticks = 123456789012LL,
+	                      .reason = "Error",
+	                      .message = "node-1 exited with code 3"};
+	kft_pod_record *recs;
+	size_t n;
+	assert_int_equal(kft_store_pod_upsert(f->s, NULL, "x", &rec, &err), 0);
+	assert_int_equal(kft_store_pods(f->s, NULL, "x", &recs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_true(recs[0].start_ticks == 123456789012LL);
+	assert_string_equal(recs[0].reason, "Error");
+	assert_string_equal(recs[0].message, "node-1 exited with code 3");
+	kft_pod_records_free(recs, n);
+	assert_int_equal(kft_store_pods_clear(f->s, NULL, "x", &err), 0);
+	assert_int_equal(kft_store_pods(f->s, NULL, "x", &recs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(kft_store_pods_clear(f->s, NULL, "nope", &err), KFT_ENOTFOUND);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -652,6 +767,8 @@ int main(void)
 	        T(test_open_errors),
 	        T(test_concurrent_writers),
 	        T(test_default_dir),
+	        T(test_migrate_from_v1),
+	        T(test_exec_objects_and_pod_fields),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -1,0 +1,289 @@
+/*
+ * common.c - helpers every verb shares (see cli.h): the global state
+ * directory option, Go-style durations, kubectl's AGE format, tables aligned
+ * like kubectl's, and kubectl's fixed messages.
+ *
+ * The state directory travels as KFTRAINER_STATE_DIR in the environment
+ * rather than as a variable passed around: kft_store_default_dir() reads it,
+ * and so does every supervisor this CLI starts, so one mechanism serves both
+ * `--state-dir` and the variable.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kftrainer/decode.h"
+
+#define STATE_ENV "KFTRAINER_STATE_DIR"
+
+static char *absolute(const char *dir)
+{
+	if (dir[0] == '/')
+		return strdup(dir);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	char *out = NULL;
+	if (asprintf(&out, "%s/%s", cwd, dir) < 0)
+		return NULL;
+	return out;
+}
+
+int kft_cli_set_state_dir(const char *dir)
+{
+	if (!dir) {
+		dir = getenv(STATE_ENV);
+		if (!dir || !*dir || dir[0] == '/')
+			return 0;
+	}
+	if (!*dir) {
+		kft_cli_error("--state-dir: empty directory name");
+		return -1;
+	}
+	char *abs = absolute(dir);
+	if (!abs || setenv(STATE_ENV, abs, 1) != 0) {
+		kft_cli_error("state directory %s: %s", dir, strerror(errno ? errno : ENOMEM));
+		free(abs);
+		return -1;
+	}
+	free(abs);
+	return 0;
+}
+
+/* ---- durations ------------------------------------------------------------ */
+
+/* Milliseconds per unit of a Go duration; 0 for an unknown unit. The unit is
+ * the longest match at s; *len receives its length. */
+static double unit_ms(const char *s, size_t *len)
+{
+	static const struct {
+		const char *name;
+		double ms;
+	} units[] = {
+	        {"ns", 1e-6}, {"us", 1e-3}, {"\xc2\xb5s", 1e-3}, {"\xce\xbcs", 1e-3},
+	        {"ms", 1.0},  {"s", 1e3},   {"m", 60e3},         {"h", 3600e3},
+	};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t n = strlen(units[i].name);
+		if (strncmp(s, units[i].name, n) == 0) {
+			*len = n;
+			return units[i].ms;
+		}
+	}
+	return 0;
+}
+
+/* Reads "DIGITS[.DIGITS]" (either side may be empty, not both) at *s. */
+static int read_number(const char **s, double *v)
+{
+	const char *p = *s;
+	double x = 0, scale = 1;
+	int digits = 0;
+	for (; isdigit((unsigned char)*p); p++, digits++)
+		x = x * 10 + (*p - '0');
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++, digits++)
+			x += (*p - '0') * (scale /= 10);
+	if (!digits)
+		return -1;
+	*v = x;
+	*s = p;
+	return 0;
+}
+
+int kft_cli_parse_duration(const char *s, long long *ms)
+{
+	if (!s)
+		return -1;
+	int neg = *s == '-';
+	if (*s == '-' || *s == '+')
+		s++;
+	if (strcmp(s, "0") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	if (!*s)
+		return -1;
+	double total = 0;
+	while (*s) {
+		double v;
+		size_t ulen = 0;
+		if (read_number(&s, &v) != 0)
+			return -1;
+		double per = unit_ms(s, &ulen);
+		if (per == 0)
+			return -1;
+		total += v * per;
+		if (total > 9.2e15) /* Go's limit is about 292 years */
+			return -1;
+		s += ulen;
+	}
+	*ms = (long long)total * (neg ? -1 : 1);
+	return 0;
+}
+
+/* ---- ages ------------------------------------------------------------------ */
+
+/* kubectl's rules (apimachinery duration.HumanDuration): two significant
+ * units while the span is short, one as it grows. */
+void kft_cli_format_age(long long s, char *buf, size_t size)
+{
+	long long m = s / 60, h = s / 3600, d = h / 24;
+	if (s < -1)
+		snprintf(buf, size, "<invalid>");
+	else if (s < 0)
+		snprintf(buf, size, "0s");
+	else if (s < 120)
+		snprintf(buf, size, "%llds", s);
+	else if (m < 10 && s % 60)
+		snprintf(buf, size, "%lldm%llds", m, s % 60);
+	else if (m < 180)
+		snprintf(buf, size, "%lldm", m);
+	else if (h < 8 && m % 60)
+		snprintf(buf, size, "%lldh%lldm", h, m % 60);
+	else if (h < 48)
+		snprintf(buf, size, "%lldh", h);
+	else if (h < 24 * 8 && h % 24)
+		snprintf(buf, size, "%lldd%lldh", d, h % 24);
+	else if (h < 24 * 365 * 2)
+		snprintf(buf, size, "%lldd", d);
+	else if (h < 24 * 365 * 8 && d % 365)
+		snprintf(buf, size, "%lldy%lldd", d / 365, d % 365);
+	else
+		snprintf(buf, size, "%lldy", d / 365);
+}
+
+long long kft_cli_seconds_since(const char *ts)
+{
+	struct tm tm = {0};
+	if (!ts)
+		return -1;
+	const char *rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!rest)
+		return -1;
+	if (*rest == '.')
+		for (rest++; isdigit((unsigned char)*rest); rest++)
+			;
+	if (strcmp(rest, "Z") != 0)
+		return -1;
+	time_t then = timegm(&tm);
+	if (then == (time_t)-1)
+		return -1;
+	return (long long)(time(NULL) - then);
+}
+
+/* ---- tables ---------------------------------------------------------------- */
+
+#define TABLE_PAD 3
+
+static const char *cell(const json_t *row, size_t i)
+{
+	const char *s = json_string_value(json_array_get(row, i));
+	return s ? s : "<none>";
+}
+
+void kft_cli_print_table(FILE *out, const json_t *rows)
+{
+	size_t ncols = 0, i, c;
+	const json_t *row;
+	json_array_foreach(rows, i, row) if (json_array_size(row) > ncols) ncols =
+	        json_array_size(row);
+	size_t *width = calloc(ncols ? ncols : 1, sizeof(*width));
+	if (!width)
+		return;
+	json_array_foreach(rows, i, row) for (c = 0; c < json_array_size(row); c++)
+	{
+		size_t w = strlen(cell(row, c));
+		if (w > width[c])
+			width[c] = w;
+	}
+	json_array_foreach(rows, i, row)
+	{
+		size_t n = json_array_size(row);
+		for (c = 0; c < n; c++) {
+			if (c + 1 < n)
+				fprintf(out, "%-*s", (int)(width[c] + TABLE_PAD), cell(row, c));
+			else
+				fputs(cell(row, c), out);
+		}
+		fputc('\n', out);
+	}
+	free(width);
+}
+
+void kft_cli_table_row(json_t *rows, size_t n, const char *const *cells)
+{
+	json_t *row = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(row, cells[i] ? json_string(cells[i]) : json_null());
+	json_array_append_new(rows, row);
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+#define GENERATED_PREFIX_MAX 58 /* 63, a DNS label's limit, less the 5 random characters */
+
+int kft_cli_generate_name(const char *generate_name, char **out)
+{
+	static const char k8s[] = "bcdfghjklmnpqrstvwxz2456789", hex[] = "0123456789abcdef";
+	unsigned char r[12];
+	char sfx[13];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -1;
+	if (generate_name) {
+		for (int i = 0; i < 5; i++)
+			sfx[i] = k8s[r[i] % (sizeof(k8s) - 1)];
+		sfx[5] = '\0';
+		size_t n = strlen(generate_name);
+		return asprintf(out, "%.*s%s",
+		                (int)(n > GENERATED_PREFIX_MAX ? GENERATED_PREFIX_MAX : n),
+		                generate_name, sfx) < 0
+		               ? -1
+		               : 0;
+	}
+	sfx[0] = (char)('a' + r[0] % 26);
+	for (int i = 1; i < 12; i++)
+		sfx[i] = hex[r[i] & 0xf];
+	sfx[12] = '\0';
+	*out = strdup(sfx);
+	return *out ? 0 : -1;
+}
+
+/* ---- kubectl's wording ------------------------------------------------------ */
+
+void kft_cli_not_found(const char *name)
+{
+	fprintf(stderr, "Error from server (NotFound): " KFT_CLI_RESOURCES " \"%s\" not found\n",
+	        name);
+}
+
+int kft_cli_print_object(const json_t *obj, int yaml)
+{
+	kft_error err;
+	if (yaml) {
+		if (kft_yaml_emit_file(stdout, obj, 0, &err) != 0) {
+			kft_cli_error("%s", err.message);
+			return -1;
+		}
+		return 0;
+	}
+	if (json_dumpf(obj, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER) != 0) {
+		kft_cli_error("writing JSON: %s", strerror(errno));
+		return -1;
+	}
+	fputc('\n', stdout);
+	return 0;
+}
+
+json_t *kft_cli_list(const json_t *items)
+{
+	return json_pack("{s:s, s:O, s:s, s:{s:s}}", "apiVersion", "v1", "items", items, "kind",
+	                 "List", "metadata", "resourceVersion", "");
+}

@@ -1,0 +1,280 @@
+/*
+ * get.c - `kftrainer get [NAME...]`: TrainJobs of the local backend as
+ * kubectl shows resources.
+ *
+ *     NAME   RUNTIME   STATUS   NODES   PROGRESS   AGE
+ *
+ * STATUS is the job's state in one word (Created, Running, Suspended,
+ * Complete, Failed) rather than upstream's printcolumn (the type of the last
+ * condition, which reads "Suspended" for a job resumed long ago): a job
+ * whose conditions say it finished or is suspended shows that; otherwise
+ * Running once a pod runs. NODES is spec.trainer.numNodes when the TrainJob
+ * sets it, else the pods of the JobSet's "node" step plus an MPI launcher
+ * labelled as the trainer step. PROGRESS is
+ * status.trainerStatus.progressPercentage. -o json|yaml print the stored
+ * TrainJobs with status as upstream shapes it: one object for one NAME, else
+ * a v1 List, as kubectl does.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobs.h"
+#include "kftrainer/constants.h"
+
+enum out_format { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME };
+
+typedef struct get_args {
+	const char *ns;
+	bool all_ns, no_headers;
+	enum out_format format;
+	char **names;
+	int nnames;
+} get_args;
+
+static void get_usage(FILE *out)
+{
+	fputs("Usage: kftrainer get [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]\n"
+	      "                     [--no-headers]\n\n"
+	      "Show TrainJobs run by the local backend:\n\n"
+	      "  NAME  RUNTIME  STATUS  NODES  PROGRESS  AGE\n\n"
+	      "STATUS is Created, Running, Suspended, Complete or Failed. PROGRESS is the\n"
+	      "percentage the training reports (status.trainerStatus.progressPercentage), or -.\n\n"
+	      "Options:\n"
+	      "  -n, --namespace NS      the namespace (default: default)\n"
+	      "  -A, --all-namespaces    every namespace (adds a NAMESPACE column)\n"
+	      "  -o, --output FORMAT     wide (adds ETA, REASON and MESSAGE of the last\n"
+	      "                          condition), json or yaml (the TrainJobs with status;\n"
+	      "                          a v1 List unless one NAME is given), name\n"
+	      "      --no-headers        no header line\n"
+	      "  -h, --help              this help\n\n"
+	      "Exit status: 0 shown; 1 a named job does not exist (the others are shown);\n"
+	      "2 bad usage.\n",
+	      out);
+}
+
+static int parse_format(const char *s, enum out_format *f)
+{
+	static const char *const names[] = {"", "wide", "json", "yaml", "name"};
+	for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i]) == 0) {
+			*f = (enum out_format)i;
+			return 0;
+		}
+	kft_cli_error("--output: unsupported format \"%s\" (wide, json, yaml or name)", s);
+	return KFT_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, get_args *a)
+{
+	static const struct option opts[] = {
+	        {"namespace", required_argument, NULL, 'n'},
+	        {"all-namespaces", no_argument, NULL, 'A'},
+	        {"output", required_argument, NULL, 'o'},
+	        {"no-headers", no_argument, NULL, 'H'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:Ao:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': a->ns = optarg; break;
+		case 'A': a->all_ns = true; break;
+		case 'o':
+			if (parse_format(optarg, &a->format) != 0)
+				return KFT_EXIT_USAGE;
+			break;
+		case 'H': a->no_headers = true; break;
+		case 'h': get_usage(stdout); return -1;
+		default: get_usage(stderr); return KFT_EXIT_USAGE;
+		}
+	}
+	a->names = argv + optind;
+	a->nnames = argc - optind;
+	if (!a->ns)
+		a->ns = "default";
+	if (a->all_ns && a->nnames) {
+		kft_cli_error("get: a resource cannot be retrieved by name across all namespaces");
+		return KFT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static const char *labels_step(const json_t *rjob)
+{
+	const json_t *labels = json_object_get(
+	        json_object_get(json_object_get(rjob, "template"), "metadata"), "labels");
+	return json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
+}
+
+/* NODES: see the top of the file. */
+static void nodes_cell(kft_local *l, const json_t *job, char *buf, size_t size)
+{
+	const json_t *n = json_object_get(json_object_get(json_object_get(job, "spec"), "trainer"),
+	                                  "numNodes");
+	if (json_is_integer(n)) {
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(n));
+		return;
+	}
+	json_t *js = kft_cli_job_jobset(l, kft_cli_job_ns(job), kft_cli_job_name(job));
+	const json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs");
+	int total = 0;
+	size_t i;
+	const json_t *r;
+	json_array_foreach(rjobs, i, r)
+	{
+		const char *name = json_string_value(json_object_get(r, "name"));
+		const char *step = labels_step(r);
+		if (name &&
+		    (strcmp(name, "node") == 0 || (strcmp(name, "launcher") == 0 && step &&
+		                                   strcmp(step, KFT_ANCESTOR_TRAINER) == 0)))
+			total += kft_cli_rjob_pods(js, name);
+	}
+	json_decref(js);
+	if (js)
+		snprintf(buf, size, "%d", total);
+	else
+		snprintf(buf, size, "-");
+}
+
+/* The last condition in the list (upstream's printcolumn picks the same). */
+static const json_t *last_condition(const json_t *job)
+{
+	const json_t *conds = json_object_get(json_object_get(job, "status"), "conditions");
+	size_t n = json_array_size(conds);
+	return n ? json_array_get(conds, n - 1) : NULL;
+}
+
+static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_args *a)
+{
+	const json_t *ts = json_object_get(json_object_get(job, "status"), "trainerStatus");
+	const json_t *pct = json_object_get(ts, "progressPercentage");
+	const json_t *eta = json_object_get(ts, "estimatedRemainingSeconds");
+	const json_t *cond = last_condition(job);
+	char nodes[32], progress[16] = "-", age[32], etabuf[32] = "-";
+	nodes_cell(l, job, nodes, sizeof(nodes));
+	if (json_is_integer(pct))
+		snprintf(progress, sizeof(progress), "%" JSON_INTEGER_FORMAT "%%",
+		         json_integer_value(pct));
+	if (json_is_integer(eta))
+		kft_cli_format_age(json_integer_value(eta), etabuf, sizeof(etabuf));
+	kft_cli_format_age(kft_cli_seconds_since(json_string_value(json_object_get(
+	                           json_object_get(job, "metadata"), "creationTimestamp"))),
+	                   age, sizeof(age));
+	const char *runtime = json_string_value(json_object_get(
+	        json_object_get(json_object_get(job, "spec"), "runtimeRef"), "name"));
+	const char *reason = json_string_value(json_object_get(cond, "reason"));
+	const char *message = json_string_value(json_object_get(cond, "message"));
+	const char *cells[] = {
+	        kft_cli_job_ns(job),
+	        kft_cli_job_name(job),
+	        runtime ? runtime : "-",
+	        kft_cli_job_phase(l, job),
+	        nodes,
+	        progress,
+	        age,
+	        etabuf,
+	        reason ? reason : "-",
+	        message ? message : "-",
+	};
+	size_t first = a->all_ns ? 0 : 1;
+	kft_cli_table_row(rows, (a->format == OUT_WIDE ? 10 : 7) - first, cells + first);
+}
+
+static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
+{
+	static const char *const header[] = {"NAMESPACE", "NAME", "RUNTIME", "STATUS", "NODES",
+	                                     "PROGRESS",  "AGE",  "ETA",     "REASON", "MESSAGE"};
+	json_t *rows = json_array();
+	size_t first = a->all_ns ? 0 : 1;
+	if (!a->no_headers)
+		kft_cli_table_row(rows, (a->format == OUT_WIDE ? 10 : 7) - first, header + first);
+	size_t i;
+	const json_t *job;
+	json_array_foreach(jobs, i, job) add_row(l, rows, job, a);
+	kft_cli_print_table(stdout, rows);
+	json_decref(rows);
+	return 0;
+}
+
+static int print_jobs(kft_local *l, const json_t *jobs, const get_args *a)
+{
+	size_t i;
+	const json_t *job;
+	switch (a->format) {
+	case OUT_NAME:
+		json_array_foreach(jobs, i, job)
+		        printf(KFT_CLI_RESOURCE "/%s\n", kft_cli_job_name(job));
+		return 0;
+	case OUT_JSON:
+	case OUT_YAML:
+		if (a->nnames == 1 && json_array_size(jobs) == 1)
+			return kft_cli_print_object(json_array_get(jobs, 0), a->format == OUT_YAML);
+		{
+			json_t *list = kft_cli_list(jobs);
+			int rc = list ? kft_cli_print_object(list, a->format == OUT_YAML) : -1;
+			json_decref(list);
+			return rc;
+		}
+	default: return print_table(l, jobs, a);
+	}
+}
+
+/* The named jobs (missing ones reported) or the whole namespace. */
+static int collect(kft_local *l, const get_args *a, json_t *jobs)
+{
+	kft_error err;
+	int rc = 0;
+	if (a->nnames == 0) {
+		json_t *all = NULL;
+		if (kft_local_list(l, a->all_ns ? NULL : a->ns, &all, &err) != 0) {
+			kft_cli_error("%s", err.message);
+			return KFT_EXIT_FAILED;
+		}
+		json_array_extend(jobs, all);
+		json_decref(all);
+		return 0;
+	}
+	for (int i = 0; i < a->nnames; i++) {
+		json_t *job = NULL;
+		if (kft_local_get(l, a->ns, a->names[i], &job, &err) != 0)
+			rc = kft_cli_job_error(a->names[i], &err);
+		else
+			json_array_append_new(jobs, job);
+	}
+	return rc;
+}
+
+static int run_get(int argc, char **argv)
+{
+	get_args a = {0};
+	int rc = parse_args(argc, argv, &a);
+	if (rc != 0)
+		return rc < 0 ? KFT_EXIT_OK : rc;
+	kft_local *l = NULL;
+	if ((rc = kft_cli_open_local(&l)) != 0)
+		return rc;
+	json_t *jobs = json_array();
+	rc = collect(l, &a, jobs);
+	bool structured = a.format == OUT_JSON || a.format == OUT_YAML;
+	if (json_array_size(jobs) == 0 && !structured) {
+		if (a.nnames == 0 && rc == 0 && a.all_ns)
+			fprintf(stderr, "No resources found\n");
+		else if (a.nnames == 0 && rc == 0)
+			fprintf(stderr, "No resources found in %s namespace.\n", a.ns);
+	} else if ((json_array_size(jobs) || a.nnames != 1) && print_jobs(l, jobs, &a) != 0) {
+		rc = KFT_EXIT_FAILED;
+	}
+	json_decref(jobs);
+	kft_local_close(l);
+	return rc;
+}
+
+const kft_verb kft_verb_get = {
+        .name = "get",
+        .summary = "show TrainJobs: status, progress, age",
+        .run = run_get,
+        .usage = get_usage,
+};

@@ -1,0 +1,252 @@
+/*
+ * jobinput.c - TrainJobs and runtimes from the command line, checked exactly
+ * as `validate` and the webhooks check them (see jobinput.h). Objects are
+ * kept as {"file", "object"} records so every error line can name where the
+ * object came from; objects built in memory name a pseudo-file instead.
+ */
+#include "jobinput.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef KFT_RUNTIMES_DIR
+#define KFT_RUNTIMES_DIR "/usr/local/share/kftrainer/runtimes"
+#endif
+
+int kft_jobinput_init(kft_jobinput *in, FILE *errors)
+{
+	kft_error err;
+	memset(in, 0, sizeof(*in));
+	in->errors = errors;
+	in->jobs = json_array();
+	in->runtimes = json_array();
+	if (!in->jobs || !in->runtimes) {
+		kft_cli_error("out of memory");
+		return KFT_EXIT_INPUT;
+	}
+	in->schema = kft_schema_builtin(&err);
+	if (!in->schema) {
+		kft_cli_error("built-in schema: %s", err.message);
+		return KFT_EXIT_INPUT;
+	}
+	return 0;
+}
+
+void kft_jobinput_free(kft_jobinput *in)
+{
+	json_decref(in->jobs);
+	json_decref(in->runtimes);
+	in->jobs = in->runtimes = NULL;
+}
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The installed runtimes next to this executable: BIN/../share/kftrainer/
+ * runtimes, so an installed tree works wherever it was installed. */
+static int installed_runtimes(char *buf, size_t size)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	int w = snprintf(buf, size, "%s/../share/kftrainer/runtimes", exe);
+	return (w < 0 || (size_t)w >= size) ? -1 : 0;
+}
+
+int kft_jobinput_default_runtimes(const char *verb, kft_paths *runtimes)
+{
+	if (runtimes->count)
+		return 0;
+	char beside[4200];
+	const char *env = getenv("KFTRAINER_RUNTIMES");
+	const char *cands[] = {env, "manifests/runtimes",
+	                       installed_runtimes(beside, sizeof(beside)) == 0 ? beside : NULL,
+	                       KFT_RUNTIMES_DIR};
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++)
+		if (cands[i] && *cands[i] && is_dir(cands[i]))
+			return kft_paths_add(runtimes, cands[i]) == 0 ? 0 : KFT_EXIT_INPUT;
+	kft_cli_error("%s: no runtimes: give -r FILE|DIR (no manifests/runtimes here and "
+	              "no %s)",
+	              verb, KFT_RUNTIMES_DIR);
+	return KFT_EXIT_INPUT;
+}
+
+/* Reads every object of the inputs into records ({file, object}). Returns
+ * the number of inputs that could not be read (each reported). */
+static int read_all(const kft_paths *inputs, json_t *records)
+{
+	kft_paths files = {0};
+	int failures = kft_inputs_expand(inputs, &files);
+	for (size_t i = 0; i < files.count; i++)
+		if (kft_inputs_read(files.items[i], records) != 0)
+			failures++;
+	kft_paths_free(&files);
+	return failures;
+}
+
+static void print_errors(FILE *out, const char *file, const json_t *obj,
+                         const kft_field_errors *errs)
+{
+	char *ref = kft_object_ref(obj, 1);
+	for (size_t i = 0; i < errs->count; i++) {
+		char *line = kft_field_error_format(&errs->items[i]);
+		fprintf(out, "%s: %s: %s\n", file, ref ? ref : "?", line ? line : "(no memory)");
+		free(line);
+	}
+	fflush(out);
+	for (size_t i = 0; i < errs->nwarnings; i++)
+		fprintf(stderr, "%s: %s: Warning: %s\n", file, ref ? ref : "?", errs->warnings[i]);
+	free(ref);
+}
+
+/* kubectl's -n rule for namespaced objects of ours: fills a missing
+ * namespace; one naming another namespace is refused with kubectl's words.
+ * Returns 1 when refused. */
+static int wrong_namespace(const kft_jobinput *in, json_t *obj)
+{
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	json_t *meta = json_object_get(obj, "metadata");
+	if (!in->ns || !kind || !json_is_object(meta) ||
+	    (strcmp(kind, "TrainJob") != 0 && strcmp(kind, "TrainingRuntime") != 0))
+		return 0;
+	const char *have = json_string_value(json_object_get(meta, "namespace"));
+	if (!have || !*have) {
+		json_object_set_new(meta, "namespace", json_string(in->ns));
+		return 0;
+	}
+	if (strcmp(have, in->ns) == 0)
+		return 0;
+	fprintf(stderr,
+	        "error: the namespace from the provided object \"%s\" does not match the "
+	        "namespace \"%s\". You must pass '--namespace=%s' to perform this operation.\n",
+	        have, in->ns, have);
+	return 1;
+}
+
+/* Sets metadata.name from metadata.generateName when only the latter is
+ * there. Returns 0, or -1 (reported). */
+static int name_from_generate(json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	const char *gen = json_string_value(json_object_get(meta, "generateName"));
+	char *name = NULL;
+	if (!gen || !*gen || json_object_get(meta, "name"))
+		return 0;
+	if (kft_cli_generate_name(gen, &name) != 0) {
+		kft_cli_error("generating a name from \"%s\": %s", gen, strerror(errno));
+		return -1;
+	}
+	json_object_set_new(meta, "name", json_string(name));
+	free(name);
+	return 0;
+}
+
+/* Checks one record's object in place; a valid TrainJob's record goes to
+ * in->jobs, a valid runtime to in->runtimes, another Kubernetes kind is
+ * passed over. Returns 1 when the object is invalid (errors printed). */
+static int check_record(kft_jobinput *in, json_t *record)
+{
+	json_t *obj = json_object_get(record, "object");
+	const char *file = json_string_value(json_object_get(record, "file"));
+	if (wrong_namespace(in, obj) || (in->generate_names && name_from_generate(obj) != 0))
+		return 1;
+	kft_field_errors errs;
+	kft_field_errors_init(&errs);
+	const kft_kind_info *kind = NULL;
+	kft_object_check(in->schema, obj, NULL, &errs, &kind);
+	int invalid = errs.count != 0 || errs.oom;
+	if (invalid)
+		print_errors(in->errors, file, obj, &errs);
+	else if (kind && strcmp(kind->kind, "TrainJob") == 0)
+		json_array_append(in->jobs, record);
+	else if (kind)
+		json_array_append(in->runtimes, obj);
+	kft_field_errors_free(&errs);
+	return invalid;
+}
+
+static int check_records(kft_jobinput *in, json_t *records)
+{
+	int invalid = 0;
+	size_t i;
+	json_t *r;
+	json_array_foreach(records, i, r) invalid += check_record(in, r);
+	return invalid ? KFT_EXIT_INVALID : 0;
+}
+
+int kft_jobinput_read(kft_jobinput *in, const kft_paths *jobs, const kft_paths *runtimes)
+{
+	json_t *records = json_array();
+	int rc = 0;
+	if (!records)
+		rc = KFT_EXIT_INPUT;
+	else if (read_all(jobs, records) || (runtimes && read_all(runtimes, records)))
+		rc = KFT_EXIT_INPUT;
+	else
+		rc = check_records(in, records);
+	json_decref(records);
+	return rc;
+}
+
+int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj)
+{
+	json_t *records = json_pack("[{s:s, s:o}]", "file", source, "object", json_deep_copy(obj));
+	if (!records) {
+		kft_cli_error("out of memory");
+		return KFT_EXIT_INPUT;
+	}
+	int rc = check_records(in, records);
+	json_decref(records);
+	return rc;
+}
+
+const json_t *kft_jobinput_resolve(const kft_jobinput *in, const kft_framework *fw,
+                                   const kft_backend *backend, const json_t *record)
+{
+	const json_t *job = json_object_get(record, "object");
+	const char *file = json_string_value(json_object_get(record, "file"));
+	kft_field_errors errs;
+	kft_field_errors_init(&errs);
+	const json_t *runtime = kft_resolve_runtime(job, in->runtimes, &errs);
+	kft_error err = {0};
+	int rc = 0;
+	if (runtime)
+		rc = kft_framework_validate(fw, backend, runtime, NULL, job, &errs, &err);
+	if (errs.count || errs.nwarnings)
+		print_errors(in->errors, file, job, &errs);
+	int invalid = errs.count != 0 || errs.oom;
+	kft_field_errors_free(&errs);
+	if (invalid)
+		return NULL;
+	if (rc != 0) {
+		kft_cli_error("%s: %s", file, err.message);
+		return NULL;
+	}
+	return runtime;
+}
+
+int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins)
+{
+	for (size_t i = 0; i < plugins->count; i++) {
+		kft_error err;
+		if (kft_framework_load_plugin(fw, plugins->items[i], &err) != 0) {
+			kft_cli_error("%s", err.message);
+			return KFT_EXIT_INPUT;
+		}
+	}
+	return 0;
+}

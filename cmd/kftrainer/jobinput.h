@@ -1,0 +1,73 @@
+/*
+ * jobinput.h - the front half `render` and `train` share: TrainJobs and
+ * runtimes read from -f/-r inputs (or built in memory), each checked as
+ * `kftrainer validate` checks it, the runtime each TrainJob references
+ * resolved, and the plugins' CustomValidation run. Every problem is printed
+ * as `validate` prints it:
+ *
+ *     FILE: KIND/NAMESPACE/NAME: FIELD-PATH: message
+ *
+ * so a TrainJob that `validate` rejects gives the same lines here.
+ */
+#ifndef KFT_CMD_JOBINPUT_H
+#define KFT_CMD_JOBINPUT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "inputs.h"
+#include "kftrainer/framework.h"
+#include "kftrainer/object.h"
+#include "kftrainer/schema.h"
+
+typedef struct kft_jobinput {
+	const kft_schema *schema; /* the built-in schema (static, not freed) */
+	json_t *jobs;             /* {"file", "object"} records of valid TrainJobs, defaulted */
+	json_t *runtimes;         /* valid TrainingRuntimes and ClusterTrainingRuntimes */
+	FILE *errors;             /* where field errors go (validate's stream: stdout) */
+	const char *ns;           /* kubectl -n: the namespace of objects that name none; an
+	                           * object naming another is an error (NULL: no such rule) */
+	bool generate_names;      /* give TrainJobs with only metadata.generateName their name
+	                           * before checking, as the API server does on create */
+} kft_jobinput;
+
+/* Sets in up empty, field errors going to `errors`. Returns 0, or
+ * KFT_EXIT_INPUT (reported) when the schema or memory is missing. Release
+ * with kft_jobinput_free, also after a failure. */
+int kft_jobinput_init(kft_jobinput *in, FILE *errors);
+void kft_jobinput_free(kft_jobinput *in);
+
+/* When no -r was given, adds the default runtime location to runtimes:
+ * $KFTRAINER_RUNTIMES, ./manifests/runtimes, the runtimes installed beside
+ * this binary (BIN/../share/kftrainer/runtimes), or the configured
+ * directory, whichever is a directory first. verb names the caller in the
+ * error. Returns 0, or KFT_EXIT_INPUT (reported) when none exists. */
+int kft_jobinput_default_runtimes(const char *verb, kft_paths *runtimes);
+
+/* Reads every file of the TrainJob inputs, then of the runtime inputs
+ * (runtimes may be NULL; directories are walked), and checks every object in
+ * that order, sorting valid TrainJobs and runtimes into in. Returns 0,
+ * KFT_EXIT_INPUT when an input is unreadable (reported; nothing checked),
+ * or KFT_EXIT_INVALID when an object is invalid (its errors printed; the
+ * valid ones are kept). */
+int kft_jobinput_read(kft_jobinput *in, const kft_paths *jobs, const kft_paths *runtimes);
+
+/* Checks one object built in memory (obj is borrowed; the defaulted copy is
+ * kept) as if it came from a file called `source`. Returns as
+ * kft_jobinput_read. */
+int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj);
+
+/* Resolves the runtime of a TrainJob record of in->jobs and runs
+ * CustomValidation with fw (and backend, NULL: the default). Field errors and
+ * warnings are printed. Returns the runtime (borrowed from in->runtimes), or
+ * NULL when the TrainJob is invalid (errors printed) or validation itself
+ * failed (reported). */
+const json_t *kft_jobinput_resolve(const kft_jobinput *in, const kft_framework *fw,
+                                   const kft_backend *backend, const json_t *record);
+
+/* Loads each --plugin shared object into fw. Returns 0, or KFT_EXIT_INPUT
+ * (reported) for one that cannot be loaded. */
+int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins);
+
+#endif

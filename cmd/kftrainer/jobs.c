@@ -1,0 +1,152 @@
+/*
+ * jobs.c - the job verbs' shared ground (see jobs.h). Everything is read from
+ * the store through the local backend, which checks the job's supervisor is
+ * alive on every read, so a verb never shows a job as running when nothing
+ * runs it.
+ */
+#include "jobs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int kft_cli_open_local(kft_local **out)
+{
+	kft_error err;
+	if (kft_local_open(NULL, NULL, out, &err) != 0) {
+		kft_cli_error("opening the local state: %s", err.message);
+		return KFT_EXIT_FAILED;
+	}
+	return 0;
+}
+
+int kft_cli_job_error(const char *name, const kft_error *err)
+{
+	if (err->code == KFT_ENOTFOUND)
+		kft_cli_not_found(name);
+	else
+		kft_cli_error("%s", err->message);
+	return KFT_EXIT_FAILED;
+}
+
+static const char *str_at(const json_t *obj, const char *a, const char *b)
+{
+	return json_string_value(json_object_get(json_object_get(obj, a), b));
+}
+
+const json_t *kft_cli_condition_true(const json_t *job, const char *type)
+{
+	const json_t *conds = json_object_get(json_object_get(job, "status"), "conditions");
+	size_t i;
+	const json_t *c;
+	json_array_foreach(conds, i, c)
+	{
+		const char *t = json_string_value(json_object_get(c, "type"));
+		const char *s = json_string_value(json_object_get(c, "status"));
+		if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
+			return c;
+	}
+	return NULL;
+}
+
+const char *kft_cli_job_outcome(const json_t *job)
+{
+	if (kft_cli_condition_true(job, "Failed"))
+		return "Failed";
+	if (kft_cli_condition_true(job, "Complete"))
+		return "Complete";
+	return NULL;
+}
+
+/* Whether any child Job counts as active in status.jobsStatus. */
+static bool children_active(const json_t *job)
+{
+	const json_t *js = json_object_get(json_object_get(job, "status"), "jobsStatus");
+	size_t i;
+	const json_t *j;
+	json_array_foreach(js, i,
+	                   j) if (json_integer_value(json_object_get(j, "active")) > 0) return true;
+	return false;
+}
+
+static bool pods_running(kft_local *l, const json_t *job)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	bool running = false;
+	if (kft_store_pods(kft_local_store(l), kft_cli_job_ns(job), kft_cli_job_name(job), &recs,
+	                   &n, NULL) != 0)
+		return false;
+	for (size_t i = 0; i < n && !running; i++)
+		running = recs[i].state && strcmp(recs[i].state, "Running") == 0;
+	kft_pod_records_free(recs, n);
+	return running;
+}
+
+const char *kft_cli_job_phase(kft_local *l, const json_t *job)
+{
+	const char *outcome = kft_cli_job_outcome(job);
+	if (outcome)
+		return outcome;
+	if (kft_cli_condition_true(job, "Suspended"))
+		return "Suspended";
+	if (children_active(job) || pods_running(l, job))
+		return "Running";
+	return "Created";
+}
+
+const char *kft_cli_job_name(const json_t *job)
+{
+	const char *n = str_at(job, "metadata", "name");
+	return n ? n : "";
+}
+
+const char *kft_cli_job_ns(const json_t *job)
+{
+	const char *ns = str_at(job, "metadata", "namespace");
+	return ns && *ns ? ns : "default";
+}
+
+json_t *kft_cli_job_jobset(kft_local *l, const char *ns, const char *name)
+{
+	json_t *objects = NULL, *found = NULL;
+	if (kft_store_job_objects(kft_local_store(l), ns, name, &objects, NULL) != 0)
+		return NULL;
+	size_t i;
+	json_t *o;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (kind && strcmp(kind, "JobSet") == 0) {
+			found = json_incref(o);
+			break;
+		}
+	}
+	json_decref(objects);
+	return found;
+}
+
+static int int_or(const json_t *v, int dflt)
+{
+	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+}
+
+int kft_cli_rjob_pods(const json_t *jobset, const char *rjob)
+{
+	const json_t *rjobs = json_object_get(json_object_get(jobset, "spec"), "replicatedJobs");
+	size_t i;
+	const json_t *r;
+	json_array_foreach(rjobs, i, r)
+	{
+		const char *name = json_string_value(json_object_get(r, "name"));
+		if (!name || strcmp(name, rjob) != 0)
+			continue;
+		const json_t *spec = json_object_get(json_object_get(r, "template"), "spec");
+		int parallelism = int_or(json_object_get(spec, "parallelism"), 1);
+		int completions = int_or(json_object_get(spec, "completions"), parallelism);
+		long long n = (long long)int_or(json_object_get(r, "replicas"), 1) * completions;
+		return n < 0 ? 0 : (n > 1000000 ? 1000000 : (int)n);
+	}
+	return 0;
+}

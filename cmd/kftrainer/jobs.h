@@ -1,0 +1,52 @@
+/*
+ * jobs.h - what the job verbs (train, get, logs, wait, suspend, resume,
+ * delete) share on top of the local backend (src/local/local.h): opening it
+ * on the state directory, reporting its errors in kubectl's words, and
+ * reading a stored TrainJob's conditions and pods.
+ */
+#ifndef KFT_CMD_JOBS_H
+#define KFT_CMD_JOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "local/local.h"
+
+/* Opens the local backend on the state directory (--state-dir, else
+ * KFTRAINER_STATE_DIR, else the per-user default). On success *out is the
+ * caller's to kft_local_close. Returns 0 or KFT_EXIT_FAILED (reported). */
+int kft_cli_open_local(kft_local **out);
+
+/* Reports a failure of a local-backend call about job `name`: kubectl's
+ * NotFound line for KFT_ENOTFOUND, else "kftrainer: message". Returns
+ * KFT_EXIT_FAILED. */
+int kft_cli_job_error(const char *name, const kft_error *err);
+
+/* The condition of `type` whose status is "True", or NULL (borrowed from
+ * job). */
+const json_t *kft_cli_condition_true(const json_t *job, const char *type);
+
+/* "Complete" or "Failed" when the job has finished, else NULL. */
+const char *kft_cli_job_outcome(const json_t *job);
+
+/* The job's state for people, one of Created, Running, Suspended, Complete,
+ * Failed: a terminal condition wins, then Suspended, then Running when any
+ * child Job is active or any pod record is Running (the store's pods, read
+ * through l), else Created. Static string. */
+const char *kft_cli_job_phase(kft_local *l, const json_t *job);
+
+/* The job's name and namespace (borrowed from job; namespace "default" when
+ * unset). */
+const char *kft_cli_job_name(const json_t *job);
+const char *kft_cli_job_ns(const json_t *job);
+
+/* The stored JobSet of job ns/name (new reference) or NULL when there is
+ * none or it cannot be read. */
+json_t *kft_cli_job_jobset(kft_local *l, const char *ns, const char *name);
+
+/* How many pods replicated job `rjob` of a JobSet runs (replicas times
+ * completions, or parallelism when completions is unset); 0 when the JobSet
+ * has no such replicated job. */
+int kft_cli_rjob_pods(const json_t *jobset, const char *rjob);
+
+#endif

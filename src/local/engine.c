@@ -1,0 +1,1181 @@
+/*
+ * engine.c - the supervisor's loop: one stored TrainJob run as processes.
+ *
+ * Design in plain words. The supervisor loads the job, its objects and what
+ * its processes inherit from the store once, then loops: wait (on a signalfd
+ * for SIGCHLD and the stop signals, at most TICK_MS so the deadline and the
+ * progress file are looked at), collect exited pods, judge (Job backoff,
+ * JobSet failure and success policies, dependsOn), act (start, restart,
+ * stop), and when anything changed write the pod records and the status in
+ * one store transaction. Single-threaded, no sleeping before the first
+ * pods, and the framework is asked for the status only when something
+ * changed, so a job of 16 processes costs a few MB and no CPU while it runs.
+ *
+ * The TrainJob's status comes from the same plugins as on a cluster: the
+ * engine keeps a JobSet object with the status the JobSet controller would
+ * give it (conditions, restarts, replicatedJobsStatus) and hands it to
+ * kft_framework_status through the local backend's get_object.
+ *
+ * Things a cluster does that are decided differently here (docs/local.md):
+ *  - a container that cannot start (command not found, log not writable)
+ *    fails its Job at once instead of being retried: no retry can help;
+ *  - the crash-loop back-off starts at 50 ms instead of the kubelet's 10 s;
+ *  - a pod whose main process ended has the rest of its process group
+ *    killed, as a container's cgroup would be;
+ *  - MPI "node" pods (sshd) are not run: they are Ready placeholders while
+ *    the launcher's mpirun starts every rank here.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kftrainer/conditions.h"
+#include "kftrainer/constants.h"
+#include "local/engine.h"
+#include "local/local.h"
+#include "local/local_internal.h"
+#include "local/podspec.h"
+
+#define TICK_MS             100
+#define JOB_DIR_CHECK_TICKS 20
+#define FINAL_RETRY_MS      1000 /* how often an ended job retries recording its end */
+#define RESTART_BACKOFF_MS  50   /* the first restart's delay; doubles, up to 2^8 times */
+#define DEFAULT_BACKOFF     6    /* batch/v1 Job's default backoffLimit */
+#define MAX_PODS            4096
+#define STATUS_FILE_MAX     (64 * 1024)
+#define JOBSET_API          "jobset.x-k8s.io/v1alpha2"
+
+/* JobSet v0.12's words for a failure policy that ran out of restarts. */
+#define JOBSET_REASON_REACHED_MAX  "ReachedMaxRestarts"
+#define JOBSET_MESSAGE_REACHED_MAX "jobset failed due to reaching max number of restarts"
+#define JOBSET_REASON_SUSPENDED    "SuspendedJobs"
+#define JOBSET_MESSAGE_SUSPENDED   "jobset is suspended"
+#define JOBSET_CONDITION_SUSPENDED "Suspended"
+#define JOBSET_REASON_FAIL_ACTION  "FailJobSetFailurePolicyAction"
+#define JOBSET_MESSAGE_FAIL_ACTION "applying FailJobSet failure policy action"
+/* batch/v1's reason and message for a Job out of retries: what a local Job
+ * failure is matched against in failurePolicy rules. */
+#define JOB_REASON_BACKOFF  "BackoffLimitExceeded"
+#define JOB_MESSAGE_BACKOFF "Job has reached the specified backoff limit"
+#define MPI_LAUNCHER        "launcher"
+
+typedef struct engine {
+	const char *state_dir, *ns, *name;
+	kft_store *store;
+	kft_framework *fw;
+	json_t *tj;      /* the TrainJob, status kept current in memory */
+	json_t *objects; /* what the framework built (hostfile merged) */
+	const json_t *jobset;
+	const char *jobset_name;
+	json_t *children; /* [JobSet stub with status] for the backend */
+	kft_local_backend_state backend;
+	kft_job_info info;
+	char *job_dir, *workdir, *status_path;
+	char **base_env, **extra_env;
+	eng_rjob *rjobs;
+	size_t n_rjobs;
+	int restarts, max_restarts;
+	const json_t *failure_policy; /* the JobSet's, borrowed; NULL: none */
+	int restarts_toward_max;
+	int64_t fail_seq;
+	json_t *conditions; /* the JobSet's conditions */
+	bool finished, dirty, stop_requested, any_started;
+	int stop_signal;
+	int sfd;
+	int ticks_since_dir_check;
+	bool write_failing;
+	struct timespec status_mtime;
+	off_t status_size;
+} engine;
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static int jint(const json_t *o, const char *k, int dflt)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+}
+
+static void set_str(char **dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_str(char **dst, const char *fmt, ...)
+{
+	va_list ap;
+	free(*dst);
+	*dst = NULL;
+	if (!fmt)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(dst, fmt, ap) < 0)
+		*dst = NULL;
+	va_end(ap);
+}
+
+static char **json_to_vec(const json_t *arr)
+{
+	size_t n = json_array_size(arr), k = 0;
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++) {
+		const char *s = json_string_value(json_array_get(arr, i));
+		if (s && !(v[k++] = strdup(s)))
+			return v; /* shorter but still NULL-terminated */
+	}
+	return v;
+}
+
+static void free_vec(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+/* OpenMPI refuses a host listed twice with slots; every node is 127.0.0.1. */
+static void merge_hostfiles(json_t *objects)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(objects, i, o)
+	{
+		const char *n = jstr(json_object_get(o, "metadata"), "name");
+		json_t *data = json_object_get(o, "data");
+		const char *hf = jstr(data, "hostfile");
+		size_t len = n ? strlen(n) : 0;
+		if (!hf || len < 13 || strcmp(n + len - 13, "-mpi-hostfile") != 0 ||
+		    !jstr(o, "kind") || strcmp(jstr(o, "kind"), "ConfigMap") != 0)
+			continue;
+		char *merged = kft_local_merge_hostfile(hf);
+		if (merged)
+			json_object_set_new(data, "hostfile", json_string(merged));
+		free(merged);
+	}
+}
+
+static const char *pick_container(const json_t *rjob_spec, const char *rname)
+{
+	const json_t *cs = json_object_get(
+	        json_object_get(
+	                json_object_get(
+	                        json_object_get(json_object_get(rjob_spec, "template"), "spec"),
+	                        "template"),
+	                "spec"),
+	        "containers");
+	const char *first = jstr(json_array_get(cs, 0), "name");
+	size_t i;
+	const json_t *c;
+	json_array_foreach(cs, i, c)
+	{
+		const char *n = jstr(c, "name");
+		if (n && (strcmp(n, KFT_CONTAINER_NODE) == 0 || strcmp(n, rname) == 0))
+			return n;
+	}
+	return first;
+}
+
+/* An initializer container without a command is an upstream initializer image
+ * whose program does not exist here: the engine does its work natively. */
+static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
+{
+	const json_t *cs = json_object_get(
+	        json_object_get(
+	                json_object_get(json_object_get(json_object_get(rspec, "template"), "spec"),
+	                                "template"),
+	                "spec"),
+	        "containers");
+	size_t i;
+	const json_t *c;
+	const char *rname = jstr(rspec, "name");
+	if (mpi && strcmp(rname, KFT_CONTAINER_NODE) == 0)
+		return RJOB_PLACEHOLDER;
+	json_array_foreach(cs, i, c)
+	{
+		if (!container || !jstr(c, "name") || strcmp(jstr(c, "name"), container) != 0 ||
+		    json_array_size(json_object_get(c, "command")) > 0)
+			continue;
+		if (strcmp(container, KFT_DATASET_INITIALIZER) == 0)
+			return RJOB_DATASET_INIT;
+		if (strcmp(container, KFT_MODEL_INITIALIZER) == 0)
+			return RJOB_MODEL_INIT;
+	}
+	return RJOB_RUN;
+}
+
+static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total, kft_error *err)
+{
+	const json_t *jspec = json_object_get(json_object_get(rspec, "template"), "spec");
+	rj->spec = rspec;
+	rj->name = jstr(rspec, "name");
+	rj->replicas = jint(rspec, "replicas", 1);
+	rj->parallelism = jint(jspec, "parallelism", 1);
+	rj->completions = jint(jspec, "completions", rj->parallelism);
+	rj->backoff_limit = jint(jspec, "backoffLimit", DEFAULT_BACKOFF);
+	if (!rj->name || rj->replicas < 0 || rj->parallelism < 0 || rj->completions < 0 ||
+	    rj->backoff_limit < 0)
+		return kft_error_set(err, KFT_EINVAL, "JobSet replicated job %s has bad counts",
+		                     rj->name ? rj->name : "(unnamed)");
+	size_t n = (size_t)rj->replicas * (size_t)rj->completions;
+	if (n > MAX_PODS || (*total += n) > MAX_PODS)
+		return kft_error_set(err, KFT_ELIMIT, "more than %d pods: too many to run locally",
+		                     MAX_PODS);
+	rj->container = pick_container(rspec, rj->name);
+	rj->kind = kind_of(rspec, rj->container, mpi);
+	rj->jobs = calloc((size_t)rj->replicas + 1, sizeof(eng_job));
+	rj->pods = calloc(n + 1, sizeof(eng_pod));
+	if (!rj->jobs || !rj->pods)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (int r = 0; r < rj->replicas; r++)
+		for (int i = 0; i < rj->completions; i++) {
+			eng_pod *p = &rj->pods[r * rj->completions + i];
+			p->replica = r;
+			p->index = i;
+			p->rec_index = r * rj->completions + i;
+			p->proc.pid = -1;
+			p->proc.log_fd = -1;
+		}
+	return 0;
+}
+
+static bool has_rjob(const json_t *rjs, const char *name)
+{
+	size_t i;
+	const json_t *r;
+	json_array_foreach(rjs, i, r)
+	{
+		if (jstr(r, "name") && strcmp(jstr(r, "name"), name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int setup_model(engine *e, kft_error *err)
+{
+	const json_t *spec = json_object_get(e->jobset, "spec");
+	const json_t *rjs = json_object_get(spec, "replicatedJobs");
+	const json_t *fp = json_object_get(spec, "failurePolicy");
+	bool mpi = has_rjob(rjs, MPI_LAUNCHER);
+	size_t total = 0;
+	e->n_rjobs = json_array_size(rjs);
+	if (e->n_rjobs == 0)
+		return kft_error_set(err, KFT_EINVAL, "JobSet %s has no replicated jobs to run",
+		                     e->jobset_name);
+	e->rjobs = calloc(e->n_rjobs + 1, sizeof(eng_rjob));
+	if (!e->rjobs)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < e->n_rjobs; i++) {
+		int rc = setup_rjob(&e->rjobs[i], json_array_get(rjs, i), mpi, &total, err);
+		if (rc)
+			return rc;
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
+			e->rjobs[i].pods[k].rj = (int)i;
+	}
+	e->failure_policy = fp;
+	e->max_restarts = jint(fp, "maxRestarts", 0);
+	return 0;
+}
+
+static const json_t *find_jobset(const json_t *objects)
+{
+	size_t i;
+	const json_t *o;
+	json_array_foreach(objects, i, o)
+	{
+		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "JobSet") == 0)
+			return o;
+	}
+	return NULL;
+}
+
+static int load_exec(engine *e, kft_error *err)
+{
+	json_t *base = NULL;
+	int rc = kft_store_job_get_exec(e->store, e->ns, e->name, &e->workdir, &base, err);
+	if (rc)
+		return rc;
+	e->base_env = json_to_vec(base);
+	json_decref(base);
+	size_t n = 0;
+	while (e->base_env && e->base_env[n])
+		n++;
+	/* OpenMPI's mpirun refuses to run as root without both of these; a
+	 * root user asking for a local run has already chosen to run as root. */
+	if (geteuid() == 0 && e->base_env) {
+		char **grown = realloc(e->base_env, (n + 3) * sizeof(char *));
+		if (grown) {
+			e->base_env = grown;
+			grown[n] = strdup("OMPI_ALLOW_RUN_AS_ROOT=1");
+			grown[n + 1] = grown[n] ? strdup("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1") : NULL;
+			grown[n + 2] = NULL;
+		}
+	}
+	e->extra_env = calloc(2, sizeof(char *));
+	if (!e->base_env || !e->extra_env ||
+	    asprintf(&e->extra_env[0], "%s=%s", KFT_LOCAL_STATUS_FILE_ENV, e->status_path) < 0)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int load(engine *e, kft_error *err)
+{
+	int rc = kft_store_job_get(e->store, e->ns, e->name, &e->tj, err);
+	if (rc == 0)
+		rc = kft_store_job_objects(e->store, e->ns, e->name, &e->objects, err);
+	if (rc == 0)
+		rc = kft_store_job_info(e->store, e->ns, e->name, &e->info, err);
+	if (rc)
+		return rc;
+	merge_hostfiles(e->objects);
+	e->jobset = find_jobset(e->objects);
+	e->jobset_name = jstr(json_object_get(e->jobset, "metadata"), "name");
+	if (!e->jobset || !e->jobset_name)
+		return kft_error_set(err, KFT_EINVAL, "TrainJob %s has no JobSet to run", e->name);
+	e->job_dir = kft_local_job_dir_of(e->state_dir, e->ns, e->name);
+	e->status_path = kft_local_status_path(e->state_dir, e->ns, e->name);
+	if (!e->job_dir || !e->status_path)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	char *logs = NULL;
+	if (asprintf(&logs, "%s/logs", e->job_dir) < 0)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	rc = mkdir(e->job_dir, 0700) == 0 || errno == EEXIST ? 0 : -1;
+	if (rc == 0 && mkdir(logs, 0700) != 0 && errno != EEXIST)
+		rc = -1;
+	free(logs);
+	if (rc)
+		return kft_error_set(err, KFT_EIO, "cannot create %s/logs: %s", e->job_dir,
+		                     strerror(errno));
+	e->conditions = json_array();
+	e->children = json_array();
+	if (!e->conditions || !e->children)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	kft_local_backend_init(&e->backend, e->info.uid, e->children);
+	rc = kft_framework_new(0, &e->fw, err);
+	if (rc == 0)
+		rc = load_exec(e, err);
+	return rc ? rc : setup_model(e, err);
+}
+
+/* ---- pods ------------------------------------------------------------------- */
+
+static char *log_path(const engine *e, const eng_rjob *rj, const eng_pod *p)
+{
+	char *s = NULL;
+	if (asprintf(&s, "%s/logs/%s-%d.log", e->job_dir, rj->name, p->rec_index) < 0)
+		return NULL;
+	return s;
+}
+
+static void pod_failed(eng_pod *p, const char *reason, const char *msg)
+{
+	p->phase = POD_FAILED;
+	kft_local_now(p->finished);
+	set_str(&p->reason, "%s", reason);
+	set_str(&p->message, "%s", msg);
+	p->dirty = true;
+}
+
+static const char *workspace_of(const kft_exec_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (strcmp(spec->mounts[i].mount_path, "/workspace") == 0)
+			return spec->mounts[i].host_path;
+	return NULL;
+}
+
+/* The child half of a native initializer: a pod's process without exec. */
+static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_kind kind)
+{
+	sigset_t none;
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	setpgid(0, 0);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (fd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+		_exit(127);
+	closefrom(3);
+	clearenv();
+	for (size_t i = 0; spec->envp && spec->envp[i]; i++)
+		putenv(spec->envp[i]);
+	if (spec->workdir && chdir(spec->workdir) != 0)
+		_exit(127);
+	const char *ws = workspace_of(spec);
+	_exit(kft_local_initializer_main(kind == RJOB_DATASET_INIT ? "dataset" : "model",
+	                                 ws ? ws : ""));
+}
+
+static int start_native(const kft_exec_spec *spec, const char *log, rjob_kind kind, kft_proc *proc,
+                        kft_error *err)
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return kft_error_set(err, KFT_EIO, "log %s: %s", log, strerror(errno));
+	close(fd);
+	pid_t pid = fork();
+	if (pid < 0)
+		return kft_error_set(err, KFT_EIO, "fork: %s", strerror(errno));
+	if (pid == 0)
+		initializer_child(spec, log, kind);
+	setpgid(pid, pid); /* also done in the child: whichever runs first wins */
+	*proc = (kft_proc){.pid = pid, .pgid = pid, .log_fd = -1};
+	return 0;
+}
+
+static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, kft_error *err)
+{
+	kft_exec_defaults d = {.base_env = e->base_env,
+	                       .extra_env = e->extra_env,
+	                       .workdir = e->workdir,
+	                       .restart_attempt = e->restarts,
+	                       .native = rj->kind == RJOB_DATASET_INIT ||
+	                                 rj->kind == RJOB_MODEL_INIT};
+	kft_exec_spec spec;
+	int rc = kft_exec_spec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
+	                                  rj->container, e->job_dir, &d, &spec, err);
+	if (rc == 0 && (rj->kind == RJOB_DATASET_INIT || rj->kind == RJOB_MODEL_INIT))
+		rc = start_native(&spec, log, rj->kind, &p->proc, err);
+	else if (rc == 0)
+		rc = kft_proc_start(spec.argv, spec.envp, spec.workdir, log, &p->proc, err);
+	kft_exec_spec_free(&spec);
+	return rc;
+}
+
+static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
+{
+	kft_error err = {0};
+	char *log = log_path(e, rj, p);
+	p->phase = POD_RUNNING;
+	p->dirty = true;
+	kft_local_now(p->started);
+	p->finished[0] = '\0';
+	p->exit_code = 0;
+	p->sig = 0;
+	set_str(&p->reason, NULL);
+	set_str(&p->message, NULL);
+	p->started_once = true;
+	e->any_started = true;
+	if (rj->kind == RJOB_PLACEHOLDER) {
+		free(log);
+		return;
+	}
+	int rc = log ? start_process(e, rj, p, log, &err)
+	             : kft_error_set(&err, KFT_ENOMEM, "out of memory");
+	free(log);
+	if (rc) {
+		char msg[1200];
+		snprintf(msg, sizeof(msg), "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX "): %s",
+		         rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
+		         err.message);
+		pod_failed(p, "StartError", msg);
+		p->exit_code = 128;
+		return;
+	}
+	p->running = true;
+	if (kft_local_proc_ticks(p->proc.pid, &p->ticks, NULL) != 0)
+		p->ticks = 0;
+}
+
+static void job_failed(engine *e, eng_rjob *rj, int replica);
+
+static void start_job(engine *e, eng_rjob *rj, int r)
+{
+	eng_job *j = &rj->jobs[r];
+	j->state = rj->completions == 0 ? JOB_SUCCEEDED : JOB_ACTIVE;
+	for (int i = 0; i < rj->completions && i < rj->parallelism; i++) {
+		eng_pod *p = &rj->pods[r * rj->completions + i];
+		start_pod(e, rj, p);
+		if (p->phase == POD_FAILED) {
+			job_failed(e, rj, r);
+			return;
+		}
+	}
+}
+
+/* The next pod of a Job whose completions exceed its parallelism. */
+static void start_next(engine *e, eng_rjob *rj, int r)
+{
+	int running = 0;
+	for (int i = 0; i < rj->completions; i++)
+		running += rj->pods[r * rj->completions + i].phase == POD_RUNNING;
+	for (int i = 0; i < rj->completions && running < rj->parallelism; i++) {
+		eng_pod *p = &rj->pods[r * rj->completions + i];
+		if (p->phase == POD_PENDING && !p->started_once) {
+			start_pod(e, rj, p);
+			running++;
+		}
+	}
+}
+
+/* Whether stop_pods' selection (one Job, or every pod when only is NULL)
+ * includes p. */
+static bool selected(const eng_rjob *rj, const eng_pod *p, const eng_rjob *only, int replica)
+{
+	return !only || (rj == only && p->replica == replica);
+}
+
+/* The end of a stopped pod: a placeholder, or any pod when the JobSet
+ * succeeded, has served its purpose; any other was cut short. */
+static void settle_stopped(eng_rjob *rj, eng_pod *p, bool as_success)
+{
+	p->restart_at = 0;
+	if (p->phase != POD_RUNNING)
+		return;
+	if (as_success || rj->kind == RJOB_PLACEHOLDER) {
+		p->phase = POD_SUCCEEDED;
+		kft_local_now(p->finished);
+		p->dirty = true;
+	} else
+		pod_failed(p, "Stopped", "stopped: another pod of the job ended it");
+}
+
+/* SIGTERM to every selected pod at once, one shared grace period, then
+ * SIGKILL and reap: stopping 16 pods costs one grace period, not 16. */
+static void stop_pods(engine *e, eng_rjob *only, int only_replica, bool as_success)
+{
+	int64_t end = kft_local_mono_ms() + KFT_LOCAL_STOP_GRACE_MS;
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++) {
+			eng_pod *p = &e->rjobs[i].pods[k];
+			if (p->running && selected(&e->rjobs[i], p, only, only_replica))
+				kill(-p->proc.pgid, SIGTERM);
+		}
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++) {
+			eng_pod *p = &e->rjobs[i].pods[k];
+			if (!selected(&e->rjobs[i], p, only, only_replica))
+				continue;
+			if (p->running) {
+				int64_t left = end - kft_local_mono_ms();
+				kft_proc_stop(&p->proc, left > 0 ? (int)left : 0);
+				kft_proc_poll(&p->proc, NULL, &p->exit_code, &p->sig);
+				p->running = false;
+			}
+			settle_stopped(&e->rjobs[i], p, as_success);
+		}
+}
+
+static void job_failed(engine *e, eng_rjob *rj, int replica)
+{
+	rj->jobs[replica].state = JOB_FAILED;
+	rj->jobs[replica].failed_at = ++e->fail_seq;
+	stop_pods(e, rj, replica, false);
+	e->dirty = true;
+}
+
+static void job_check_done(engine *e, eng_rjob *rj, int r)
+{
+	int ok = 0;
+	for (int i = 0; i < rj->completions; i++)
+		ok += rj->pods[r * rj->completions + i].phase == POD_SUCCEEDED;
+	if (ok == rj->completions) {
+		rj->jobs[r].state = JOB_SUCCEEDED;
+		e->dirty = true;
+	} else
+		start_next(e, rj, r);
+}
+
+/* "node-1 (pod NAME) exited with code 3": the node and the code, which a user
+ * looks for first, then the pod's full name for the logs. */
+static void exit_message(const engine *e, const eng_rjob *rj, eng_pod *p)
+{
+	if (p->sig)
+		set_str(&p->message,
+		        "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX
+		        ") was killed by signal %d (exit code %d)",
+		        rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
+		        p->sig, p->exit_code);
+	else
+		set_str(&p->message,
+		        "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX ") exited with code %d",
+		        rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
+		        p->exit_code);
+}
+
+/* restartPolicy OnFailure: the same pod again, after a back-off that doubles
+ * like the kubelet's but from 50 ms, so a crash loop costs little CPU while
+ * the default backoffLimit still ends in seconds. */
+static void schedule_restart(eng_pod *p)
+{
+	p->restarts++;
+	int shift = p->restarts < 9 ? p->restarts : 9;
+	p->restart_at = kft_local_mono_ms() + (RESTART_BACKOFF_MS << (shift - 1));
+	set_str(&p->reason, "CrashLoopBackOff");
+}
+
+static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
+{
+	int exited = 0;
+	if (kft_proc_poll(&p->proc, &exited, &p->exit_code, &p->sig) != 0 || !exited)
+		return;
+	p->running = false;
+	p->dirty = true;
+	e->dirty = true;
+	if (p->exit_code == 0) {
+		p->phase = POD_SUCCEEDED;
+		kft_local_now(p->finished);
+		set_str(&p->reason, "Completed");
+		job_check_done(e, rj, p->replica);
+		return;
+	}
+	exit_message(e, rj, p);
+	if (++rj->jobs[p->replica].failures <= rj->backoff_limit) {
+		schedule_restart(p);
+		return;
+	}
+	p->phase = POD_FAILED;
+	kft_local_now(p->finished);
+	set_str(&p->reason, "Error");
+	job_failed(e, rj, p->replica);
+}
+
+/* Pods whose restart back-off has passed start again. */
+static void restart_due(engine *e)
+{
+	int64_t now = kft_local_mono_ms();
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++) {
+			eng_pod *p = &e->rjobs[i].pods[k];
+			if (!p->restart_at || p->restart_at > now || p->phase != POD_RUNNING)
+				continue;
+			p->restart_at = 0;
+			start_pod(e, &e->rjobs[i], p);
+			if (p->phase == POD_FAILED)
+				job_failed(e, &e->rjobs[i], p->replica);
+			e->dirty = true;
+		}
+}
+
+static eng_pod *pod_by_pid(engine *e, pid_t pid, eng_rjob **rj_out)
+{
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
+			if (e->rjobs[i].pods[k].running && e->rjobs[i].pods[k].proc.pid == pid) {
+				*rj_out = &e->rjobs[i];
+				return &e->rjobs[i].pods[k];
+			}
+	return NULL;
+}
+
+/* Peek at each exited child before reaping it: a pod leader's group is
+ * killed while the zombie still holds the number, so the signal cannot reach
+ * a process that reused it. Other children (orphans we adopted as
+ * subreaper) are just reaped. */
+static void reap_children(engine *e)
+{
+	for (;;) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+			return;
+		eng_rjob *rj = NULL;
+		eng_pod *p = pod_by_pid(e, si.si_pid, &rj);
+		if (p) {
+			kill(-si.si_pid, SIGKILL);
+			pod_exited(e, rj, p);
+			if (p->running) { /* not collected: never report the same zombie twice */
+				waitpid(si.si_pid, NULL, WNOHANG);
+				p->running = false;
+			}
+		} else
+			waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
+/* ---- the JobSet's judgement ------------------------------------------------- */
+
+static void set_jobset_condition(engine *e, const char *type, const char *reason, const char *msg)
+{
+	char now[32];
+	json_t *holder = json_pack("{s:O}", "conditions", e->conditions);
+	kft_local_now(now);
+	if (holder)
+		kft_condition_set(holder, type, KFT_CONDITION_TRUE, reason, msg, now, NULL);
+	json_decref(e->conditions);
+	e->conditions = json_incref(json_object_get(holder, "conditions"));
+	if (!e->conditions)
+		e->conditions = json_array();
+	json_decref(holder);
+}
+
+static void reset_model(engine *e)
+{
+	for (size_t i = 0; i < e->n_rjobs; i++) {
+		eng_rjob *rj = &e->rjobs[i];
+		rj->started = false;
+		memset(rj->jobs, 0, (size_t)rj->replicas * sizeof(eng_job));
+		for (int k = 0; k < rj->replicas * rj->completions; k++) {
+			eng_pod *p = &rj->pods[k];
+			p->phase = POD_PENDING;
+			p->started_once = false;
+			p->restarts = 0;
+			p->restart_at = 0;
+			p->dirty = true;
+		}
+	}
+}
+
+static void restart_jobset(engine *e, bool counts)
+{
+	stop_pods(e, NULL, 0, false);
+	e->restarts++;
+	e->restarts_toward_max += counts;
+	reset_model(e);
+	e->dirty = true;
+}
+
+static void jobset_failed(engine *e, const char *reason, const char *base, const char *first,
+                          const eng_pod *pod)
+{
+	char msg[2048];
+	snprintf(msg, sizeof(msg), "%s (first failed job: %s)%s%s", base, first,
+	         pod && pod->message ? ": " : "", pod && pod->message ? pod->message : "");
+	stop_pods(e, NULL, 0, false);
+	set_jobset_condition(e, KFT_JOBSET_CONDITION_FAILED, reason, msg);
+	e->finished = true;
+	e->dirty = true;
+}
+
+/* JobSet v0.12 executeFailurePolicy: no policy fails the JobSet; otherwise
+ * the first applicable rule's action, by default RestartJobSet, which fails
+ * it once restartsCountTowardsMax reaches maxRestarts. The RestartJob
+ * actions need a JobSet feature gate that is off by default; they take the
+ * default action here. */
+static void fail_jobset(engine *e)
+{
+	char first[512];
+	const eng_pod *pod = NULL;
+	const char *rjob = NULL;
+	kft_eng_first_failed(e->jobset_name, e->rjobs, e->n_rjobs, first, sizeof(first), &pod,
+	                     &rjob);
+	if (!e->failure_policy) {
+		jobset_failed(e, KFT_JOBSET_REASON_FAILED, KFT_JOBSET_MESSAGE_FAILED, first, pod);
+		return;
+	}
+	const char *action = kft_eng_rule_action(e->failure_policy, rjob, JOB_REASON_BACKOFF,
+	                                         JOB_MESSAGE_BACKOFF);
+	if (action && strcmp(action, "FailJobSet") == 0)
+		jobset_failed(e, JOBSET_REASON_FAIL_ACTION, JOBSET_MESSAGE_FAIL_ACTION, first, pod);
+	else if (action && strcmp(action, "RestartJobSetAndIgnoreMaxRestarts") == 0)
+		restart_jobset(e, false);
+	else if (e->restarts_toward_max < e->max_restarts)
+		restart_jobset(e, true);
+	else
+		jobset_failed(e, JOBSET_REASON_REACHED_MAX, JOBSET_MESSAGE_REACHED_MAX, first, pod);
+}
+
+static bool any_job_failed(const engine *e)
+{
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int r = 0; r < e->rjobs[i].replicas; r++)
+			if (e->rjobs[i].jobs[r].state == JOB_FAILED)
+				return true;
+	return false;
+}
+
+static void start_ready(engine *e)
+{
+	for (size_t i = 0; i < e->n_rjobs && !e->finished; i++) {
+		eng_rjob *rj = &e->rjobs[i];
+		if (rj->started || !kft_eng_depends_met(e->rjobs, e->n_rjobs, rj) ||
+		    !kft_eng_in_order_met(json_object_get(e->jobset, "spec"), e->rjobs, i))
+			continue;
+		rj->started = true;
+		e->dirty = true;
+		for (int r = 0; r < rj->replicas; r++)
+			start_job(e, rj, r);
+	}
+}
+
+/* One round of judgement; repeats while starting pods changes what is met
+ * (a placeholder is Ready at once, so its dependants start in the same tick). */
+static void judge(engine *e)
+{
+	for (int round = 0; round < 8 && !e->finished; round++) {
+		bool before = e->dirty;
+		e->dirty = false;
+		if (any_job_failed(e))
+			fail_jobset(e);
+		else if (kft_eng_success(json_object_get(e->jobset, "spec"), e->rjobs,
+		                         e->n_rjobs)) {
+			stop_pods(e, NULL, 0, true);
+			set_jobset_condition(e, KFT_JOBSET_CONDITION_COMPLETED,
+			                     KFT_JOBSET_REASON_COMPLETED,
+			                     KFT_JOBSET_MESSAGE_COMPLETED);
+			e->finished = true;
+			e->dirty = true;
+		} else
+			start_ready(e);
+		bool changed = e->dirty;
+		e->dirty = before || changed;
+		if (!changed)
+			break;
+	}
+}
+
+/* ---- writing the store ------------------------------------------------------- */
+
+static json_t *jobset_stub(engine *e, bool suspended)
+{
+	json_t *rs = kft_eng_rjobs_status(e->rjobs, e->n_rjobs, suspended);
+	json_t *st = json_pack("{s:O, s:i, s:i, s:o*}", "conditions", e->conditions, "restarts",
+	                       e->restarts, "restartsCountTowardsMax", e->restarts_toward_max,
+	                       "replicatedJobsStatus", rs);
+	if (st && e->finished) {
+		const char *ts = kft_condition_find(st, KFT_JOBSET_CONDITION_COMPLETED)
+		                         ? KFT_JOBSET_CONDITION_COMPLETED
+		                         : KFT_JOBSET_CONDITION_FAILED;
+		json_object_set_new(st, "terminalState", json_string(ts));
+	}
+	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:o*}", "apiVersion", JOBSET_API, "kind",
+	                 "JobSet", "metadata", "name", e->jobset_name, "namespace", e->ns, "status",
+	                 st);
+}
+
+static int compute_status(engine *e, bool suspended, kft_error *err)
+{
+	char now[32];
+	json_t *status = NULL, *stub = jobset_stub(e, suspended);
+	json_t *trainer =
+	        json_incref(json_object_get(json_object_get(e->tj, "status"), "trainerStatus"));
+	if (!stub) {
+		json_decref(trainer);
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	json_array_clear(e->children);
+	json_array_append_new(e->children, stub);
+	kft_local_now(now);
+	int rc = kft_framework_status(e->fw, &e->backend.table, e->tj, now, &status, err);
+	if (rc == 0)
+		rc = kft_trainjob_adopt_status(e->tj, status, now, err);
+	if (rc == 0 && suspended)
+		rc = kft_trainjob_set_suspended(e->tj, now, err);
+	if (rc == 0 && trainer)
+		json_object_set(json_object_get(e->tj, "status"), "trainerStatus", trainer);
+	json_decref(trainer);
+	return rc;
+}
+
+static int write_pod(engine *e, const eng_rjob *rj, eng_pod *p, kft_error *err)
+{
+	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed"};
+	char *log = log_path(e, rj, p);
+	kft_pod_record rec = {.step = (char *)rj->name,
+	                      .index = p->rec_index,
+	                      .state = (char *)phases[p->phase],
+	                      .pid = p->running ? p->proc.pid : 0,
+	                      .exit_code = p->exit_code,
+	                      .signal = p->sig,
+	                      .restarts = p->restarts,
+	                      .started = p->started[0] ? p->started : NULL,
+	                      .finished = p->finished[0] ? p->finished : NULL,
+	                      .log_path = log,
+	                      .start_ticks = p->running ? p->ticks : 0,
+	                      .reason = p->reason,
+	                      .message = p->message};
+	/* A running pod's pid stays recorded after it ends so a reader can tell
+	 * which process it was; only the live flag matters for signalling. */
+	int rc = kft_store_pod_upsert(e->store, e->ns, e->name, &rec, err);
+	free(log);
+	if (rc == 0)
+		p->dirty = false;
+	return rc;
+}
+
+static int write_all(engine *e, bool suspended, kft_error *err)
+{
+	int rc = compute_status(e, suspended, err);
+	if (rc)
+		return rc;
+	rc = kft_store_begin(e->store, err);
+	for (size_t i = 0; rc == 0 && i < e->n_rjobs; i++)
+		for (int k = 0; rc == 0 && k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
+			if (e->rjobs[i].pods[k].dirty)
+				rc = write_pod(e, &e->rjobs[i], &e->rjobs[i].pods[k], err);
+	if (rc == 0)
+		rc = kft_store_job_set_status(e->store, e->ns, e->name,
+		                              json_object_get(e->tj, "status"), err);
+	if (rc == 0 && e->any_started)
+		rc = kft_store_job_mark(e->store, e->ns, e->name, KFT_JOB_STARTED, err);
+	if (rc == 0 && kft_trainjob_is_finished(e->tj))
+		rc = kft_store_job_mark(e->store, e->ns, e->name, KFT_JOB_FINISHED, err);
+	if (rc == 0)
+		return kft_store_commit(e->store, err);
+	kft_store_rollback(e->store);
+	return rc;
+}
+
+/* ---- progress reports ---------------------------------------------------------- */
+
+static void read_report(engine *e)
+{
+	struct stat st;
+	char now[32], *buf;
+	if (stat(e->status_path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    st.st_size > STATUS_FILE_MAX)
+		return;
+	if (st.st_mtim.tv_sec == e->status_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == e->status_mtime.tv_nsec && st.st_size == e->status_size)
+		return;
+	e->status_mtime = st.st_mtim;
+	e->status_size = st.st_size;
+	int fd = open(e->status_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	buf = fd >= 0 ? malloc(STATUS_FILE_MAX + 1) : NULL;
+	ssize_t n = buf ? read(fd, buf, STATUS_FILE_MAX) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		kft_local_now(now);
+		json_t *ts = kft_local_parse_report(buf, now);
+		json_t *status = json_object_get(e->tj, "status");
+		if (ts && !status) {
+			json_object_set_new(e->tj, "status", json_object());
+			status = json_object_get(e->tj, "status");
+		}
+		if (ts && !json_equal(ts, json_object_get(status, "trainerStatus"))) {
+			json_object_set(status, "trainerStatus", ts);
+			e->dirty = true;
+		}
+		json_decref(ts);
+	}
+	free(buf);
+}
+
+/* ---- deadline, stop signals ---------------------------------------------------- */
+
+static void check_deadline(engine *e)
+{
+	char now[32];
+	kft_deadline_state st = KFT_DEADLINE_NONE;
+	int64_t left;
+	kft_local_now(now);
+	if (kft_trainjob_reconcile_deadline(e->tj, now, &st, &left, NULL) != 0 ||
+	    st != KFT_DEADLINE_EXCEEDED)
+		return;
+	stop_pods(e, NULL, 0, false);
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
+			if (e->rjobs[i].pods[k].reason &&
+			    strcmp(e->rjobs[i].pods[k].reason, "Stopped") == 0)
+				set_str(&e->rjobs[i].pods[k].reason, KFT_REASON_DEADLINE_EXCEEDED);
+	e->finished = true;
+	e->dirty = true;
+}
+
+/* Pods of a suspended job are deleted on a cluster; here their records say
+ * so and wait for the resume. */
+static void mark_suspended(engine *e)
+{
+	for (size_t i = 0; i < e->n_rjobs; i++)
+		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++) {
+			eng_pod *p = &e->rjobs[i].pods[k];
+			if (p->phase == POD_SUCCEEDED)
+				continue;
+			p->phase = POD_PENDING;
+			set_str(&p->reason, KFT_REASON_SUSPENDED);
+			set_str(&p->message, KFT_MESSAGE_SUSPENDED);
+			p->dirty = true;
+		}
+	set_jobset_condition(e, JOBSET_CONDITION_SUSPENDED, JOBSET_REASON_SUSPENDED,
+	                     JOBSET_MESSAGE_SUSPENDED);
+}
+
+/* A stop signal: the CLI suspended or deleted the job, or someone else
+ * stopped the supervisor. Pods go first; then what the store says decides. */
+static int on_stop(engine *e, kft_error *err)
+{
+	kft_job_info info = {0};
+	stop_pods(e, NULL, 0, false);
+	int rc = kft_store_job_info(e->store, e->ns, e->name, &info, err);
+	if (rc == KFT_ENOTFOUND)
+		return 0; /* deleted: nothing to write */
+	if (rc)
+		return rc;
+	bool suspended = info.suspended;
+	kft_job_info_free(&info);
+	if (suspended) {
+		mark_suspended(e);
+		json_object_set_new(json_object_get(e->tj, "spec"), "suspend", json_true());
+		return write_all(e, true, err);
+	}
+	char now[32], msg[256];
+	kft_local_now(now);
+	snprintf(msg, sizeof(msg),
+	         "the job's supervisor was stopped by signal %d; its processes were stopped",
+	         e->stop_signal);
+	rc = kft_trainjob_set_failed(e->tj, msg, KFT_LOCAL_REASON_SUPERVISOR_LOST, now, err);
+	return rc ? rc : write_all(e, false, err);
+}
+
+/* ---- the loop ------------------------------------------------------------------- */
+
+/* The job directory removed under a running job (the state directory
+ * deleted by hand): nothing would ever stop its pods, so the supervisor
+ * does. Looked at every JOB_DIR_CHECK_TICKS ticks. */
+static bool job_dir_gone(engine *e)
+{
+	struct stat st;
+	if (++e->ticks_since_dir_check < JOB_DIR_CHECK_TICKS)
+		return false;
+	e->ticks_since_dir_check = 0;
+	return stat(e->job_dir, &st) != 0 && errno == ENOENT;
+}
+
+static int open_signals(engine *e, kft_error *err)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0 ||
+	    (e->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+		return kft_error_set(err, KFT_EIO, "signalfd: %s", strerror(errno));
+	return 0;
+}
+
+static void drain_signals(engine *e)
+{
+	struct signalfd_siginfo si;
+	while (read(e->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo != SIGCHLD) {
+			e->stop_requested = true;
+			e->stop_signal = (int)si.ssi_signo;
+		}
+	}
+}
+
+/* Writes what changed. A full disk or a store that stays busy must not stop
+ * the job: the write is retried on the next turn (and the first failure of a
+ * streak is said in the supervisor's log). */
+static void flush(engine *e)
+{
+	kft_error err = {0};
+	if (!e->dirty)
+		return;
+	e->dirty = false;
+	if (write_all(e, false, &err) == 0) {
+		e->write_failing = false;
+		return;
+	}
+	e->dirty = true;
+	if (!e->write_failing)
+		fprintf(stderr,
+		        "kftrainer supervise: cannot record the job's state (will retry): %s\n",
+		        err.message);
+	e->write_failing = true;
+}
+
+/* Runs until the job has ended and that is recorded, or a stop signal. */
+static int loop(engine *e, kft_error *err)
+{
+	struct pollfd pfd = {.fd = e->sfd, .events = POLLIN};
+	judge(e);
+	e->dirty = true;
+	for (;;) {
+		flush(e);
+		if (e->finished && !e->dirty)
+			return 0;
+		if (poll(&pfd, 1, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
+			return kft_error_set(err, KFT_EIO, "poll: %s", strerror(errno));
+		drain_signals(e);
+		if (e->stop_requested)
+			return on_stop(e, err);
+		if (job_dir_gone(e)) {
+			stop_pods(e, NULL, 0, false);
+			return 0;
+		}
+		reap_children(e);
+		if (!e->finished) {
+			restart_due(e);
+			judge(e);
+		}
+		if (!e->finished)
+			check_deadline(e);
+		read_report(e);
+	}
+}
+
+/* A job whose objects cannot be run fails at once, worded as upstream's
+ * controller words a failure to create a TrainJob's resources, rather than
+ * waiting for the liveness check to call its supervisor lost. */
+static void fail_unrunnable(engine *e, const kft_error *why)
+{
+	char now[32];
+	char *msg = kft_trainjob_reconcile_failed_message(why ? why->message : "unknown error");
+	kft_local_now(now);
+	if (msg &&
+	    kft_trainjob_set_failed(e->tj, msg, KFT_EVENT_RESOURCES_CREATION_FAILED, now, NULL) ==
+	            0 &&
+	    kft_store_begin(e->store, NULL) == 0) {
+		if (kft_store_job_set_status(e->store, e->ns, e->name,
+		                             json_object_get(e->tj, "status"), NULL) == 0 &&
+		    kft_store_job_mark(e->store, e->ns, e->name, KFT_JOB_FINISHED, NULL) == 0)
+			kft_store_commit(e->store, NULL);
+		else
+			kft_store_rollback(e->store);
+	}
+	free(msg);
+}
+
+static void engine_free(engine *e)
+{
+	for (size_t i = 0; e->rjobs && i < e->n_rjobs; i++) {
+		eng_rjob *rj = &e->rjobs[i];
+		for (int k = 0; rj->pods && k < rj->replicas * rj->completions; k++) {
+			if (rj->pods[k].running)
+				kft_proc_stop(&rj->pods[k].proc, KFT_LOCAL_STOP_GRACE_MS);
+			free(rj->pods[k].reason);
+			free(rj->pods[k].message);
+		}
+		free(rj->pods);
+		free(rj->jobs);
+	}
+	free(e->rjobs);
+	if (e->sfd >= 0)
+		close(e->sfd);
+	kft_framework_free(e->fw);
+	json_decref(e->tj);
+	json_decref(e->objects);
+	json_decref(e->children);
+	json_decref(e->conditions);
+	kft_job_info_free(&e->info);
+	free(e->job_dir);
+	free(e->workdir);
+	free(e->status_path);
+	free_vec(e->base_env);
+	free_vec(e->extra_env);
+	kft_store_close(e->store);
+}
+
+int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
+                         kft_error *err)
+{
+	engine e = {.state_dir = state_dir,
+	            .store = store,
+	            .ns = ns && *ns ? ns : "default",
+	            .name = name,
+	            .sfd = -1};
+	int rc = open_signals(&e, err);
+	if (rc == 0 && (rc = load(&e, err)) != 0 && rc != KFT_ENOTFOUND && e.tj)
+		fail_unrunnable(&e, err);
+	if (rc == 0)
+		rc = loop(&e, err);
+	engine_free(&e);
+	return rc;
+}

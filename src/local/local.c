@@ -1,0 +1,623 @@
+/*
+ * local.c - the local backend's front: what the CLI calls (see local.h).
+ *
+ * Design in plain words:
+ *  - Submitting is one store transaction: record the job (the store makes
+ *    its uid), build its objects with the local backend and that uid, record
+ *    them and what the processes inherit, start the supervisor and record its
+ *    pid, commit. The supervisor's first read waits for the commit, and any
+ *    failure rolls everything back and stops the supervisor, so a job is
+ *    either fully submitted or not at all.
+ *  - The supervisor is started with posix_spawn in a session of its own,
+ *    stdin on /dev/null and output in <job dir>/supervisor.log, cwd "/", so
+ *    it outlives the CLI and holds nothing of it.
+ *  - Reading a job checks that a job still running has a live supervisor
+ *    (pid and start time). If not, the check and the fix (kill what its pods
+ *    left, mark the job Failed) happen inside one transaction that re-reads
+ *    the job first, so two CLIs cannot both act.
+ *  - Suspend and delete stop the supervisor with SIGTERM (it stops its pods
+ *    and exits), fall back to SIGKILL, then kill any recorded pod group that
+ *    is still there.
+ */
+#include "local/local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "kftrainer/conditions.h"
+#include "local/local_internal.h"
+
+extern char **environ;
+
+#define MAX_CHILDREN       64
+#define SUPERVISOR_STOP_MS (KFT_LOCAL_STOP_GRACE_MS + 3000)
+#define SUPERVISOR_LOG     "supervisor.log"
+
+struct kft_local {
+	char *state_dir, *exe;
+	kft_store *store;
+	kft_local_backend_state backend;
+	pid_t children[MAX_CHILDREN]; /* supervisors we started and must reap */
+	size_t n_children;
+};
+
+/* ---- opening ------------------------------------------------------------------ */
+
+int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_error *err)
+{
+	*out = NULL;
+	kft_local *l = calloc(1, sizeof(*l));
+	char buf[PATH_MAX];
+	if (!l)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	l->state_dir = state_dir ? strdup(state_dir) : kft_store_default_dir();
+	if (!exe) {
+		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		exe = buf;
+	}
+	l->exe = strdup(exe);
+	int rc = !l->state_dir
+	                 ? kft_error_set(err, KFT_EINVAL,
+	                                 "no state directory: set KFTRAINER_STATE_DIR or HOME")
+	         : !l->exe ? kft_error_set(err, KFT_ENOMEM, "out of memory")
+	                   : kft_store_open(l->state_dir, &l->store, err);
+	if (rc) {
+		kft_local_close(l);
+		return rc;
+	}
+	kft_local_backend_init(&l->backend, NULL, NULL);
+	*out = l;
+	return 0;
+}
+
+static void reap_children(kft_local *l)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < l->n_children; i++)
+		if (waitpid(l->children[i], NULL, WNOHANG) == 0)
+			l->children[k++] = l->children[i];
+	l->n_children = k;
+}
+
+void kft_local_close(kft_local *l)
+{
+	if (!l)
+		return;
+	reap_children(l);
+	kft_store_close(l->store);
+	free(l->state_dir);
+	free(l->exe);
+	free(l);
+}
+
+kft_store *kft_local_store(kft_local *l)
+{
+	return l->store;
+}
+
+const char *kft_local_state_dir(const kft_local *l)
+{
+	return l->state_dir;
+}
+
+char *kft_local_job_dir(const kft_local *l, const char *ns, const char *name)
+{
+	return kft_local_job_dir_of(l->state_dir, ns, name);
+}
+
+const kft_backend *kft_local_backend(kft_local *l)
+{
+	return &l->backend.table;
+}
+
+/* ---- names -------------------------------------------------------------------- */
+
+/* The API server's generateName suffix: 5 characters from an alphabet
+ * without vowels or look-alikes. */
+static int generated_name(const char *prefix, char **out)
+{
+	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+	unsigned char r[5];
+	char sfx[6];
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		return -1;
+	for (int i = 0; i < 5; i++)
+		sfx[i] = alphabet[r[i] % (sizeof(alphabet) - 1)];
+	sfx[5] = '\0';
+	return asprintf(out, "%s%s", prefix, sfx) < 0 ? -1 : 0;
+}
+
+/* The Kubeflow SDK's name: a lowercase letter, then 11 hex digits of a uuid4. */
+static int sdk_name(char **out)
+{
+	unsigned char r[7];
+	if (RAND_bytes(r, sizeof(r)) != 1 || !(*out = malloc(13)))
+		return -1;
+	(*out)[0] = (char)('a' + r[0] % 26);
+	for (int i = 0; i < 11; i++)
+		(*out)[1 + i] = "0123456789abcdef"[(r[1 + i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
+	(*out)[12] = '\0';
+	return 0;
+}
+
+static int ensure_name(json_t *tj, kft_error *err)
+{
+	json_t *meta = json_object_get(tj, "metadata");
+	char *name = NULL;
+	if (!meta) {
+		json_object_set_new(tj, "metadata", json_object());
+		meta = json_object_get(tj, "metadata");
+	}
+	if (!json_is_object(meta))
+		return kft_error_set(err, KFT_EINVAL, "metadata must be an object");
+	if (json_string_value(json_object_get(meta, "name")))
+		return 0;
+	const char *gen = json_string_value(json_object_get(meta, "generateName"));
+	if ((gen && *gen ? generated_name(gen, &name) : sdk_name(&name)) != 0)
+		return kft_error_set(err, KFT_EIO, "cannot generate a name");
+	json_object_set_new(meta, "name", json_string(name));
+	free(name);
+	return 0;
+}
+
+/* ---- what the processes inherit ----------------------------------------------- */
+
+/* Variables of the submitter that stand in for an image's environment. */
+static bool allowed_env(const char *kv)
+{
+	static const char *const names[] = {"PATH",         "HOME",
+	                                    "USER",         "LOGNAME",
+	                                    "SHELL",        "LANG",
+	                                    "LANGUAGE",     "TZ",
+	                                    "TMPDIR",       "TERM",
+	                                    "PYTHONPATH",   "VIRTUAL_ENV",
+	                                    "CONDA_PREFIX", "LD_LIBRARY_PATH",
+	                                    "HF_HOME",      "HF_ENDPOINT",
+	                                    "HF_TOKEN",     "CUDA_VISIBLE_DEVICES"};
+	size_t n = strcspn(kv, "=");
+	if (kv[n] != '=')
+		return false;
+	if (strncmp(kv, "LC_", 3) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && strncmp(kv, names[i], n) == 0)
+			return true;
+	return false;
+}
+
+static json_t *base_env_json(char *const *given)
+{
+	json_t *arr = json_array();
+	char *const *src = given ? given : environ;
+	for (size_t i = 0; arr && src && src[i]; i++)
+		if ((given || allowed_env(src[i])) && strchr(src[i], '='))
+			json_array_append_new(arr, json_string(src[i]));
+	return arr;
+}
+
+/* ---- starting a supervisor ----------------------------------------------------- */
+
+static int mkdir_p(const char *path, kft_error *err)
+{
+	char *p = strdup(path);
+	if (!p)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (char *c = p + 1;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		*c = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+			int e = errno;
+			kft_error_set(err, KFT_EIO, "cannot create %s: %s", p, strerror(e));
+			free(p);
+			return KFT_EIO;
+		}
+		*c = saved;
+		if (!saved)
+			break;
+	}
+	free(p);
+	return 0;
+}
+
+static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_t *pid,
+                            kft_error *err)
+{
+	char *dir = kft_local_job_dir(l, ns, name), *logp = NULL;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char *argv[] = {l->exe,     "supervise",  "--state-dir", l->state_dir,
+	                (char *)ns, (char *)name, NULL};
+	if (!dir || asprintf(&logp, "%s/%s", dir, SUPERVISOR_LOG) < 0) {
+		free(dir);
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	int rc = mkdir_p(dir, err);
+	if (rc == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		posix_spawn_file_actions_init(&fa);
+		posix_spawnattr_init(&at);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+		                                      POSIX_SPAWN_SETSIGDEF);
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setsigdefault(&at, &none);
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+		posix_spawn_file_actions_addchdir_np(&fa, "/");
+		int e = posix_spawn(pid, l->exe, &fa, &at, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		posix_spawnattr_destroy(&at);
+		if (e != 0)
+			rc = kft_error_set(err, KFT_EIO, "cannot start the supervisor %s: %s",
+			                   l->exe, strerror(e));
+		else if (l->n_children < MAX_CHILDREN)
+			l->children[l->n_children++] = *pid;
+	}
+	free(dir);
+	free(logp);
+	return rc;
+}
+
+/* Starts a supervisor and records it; the caller holds the transaction. */
+static int start_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	pid_t pid = -1;
+	long long ticks = 0;
+	int rc = spawn_supervisor(l, ns, name, &pid, err);
+	if (rc)
+		return rc;
+	kft_local_proc_ticks(pid, &ticks, NULL); /* our unreaped child: it exists */
+	rc = kft_store_set_supervisor(l->store, ns, name, (int)pid, ticks, err);
+	if (rc) {
+		kill(pid, SIGKILL);
+		reap_children(l);
+	}
+	return rc;
+}
+
+/* ---- submit --------------------------------------------------------------------- */
+
+static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
+                      const kft_submit_opts *opts, bool *made_dir, kft_error *err)
+{
+	const char *ns =
+	        json_string_value(json_object_get(json_object_get(tj, "metadata"), "namespace"));
+	const char *name =
+	        json_string_value(json_object_get(json_object_get(tj, "metadata"), "name"));
+	char *uid = NULL, cwd[PATH_MAX];
+	json_t *objects = NULL, *env = NULL;
+	kft_local_backend_state b;
+	int rc = kft_store_job_create(l->store, tj, NULL, &uid, err);
+	if (rc)
+		return rc;
+	/* the job is new (the store said so under its lock): its directory is ours */
+	char *dir = kft_local_job_dir(l, ns, name);
+	*made_dir = dir != NULL;
+	rc = dir ? mkdir_p(dir, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	free(dir);
+	if (rc) {
+		free(uid);
+		return rc;
+	}
+	kft_local_backend_init(&b, uid, NULL);
+	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	if (rc == 0)
+		rc = kft_store_job_set_objects(l->store, ns, name, objects, err);
+	const char *wd = opts && opts->workdir ? opts->workdir : getcwd(cwd, sizeof(cwd));
+	env = base_env_json(opts ? opts->base_env : NULL);
+	if (rc == 0)
+		rc = env ? kft_store_job_set_exec(l->store, ns, name, wd, env, err)
+		         : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	json_decref(env);
+	json_decref(objects);
+	free(uid);
+	if (rc == 0 && json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"))) {
+		char now[32];
+		kft_local_now(now);
+		rc = kft_trainjob_set_suspended(tj, now, err);
+		if (rc == 0)
+			rc = kft_store_job_set_status(l->store, ns, name,
+			                              json_object_get(tj, "status"), err);
+	} else if (rc == 0)
+		rc = start_supervisor(l, ns, name, err);
+	return rc;
+}
+
+static void remove_job_dir(kft_local *l, const json_t *meta)
+{
+	char *dir = kft_local_job_dir(l, json_string_value(json_object_get(meta, "namespace")),
+	                              json_string_value(json_object_get(meta, "name")));
+	if (dir)
+		kft_local_rmtree(dir, NULL);
+	free(dir);
+}
+
+int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainjob,
+                     const json_t *runtime, const kft_submit_opts *opts, char **name_out,
+                     kft_error *err)
+{
+	if (name_out)
+		*name_out = NULL;
+	json_t *tj = json_deep_copy(trainjob);
+	if (!tj)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	int rc = ensure_name(tj, err);
+	json_t *meta = json_object_get(tj, "metadata");
+	if (rc == 0 && !json_string_value(json_object_get(meta, "namespace")))
+		json_object_set_new(meta, "namespace", json_string("default"));
+	if (rc == 0)
+		rc = kft_store_begin(l->store, err);
+	if (rc == 0) {
+		bool made_dir = false;
+		rc = record_job(l, fw, tj, runtime, opts, &made_dir, err);
+		if (rc == 0)
+			rc = kft_store_commit(l->store, err);
+		else
+			kft_store_rollback(l->store);
+		if (rc && made_dir)
+			remove_job_dir(l, meta);
+	}
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	if (rc == 0 && name_out && !(*name_out = strdup(name)))
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	json_decref(tj);
+	return rc;
+}
+
+/* Kills what a job left: its recorded pod groups, then anything still
+ * carrying its status file in the environment. */
+static void kill_leftovers(kft_local *l, const char *ns, const char *name)
+{
+	char *sp = kft_local_status_path(l->state_dir, ns, name);
+	kft_local_kill_pods(l->store, ns, name, NULL);
+	if (sp)
+		kft_local_kill_by_env(sp);
+	free(sp);
+}
+
+/* ---- liveness ------------------------------------------------------------------- */
+
+static bool needs_supervisor(const json_t *tj)
+{
+	return !kft_trainjob_is_finished(tj) &&
+	       !json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"));
+}
+
+static bool supervisor_alive(kft_local *l, const char *ns, const char *name, kft_error *err,
+                             int *rc)
+{
+	int pid = 0;
+	long long ticks = 0;
+	reap_children(l);
+	*rc = kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, err);
+	return *rc == 0 && pid > 0 && kft_local_proc_is(pid, ticks);
+}
+
+/* Inside the caller's transaction: the job re-read, still orphaned. */
+static int mark_lost(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	json_t *tj = NULL;
+	int pid = 0, rc;
+	long long ticks;
+	char now[32], msg[256];
+	rc = kft_store_job_get(l->store, ns, name, &tj, err);
+	if (rc == 0 && needs_supervisor(tj) && !supervisor_alive(l, ns, name, err, &rc) &&
+	    rc == 0) {
+		kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, NULL);
+		kill_leftovers(l, ns, name);
+		kft_local_now(now);
+		snprintf(msg, sizeof(msg),
+		         "the job's supervisor (pid %d) is gone; its processes were stopped", pid);
+		rc = kft_trainjob_set_failed(tj, msg, KFT_LOCAL_REASON_SUPERVISOR_LOST, now, err);
+		if (rc == 0)
+			rc = kft_store_job_set_status(l->store, ns, name,
+			                              json_object_get(tj, "status"), err);
+		if (rc == 0)
+			rc = kft_store_job_mark(l->store, ns, name, KFT_JOB_FINISHED, err);
+	}
+	json_decref(tj);
+	return rc;
+}
+
+static int check_live(kft_local *l, const char *ns, const char *name, json_t **tj, kft_error *err)
+{
+	int rc = 0;
+	if (!needs_supervisor(*tj) || supervisor_alive(l, ns, name, err, &rc) || rc)
+		return rc;
+	rc = kft_store_begin(l->store, err);
+	if (rc)
+		return rc;
+	rc = mark_lost(l, ns, name, err);
+	if (rc == 0)
+		rc = kft_store_commit(l->store, err);
+	else
+		kft_store_rollback(l->store);
+	if (rc == 0) {
+		json_decref(*tj);
+		*tj = NULL;
+		rc = kft_store_job_get(l->store, ns, name, tj, err);
+	}
+	return rc;
+}
+
+int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err)
+{
+	*out = NULL;
+	int rc = kft_store_job_get(l->store, ns, name, out, err);
+	if (rc == 0)
+		rc = check_live(l, ns, name, out, err);
+	if (rc) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
+{
+	int rc = kft_store_job_list(l->store, ns, out, err);
+	size_t i;
+	json_t *tj;
+	json_array_foreach(rc == 0 ? *out : NULL, i, tj)
+	{
+		const json_t *meta = json_object_get(tj, "metadata");
+		json_t *cur = json_incref(tj);
+		rc = check_live(l, json_string_value(json_object_get(meta, "namespace")),
+		                json_string_value(json_object_get(meta, "name")), &cur, err);
+		if (rc == KFT_ENOTFOUND) /* deleted meanwhile: list what is there */
+			rc = 0;
+		else if (rc == 0 && cur != tj)
+			json_array_set(*out, i, cur);
+		json_decref(cur);
+		if (rc)
+			break;
+	}
+	if (rc && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* ---- stopping a supervisor ---------------------------------------------------------- */
+
+static void stop_supervisor(kft_local *l, const char *ns, const char *name, int pid,
+                            long long ticks)
+{
+	if (pid > 0 && kft_local_proc_is(pid, ticks)) {
+		kill(pid, SIGTERM);
+		reap_children(l);
+		if (!kft_local_wait_gone(pid, ticks, SUPERVISOR_STOP_MS) &&
+		    kft_local_proc_is(pid, ticks))
+			kill(pid, SIGKILL);
+		kft_local_wait_gone(pid, ticks, 1000);
+		reap_children(l);
+	}
+	kill_leftovers(l, ns, name);
+}
+
+static int refuse_finished(const json_t *tj, const char *name, kft_error *err)
+{
+	return kft_trainjob_is_finished(tj)
+	               ? kft_error_set(err, KFT_EINVAL, "TrainJob %s has already finished", name)
+	               : 0;
+}
+
+static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	int pid = 0, rc;
+	long long ticks = 0;
+	char now[32];
+	json_t *tj = NULL;
+	rc = kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, err);
+	if (rc)
+		return rc;
+	stop_supervisor(l, ns, name, pid, ticks);
+	/* The supervisor wrote Suspended when it stopped in time; when it did
+	 * not (killed, already gone) the condition is written here. */
+	rc = kft_store_begin(l->store, err);
+	if (rc == 0)
+		rc = kft_store_job_get(l->store, ns, name, &tj, err);
+	if (rc == 0 && !kft_trainjob_is_finished(tj)) {
+		kft_local_now(now);
+		rc = kft_trainjob_set_suspended(tj, now, err);
+		if (rc == 0)
+			rc = kft_store_job_set_status(l->store, ns, name,
+			                              json_object_get(tj, "status"), err);
+	}
+	if (rc == 0)
+		rc = kft_store_set_supervisor(l->store, ns, name, 0, 0, err);
+	json_decref(tj);
+	if (rc == 0)
+		return kft_store_commit(l->store, err);
+	kft_store_rollback(l->store);
+	return rc;
+}
+
+static int resume_job(kft_local *l, const char *ns, const char *name, json_t *tj, kft_error *err)
+{
+	char now[32];
+	kft_local_now(now);
+	json_object_set_new(json_object_get(tj, "spec"), "suspend", json_false());
+	int rc = kft_trainjob_set_suspended(tj, now, err);
+	if (rc == 0)
+		rc = kft_store_job_set_suspend(l->store, ns, name, false, err);
+	if (rc == 0)
+		rc = kft_store_job_set_status(l->store, ns, name, json_object_get(tj, "status"),
+		                              err);
+	if (rc == 0)
+		rc = kft_store_pods_clear(l->store, ns, name, err);
+	return rc ? rc : start_supervisor(l, ns, name, err);
+}
+
+int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool suspend,
+                          kft_error *err)
+{
+	json_t *tj = NULL;
+	kft_job_info info = {0};
+	int rc = kft_store_begin(l->store, err);
+	if (rc)
+		return rc;
+	rc = kft_store_job_get(l->store, ns, name, &tj, err);
+	if (rc == 0)
+		rc = kft_store_job_info(l->store, ns, name, &info, err);
+	if (rc == 0)
+		rc = refuse_finished(tj, name, err);
+	bool change = rc == 0 && info.suspended != suspend;
+	if (change && suspend)
+		rc = kft_store_job_set_suspend(l->store, ns, name, true, err);
+	else if (change)
+		rc = resume_job(l, ns, name, tj, err);
+	kft_job_info_free(&info);
+	json_decref(tj);
+	if (rc) {
+		kft_store_rollback(l->store);
+		return rc;
+	}
+	rc = kft_store_commit(l->store, err);
+	return rc == 0 && change && suspend ? suspend_job(l, ns, name, err) : rc;
+}
+
+/* ---- delete ----------------------------------------------------------------------- */
+
+/* Stops everything and frees the disk before touching the store: on a full
+ * disk the store cannot take the deletion until the job's logs are gone. */
+int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	int pid = 0;
+	long long ticks = 0;
+	int rc = kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, err);
+	if (rc == 0)
+		rc = kft_store_pods(l->store, ns, name, &recs, &n, err);
+	if (rc)
+		return rc;
+	stop_supervisor(l, ns, name, pid, ticks);
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].pid > 0)
+			kft_local_kill_group(recs[i].pid, recs[i].start_ticks);
+	kft_pod_records_free(recs, n);
+	char *dir = kft_local_job_dir(l, ns, name);
+	rc = dir ? kft_local_rmtree(dir, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	free(dir);
+	if (rc == 0)
+		rc = kft_store_job_delete(l->store, ns, name, err);
+	return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * local_internal.h - what the local backend's own files share (internal to
+ * src/local; nothing outside includes it).
+ *
+ * Process identity: a pid alone does not name a process for long, since the
+ * kernel reuses pids. Everything the local backend records about a process
+ * (its supervisor, each pod) is a pid plus the process's start time in clock
+ * ticks since boot, read from /proc/PID/stat; a process is "the same" only
+ * when both match.
+ */
+#ifndef KFT_LOCAL_INTERNAL_H
+#define KFT_LOCAL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "kftrainer/backend.h"
+#include "kftrainer/error.h"
+#include "kftrainer/framework.h"
+#include "kftrainer/store.h"
+
+/* The reason and message the liveness check writes when a job's supervisor
+ * is gone while the job runs (ours, not upstream's: upstream has no
+ * supervisor). */
+#define KFT_LOCAL_REASON_SUPERVISOR_LOST "SupervisorLost"
+
+/* How long a stopped pod's process group gets between SIGTERM and SIGKILL. */
+#define KFT_LOCAL_STOP_GRACE_MS 5000
+
+/* Start time of pid in clock ticks since boot (field 22 of /proc/PID/stat)
+ * into *ticks, and whether it is a zombie into *zombie (may be NULL).
+ * Returns 0, or -1 when there is no such process or its stat is unreadable. */
+int kft_local_proc_ticks(pid_t pid, long long *ticks, bool *zombie);
+
+/* 1 when pid is a live (not zombie) process that started at `ticks`. */
+int kft_local_proc_is(pid_t pid, long long ticks);
+
+/* SIGKILLs the process group pgid that a pod recorded with its leader's start
+ * time, unless the number now belongs to another process: the group is
+ * signalled when the leader still runs with that start time, or when no
+ * process has that pid at all (its group may outlive it; the number cannot be
+ * handed out again while the group exists). Returns 1 when a signal was
+ * delivered, else 0. */
+int kft_local_kill_group(pid_t pgid, long long ticks);
+
+/* A free TCP port on 127.0.0.1 (bound and released at once; another
+ * program may take it before the job does), or -1. */
+int kft_local_free_port(void);
+
+/* Now as RFC 3339 UTC with whole seconds, as Kubernetes writes metav1.Time. */
+void kft_local_now(char buf[32]);
+
+/* Milliseconds on the monotonic clock. */
+int64_t kft_local_mono_ms(void);
+
+/* The job directory of ns/name under state_dir (malloc'd, NULL on ENOMEM). */
+char *kft_local_job_dir_of(const char *state_dir, const char *ns, const char *name);
+
+/* Removes a directory tree (does not follow symlinks; bounded depth).
+ * Returns 0 or KFT_EIO naming the first path that could not be removed. */
+int kft_local_rmtree(const char *path, kft_error *err);
+
+/* Kills the recorded process groups of every pod of a job (as
+ * kft_local_kill_group). Errors of kft_store_pods. */
+int kft_local_kill_pods(kft_store *s, const char *ns, const char *name, kft_error *err);
+
+/* The file a job's processes report progress to (<job dir>/trainer-status.json;
+ * its path is also in every pod's environment). malloc'd, NULL on ENOMEM. */
+char *kft_local_status_path(const char *state_dir, const char *ns, const char *name);
+
+/* SIGKILLs every process of ours (never the caller) whose environment holds
+ * KFTRAINER_STATUS_FILE=<status_path>: the pods of one job, including any
+ * started after the store last recorded them and any that left their process
+ * group. Waits up to 2 s for them to die. Returns how many were signalled. */
+int kft_local_kill_by_env(const char *status_path);
+
+/* Waits up to ms for pid (with start time ticks) to end. 1 when gone. */
+int kft_local_wait_gone(pid_t pid, long long ticks, int ms);
+
+/* The native dataset/model initializer (initializer.c), run in a forked
+ * child whose environment is the pod's: reads STORAGE_URI and the upstream
+ * initializer's settings from the environment and fetches into
+ * <workspace>/dataset or <workspace>/model. Returns a process exit code
+ * (0 success) after printing what happened to stdout/stderr. */
+int kft_local_initializer_main(const char *kind, const char *workspace);
+
+/* A progress report a training process wrote to its status file (see
+ * docs/local.md): {"trainerStatus": {...}} or the TrainerStatus itself,
+ * checked against the schema's bounds (progressPercentage 0-100,
+ * estimatedRemainingSeconds >= 0, at most 256 metrics with 1-64 character
+ * names and values). Returns a new TrainerStatus with lastUpdatedTime set
+ * (the report's when valid RFC 3339, else `now`), or NULL when the report
+ * is malformed or out of bounds. */
+json_t *kft_local_parse_report(const char *text, const char *now);
+
+/* Merges duplicate host lines of an MPI hostfile, summing their slots
+ * ("h slots=2" twice becomes "h slots=4"; "h:2" likewise): OpenMPI refuses
+ * a host listed twice with slots, and every node is 127.0.0.1 here. Returns a
+ * new string (caller frees) or NULL on ENOMEM. */
+char *kft_local_merge_hostfile(const char *text);
+
+/* ---- the backend table (localbackend.c) ------------------------------------ */
+
+#define KFT_LOCAL_MAX_SERVICES 8
+
+/* The local answers to the framework's questions: every pod is 127.0.0.1,
+ * each rendezvous service gets one free loopback port (the same for every
+ * question about it during one build), the TrainJob's uid is the store's, and
+ * the children that "exist" are those in `children` (borrowed; NULL: none).
+ * A plain value; init then use &b->table. */
+typedef struct kft_local_backend_state {
+	kft_backend table;
+	const char *uid;
+	const json_t *children;
+	struct {
+		char service[32];
+		int port;
+	} ports[KFT_LOCAL_MAX_SERVICES];
+	size_t n_ports;
+} kft_local_backend_state;
+
+void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const json_t *children);
+
+/* ---- the engine (engine.c) ------------------------------------------------- */
+
+/* Runs job ns/name as its supervisor until it ends, is suspended or deleted
+ * (the body of kft_local_supervise, which sets up the process first). The
+ * store is taken over and closed before returning, on every path. */
+int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
+                         kft_error *err);
+
+#endif

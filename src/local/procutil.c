@@ -1,0 +1,338 @@
+/*
+ * procutil.c - small process, clock and file helpers of the local backend
+ * (see local_internal.h).
+ *
+ * The one idea worth stating: a process is identified by pid *and* start
+ * time. /proc/PID/stat field 22 is the start time in clock ticks since boot;
+ * the command name in field 2 may hold spaces and parentheses, so fields are
+ * counted from the last ')' rather than split naively.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "local/local_internal.h"
+#include "util/strbuf.h"
+
+#define RMTREE_MAX_DEPTH 64
+
+int kft_local_proc_ticks(pid_t pid, long long *ticks, bool *zombie)
+{
+	char path[64], buf[1024];
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -1;
+	char state = p[2];
+	/* after ") " come fields 3.. ; the start time is field 22 */
+	p += 2;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -1;
+		p++;
+	}
+	*ticks = strtoll(p, NULL, 10);
+	if (zombie)
+		*zombie = state == 'Z' || state == 'X';
+	return 0;
+}
+
+int kft_local_proc_is(pid_t pid, long long ticks)
+{
+	long long t;
+	bool zombie;
+	return kft_local_proc_ticks(pid, &t, &zombie) == 0 && !zombie && t == ticks;
+}
+
+int kft_local_kill_group(pid_t pgid, long long ticks)
+{
+	long long t;
+	if (pgid <= 1)
+		return 0;
+	if (kft_local_proc_ticks(pgid, &t, NULL) == 0 && t != ticks)
+		return 0; /* the number belongs to another process now */
+	return kill(-pgid, SIGKILL) == 0;
+}
+
+int kft_local_free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+void kft_local_now(char buf[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int64_t kft_local_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *kft_local_job_dir_of(const char *state_dir, const char *ns, const char *name)
+{
+	char *out = NULL;
+	if (asprintf(&out, "%s/jobs/%s/%s", state_dir, ns && *ns ? ns : "default", name) < 0)
+		return NULL;
+	return out;
+}
+
+static int rm_at(int dirfd, const char *name, const char *path, int depth, kft_error *err);
+
+static int rm_children(int fd, const char *path, int depth, kft_error *err)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	int rc = 0;
+	if (!d) {
+		close(fd);
+		return kft_error_set(err, KFT_EIO, "cannot read %s: %s", path, strerror(errno));
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		kft_strbuf b;
+		kft_strbuf_init(&b);
+		kft_strbuf_printf(&b, "%s/%s", path, de->d_name);
+		rc = rm_at(dirfd(d), de->d_name, kft_strbuf_str(&b), depth + 1, err);
+		kft_strbuf_free(&b);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int rm_at(int dirfd, const char *name, const char *path, int depth, kft_error *err)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0
+		                       : kft_error_set(err, KFT_EIO, "cannot remove %s: %s", path,
+		                                       strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		if (depth > RMTREE_MAX_DEPTH)
+			return kft_error_set(err, KFT_ELIMIT, "cannot remove %s: nested too deep",
+			                     path);
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return kft_error_set(err, KFT_EIO, "cannot remove %s: %s", path,
+			                     strerror(errno));
+		(void)fchmod(fd, 0700); /* a read-only volume dir must still be emptied */
+		int rc = rm_children(fd, path, depth, err);
+		if (rc)
+			return rc;
+	}
+	if (unlinkat(dirfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+		return kft_error_set(err, KFT_EIO, "cannot remove %s: %s", path, strerror(errno));
+	return 0;
+}
+
+int kft_local_rmtree(const char *path, kft_error *err)
+{
+	return rm_at(AT_FDCWD, path, path, 0, err);
+}
+
+int kft_local_kill_pods(kft_store *s, const char *ns, const char *name, kft_error *err)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	int rc = kft_store_pods(s, ns, name, &recs, &n, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (recs[i].pid > 0)
+			kft_local_kill_group(recs[i].pid, recs[i].start_ticks);
+	kft_pod_records_free(recs, n);
+	return rc;
+}
+
+char *kft_local_status_path(const char *state_dir, const char *ns, const char *name)
+{
+	char *out = NULL;
+	if (asprintf(&out, "%s/jobs/%s/%s/trainer-status.json", state_dir,
+	             ns && *ns ? ns : "default", name) < 0)
+		return NULL;
+	return out;
+}
+
+/* Whether /proc/PID/environ holds the exact entry `want`. */
+static bool environ_has(pid_t pid, const char *want, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+		if (strcmp(buf + i, want) == 0)
+			return true;
+	return false;
+}
+
+#define ENVIRON_READ_MAX (256 * 1024)
+#define MAX_KILLED       4096
+
+int kft_local_kill_by_env(const char *status_path)
+{
+	char *want = NULL, *buf = malloc(ENVIRON_READ_MAX);
+	pid_t killed[MAX_KILLED];
+	int n = 0;
+	DIR *d = opendir("/proc");
+	if (!buf || !d || asprintf(&want, "KFTRAINER_STATUS_FILE=%s", status_path) < 0) {
+		free(buf);
+		if (d)
+			closedir(d);
+		return 0;
+	}
+	for (struct dirent *de; (de = readdir(d)) != NULL;) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid <= 1 || pid == getpid() || !environ_has(pid, want, buf, ENVIRON_READ_MAX))
+			continue;
+		long long t;
+		if (kill(pid, SIGKILL) == 0 && n < MAX_KILLED &&
+		    kft_local_proc_ticks(pid, &t, NULL) == 0)
+			killed[n++] = pid;
+	}
+	closedir(d);
+	free(buf);
+	free(want);
+	int64_t end = kft_local_mono_ms() + 2000;
+	for (int i = 0; i < n; i++) {
+		long long t;
+		bool zombie = false;
+		while (kft_local_proc_ticks(killed[i], &t, &zombie) == 0 && !zombie &&
+		       kft_local_mono_ms() < end) {
+			struct timespec ts = {0, 5 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return n;
+}
+
+int kft_local_wait_gone(pid_t pid, long long ticks, int ms)
+{
+	int64_t end = kft_local_mono_ms() + ms;
+	for (;;) {
+		if (!kft_local_proc_is(pid, ticks))
+			return 1;
+		if (kft_local_mono_ms() >= end)
+			return 0;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- MPI hostfile ---------------------------------------------------------- */
+
+/* Splits "host slots=N" / "host:N" into host and slots; 0 when the line is
+ * not of that shape (then it is kept as written). */
+static int parse_slots_line(const char *line, size_t len, size_t *hlen, long *slots, char *sep)
+{
+	size_t i = 0;
+	while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != ':')
+		i++;
+	if (i == 0 || i == len)
+		return 0;
+	*hlen = i;
+	const char *rest = line + i;
+	char *end;
+	if (*rest == ':') {
+		*sep = ':';
+		rest++;
+	} else {
+		*sep = ' ';
+		while (*rest == ' ' || *rest == '\t')
+			rest++;
+		if (strncmp(rest, "slots=", 6) != 0)
+			return 0;
+		rest += 6;
+	}
+	*slots = strtol(rest, &end, 10);
+	return end > rest && (size_t)(end - line) == len && *slots >= 0 && *slots < 1000000;
+}
+
+typedef struct host_slots {
+	char host[256];
+	long slots;
+	char sep;
+} host_slots;
+
+char *kft_local_merge_hostfile(const char *text)
+{
+	host_slots hosts[64];
+	size_t nh = 0;
+	kft_strbuf kept;
+	kft_strbuf_init(&kept);
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l), hl;
+		long slots;
+		char sep;
+		size_t k = 0;
+		if (parse_slots_line(l, len, &hl, &slots, &sep) && hl < sizeof(hosts[0].host)) {
+			while (k < nh &&
+			       (strlen(hosts[k].host) != hl || strncmp(hosts[k].host, l, hl)))
+				k++;
+			if (k < nh)
+				hosts[k].slots += slots;
+			else if (nh < sizeof(hosts) / sizeof(hosts[0])) {
+				snprintf(hosts[nh].host, sizeof(hosts[nh].host), "%.*s", (int)hl,
+				         l);
+				hosts[nh].slots = slots;
+				hosts[nh++].sep = sep;
+			} else
+				k = SIZE_MAX;
+		} else
+			k = SIZE_MAX;
+		if (k == SIZE_MAX && len) { /* not mergeable: keep the line as written */
+			kft_strbuf_putn(&kept, l, len);
+			kft_strbuf_putc(&kept, '\n');
+		}
+		l = nl ? nl + 1 : l + len;
+	}
+	kft_strbuf out;
+	kft_strbuf_init(&out);
+	for (size_t i = 0; i < nh; i++)
+		kft_strbuf_printf(&out, hosts[i].sep == ':' ? "%s:%ld\n" : "%s slots=%ld\n",
+		                  hosts[i].host, hosts[i].slots);
+	kft_strbuf_puts(&out, kft_strbuf_str(&kept));
+	kft_strbuf_free(&kept);
+	return kft_strbuf_detach(&out);
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A TrainJob naming a runtime that does not exist: rejected before anything is stored or run.
+# Pins: upstream's runtime lookup rejects an unknown runtimeRef as field spec.RuntimeRef with
+# the API's NotFound error followed by ": specified clusterTrainingRuntime must be created
+# before the TrainJob is created" (pkg/runtime/core/clustertrainingruntime.go, v2.3.0).
+. "$KFT_LOCAL_DIR/lib.sh"
+
+expect_exit "train --runtime no-such-runtime exits 1" 1 \
+	kft train --runtime no-such-runtime --name ghost -- true
+expect_contains "the error names the runtime" "$KFT_OUT$KFT_ERR" '"no-such-runtime" not found'
+
+cat >"$KFT_CASE_TMP/job.yaml" <<'YAML'
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: ghost-file
+spec:
+  runtimeRef:
+    name: no-such-runtime
+  trainer:
+    command: ["true"]
+YAML
+expect_exit "train -f with an unknown runtimeRef exits 1" 1 kft train -f "$KFT_CASE_TMP/job.yaml"
+expect_contains "the error names the runtime and the kind" "$KFT_OUT$KFT_ERR" \
+	'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found: specified clusterTrainingRuntime must be created before the TrainJob is created'
+
+expect_eq "nothing stored" 0 "$(kft get -o json | jq '.items | length')"
+run_capture kft get ghost
+expect_eq "get ghost: not found (exit 1)" 1 "$KFT_RC"
+expect_contains "get ghost says so" "$KFT_ERR" "not found"
+expect_no_processes "nothing started" 2

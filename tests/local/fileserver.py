@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""A small static file server for the local tier's initializer tests.
+
+The initializers resume downloads with Range requests and may send HEAD
+first, which the standard library's http.server does not answer correctly
+for ranges, so this serves both itself. It binds a port the kernel picks
+and writes the number to --port-file only once it is listening, so the test
+never races the start. Optional TLS (--cert/--key) for https:// URIs. Every
+request is logged as one line "METHOD PATH RANGE STATUS" to --log, so a test
+can check what the client asked for.
+
+It also answers the two Hugging Face hub routes the hf:// initializer uses, so
+hf:// can be tested with HF_ENDPOINT pointing here: a repository is a
+directory (ROOT/ORG/REPO for models, ROOT/datasets/ORG/REPO for data sets);
+GET /api/models/ORG/REPO (or /api/datasets/...) lists its files as the hub
+does (siblings[].rfilename, with lfs.sha256 and size), and
+/ORG/REPO/resolve/main/FILE (or /datasets/...) serves a file. The log line
+then ends with "auth" when the request carried an Authorization header.
+
+Only files under --root are served; paths that would escape it are 404.
+"""
+import argparse
+import hashlib
+import json
+import http.server
+import os
+import re
+import signal
+import socketserver
+import ssl
+import sys
+import urllib.parse
+
+CHUNK = 64 * 1024
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    root = "."
+    log_file = None
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # silence the default stderr log
+        pass
+
+    def record(self, status):
+        if self.log_file:
+            rng = self.headers.get("Range", "-")
+            auth = " auth" if self.headers.get("Authorization") else ""
+            self.log_file.write(f"{self.command} {self.path} {rng} {status}{auth}\n")
+            self.log_file.flush()
+
+    def inside(self, path):
+        """The real path of PATH (relative to the root) when it stays inside the root."""
+        full = os.path.realpath(os.path.join(self.root, path.lstrip("/")))
+        root = os.path.realpath(self.root)
+        if full != root and not full.startswith(root + os.sep):
+            return None
+        return full
+
+    def url_path(self):
+        return urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+
+    def resolve(self):
+        path = self.url_path()
+        # The hub's download route: REPO/resolve/main/FILE is REPO/FILE here.
+        m = re.fullmatch(r"(/(?:datasets/)?[^/]+/[^/]+)/resolve/main/(.+)", path)
+        if m:
+            path = m.group(1) + "/" + m.group(2)
+        full = self.inside(path)
+        return full if full and os.path.isfile(full) else None
+
+    def hub_listing(self):
+        """The hub's repository info for /api/{models,datasets}/ORG/REPO, or None."""
+        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)", self.url_path())
+        if not m:
+            return None
+        repo = self.inside(("datasets/" if m.group(1) == "datasets" else "") + m.group(2))
+        if not repo or not os.path.isdir(repo):
+            return None
+        siblings = []
+        for base, dirs, files in os.walk(repo):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(base, name)
+                with open(full, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                siblings.append({"rfilename": os.path.relpath(full, repo),
+                                 "size": os.path.getsize(full),
+                                 "lfs": {"sha256": digest, "size": os.path.getsize(full)}})
+        return json.dumps({"id": m.group(2), "siblings": siblings}).encode()
+
+    def parse_range(self, size):
+        """(start, end) inclusive, None for no range, or "bad" when unsatisfiable."""
+        value = self.headers.get("Range")
+        if not value:
+            return None
+        m = re.fullmatch(r"bytes=(\d*)-(\d*)", value.strip())
+        if not m or (m.group(1) == "" and m.group(2) == ""):
+            return None
+        if m.group(1) == "":
+            n = int(m.group(2))
+            return (max(size - n, 0), size - 1) if n > 0 else "bad"
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) else size - 1
+        if start >= size:
+            return "bad"
+        return (start, min(end, size - 1))
+
+    def answer(self, body):
+        listing = self.hub_listing()
+        if listing is not None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(listing)))
+            self.end_headers()
+            self.record(200)
+            if body:
+                self.wfile.write(listing)
+            return
+        full = self.resolve()
+        if full is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            self.record(404)
+            return
+        size = os.path.getsize(full)
+        rng = self.parse_range(size)
+        if rng == "bad":
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            self.record(416)
+            return
+        start, end = rng if rng else (0, size - 1)
+        status = 206 if rng else 200
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Length", str(max(end - start + 1, 0)))
+        if rng:
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.end_headers()
+        self.record(status)
+        if not body:
+            return
+        with open(full, "rb") as f:
+            f.seek(start)
+            left = end - start + 1
+            while left > 0:
+                data = f.read(min(CHUNK, left))
+                if not data:
+                    break
+                self.wfile.write(data)
+                left -= len(data)
+
+    def do_GET(self):
+        self.answer(True)
+
+    def do_HEAD(self):
+        self.answer(False)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--log")
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    a = ap.parse_args()
+    Handler.root = a.root
+    Handler.log_file = open(a.log, "a") if a.log else None
+    srv = Server(("127.0.0.1", 0), Handler)
+    if a.cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(a.cert, a.key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    # SIGTERM ends serve_forever cleanly, so the socket is closed before exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.replace(tmp, a.port_file)
+    try:
+        srv.serve_forever()
+    finally:
+        srv.server_close()
+
+
+if __name__ == "__main__":
+    main()
