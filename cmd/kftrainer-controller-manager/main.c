@@ -1,0 +1,84 @@
+/*
+ * kftrainer-controller-manager - a drop-in for Kubeflow Trainer v2.3.0's
+ * trainer-controller-manager: flags, then the configuration file, then the
+ * manager (src/controller/). Exit status: 0 after SIGTERM/SIGINT, 1 when the
+ * configuration is invalid or the manager fails (including a lost leader
+ * lease), 2 for a command-line error, as Go's flag package exits.
+ */
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kftrainer/controller.h"
+
+#ifndef KFT_VERSION_STRING
+#define KFT_VERSION_STRING "dev"
+#endif
+
+static void log_warnings(kft_logger *lg, const kft_cm_config *cfg)
+{
+	size_t i;
+	json_t *w;
+	json_array_foreach(cfg->warnings, i, w)
+	        KFT_LOG(lg, KFT_LOG_WARN, "setup", json_string_value(w), NULL);
+	if (cfg->metrics_secure_serving && strcmp(cfg->metrics_bind_address, "0") != 0)
+		KFT_LOG(lg, KFT_LOG_WARN, "setup",
+		        "metrics.secureServing is set, but /metrics is served over plain HTTP",
+		        json_pack("{s:s}", "bindAddress", cfg->metrics_bind_address));
+}
+
+static int load_config(kft_logger *lg, const kft_cm_flags *flags, kft_cm_config *cfg)
+{
+	kft_error err = {0};
+	KFT_LOG(lg, KFT_LOG_INFO, "setup", "Loading configuration",
+	        json_pack("{s:s}", "configFile", flags->config_file ? flags->config_file : ""));
+	if (kft_cm_config_defaults(cfg, &err) != 0 ||
+	    (flags->config_file && kft_cm_config_load(cfg, flags->config_file, &err) != 0)) {
+		KFT_LOG_ERR(lg, "setup", "Unable to load configuration", err.message, NULL);
+		return 1;
+	}
+	if (kft_cm_flags_apply(flags, cfg, &err) != 0) {
+		KFT_LOG_ERR(lg, "setup", "Unable to set feature gates from command line",
+		            err.message, NULL);
+		return 1;
+	}
+	log_warnings(lg, cfg);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	kft_cm_flags flags;
+	kft_error err = {0};
+	signal(SIGPIPE, SIG_IGN);
+	/* glibc gives each thread its own heap arena; a few shared arenas keep
+	 * the resident size of a many-threaded, allocation-heavy process down. */
+	mallopt(M_ARENA_MAX, 2);
+	if (kft_cm_flags_parse(argc, argv, &flags, &err) != 0) {
+		fprintf(stderr, "%s\n%s", err.message, kft_cm_usage());
+		return 2;
+	}
+	if (flags.help) {
+		fputs(kft_cm_usage(), stdout);
+		return 0;
+	}
+	if (flags.version) {
+		printf("kftrainer-controller-manager %s\n", KFT_VERSION_STRING);
+		return 0;
+	}
+	kft_logger *lg = kft_logger_new(&flags.log, stderr);
+	if (!lg) {
+		fputs("kftrainer-controller-manager: out of memory\n", stderr);
+		return 1;
+	}
+	kft_cm_config cfg;
+	int status = load_config(lg, &flags, &cfg);
+	if (status == 0 && kft_cm_run(&flags, &cfg, lg, &err) != 0) {
+		KFT_LOG_ERR(lg, "setup", "Could not run manager", err.message, NULL);
+		status = 1;
+	}
+	kft_cm_config_free(&cfg);
+	kft_logger_free(lg);
+	return status;
+}

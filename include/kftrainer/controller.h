@@ -1,0 +1,360 @@
+/*
+ * controller.h - the pieces of kftrainer-controller-manager that do not need
+ * a cluster: its configuration file and flags, a zap-style JSON logger, a
+ * Prometheus metrics registry, the health/metrics HTTP server, and the
+ * TrainJob / runtime reconcile decisions as functions over JSON objects.
+ *
+ * The manager (kft_cm_run) ties them to the Kubernetes client and informers.
+ *
+ * Upstream v2.3.0 (cmd/trainer-controller-manager, pkg/config,
+ * pkg/controller) is the reference for names, defaults and wording; the
+ * comments below say where we differ on purpose.
+ */
+#ifndef KFTRAINER_CONTROLLER_H
+#define KFTRAINER_CONTROLLER_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kftrainer/backend.h"
+#include "kftrainer/error.h"
+#include "kftrainer/framework.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- configuration (config.trainer.kubeflow.org/v1alpha1 Configuration) ---- */
+
+#define KFT_CM_CONFIG_API_VERSION "config.trainer.kubeflow.org/v1alpha1"
+#define KFT_CM_CONFIG_KIND        "Configuration"
+
+/* The controllers' names as upstream registers them (metrics labels, logs). */
+#define KFT_CM_TRAINJOB_CONTROLLER        "trainjob_controller"
+#define KFT_CM_RUNTIME_CONTROLLER         "trainingruntime_controller"
+#define KFT_CM_CLUSTER_RUNTIME_CONTROLLER "clustertrainingruntime_controller"
+
+/* Field manager of every server-side apply (upstream: client.FieldOwner). */
+#define KFT_CM_FIELD_MANAGER "trainer"
+/* The finalizer v2.0-v2.2 put on runtimes; v2.3.0 only removes it. */
+#define KFT_CM_RESOURCE_IN_USE_FINALIZER "trainer.kubeflow.org/resource-in-use"
+/* The runtime snapshot ConfigMap: "<trainjob>-runtime-snapshot", key "runtime". */
+#define KFT_CM_SNAPSHOT_SUFFIX   "-runtime-snapshot"
+#define KFT_CM_SNAPSHOT_DATA_KEY "runtime"
+
+/*
+ * The whole configuration, defaulted. Every string is owned (free with
+ * kft_cm_config_free). Durations are milliseconds.
+ */
+typedef struct kft_cm_config {
+	char *metrics_bind_address;  /* ":8443"; "0" disables */
+	int metrics_secure_serving;  /* default 1; we serve plain HTTP (warned) */
+	char *health_bind_address;   /* ":8081"; "0" or "" disables */
+	char *readiness_endpoint;    /* "readyz" */
+	char *liveness_endpoint;     /* "healthz" */
+	int webhook_port;            /* 9443 (accepted; no webhook served) */
+	char *webhook_host;          /* NULL when unset */
+	int leader_elect;            /* 0 unless leaderElection.leaderElect */
+	char *le_resource_lock;      /* "leases" */
+	char *le_resource_name;      /* "trainer.kubeflow.org" when unset */
+	char *le_resource_namespace; /* NULL: the pod's namespace, else "default" */
+	int64_t le_lease_ms, le_renew_ms, le_retry_ms; /* 15000, 10000, 2000 */
+	int trainjob_workers;        /* groupKindConcurrency TrainJob.trainer.kubeflow.org, 1 */
+	int runtime_workers;         /* ... TrainingRuntime.trainer.kubeflow.org, 1 */
+	int cluster_runtime_workers; /* ... ClusterTrainingRuntime.trainer.kubeflow.org, 1 */
+	int cert_management_enable;  /* default 1 (accepted; no webhook certs managed) */
+	char *cert_webhook_service;  /* "kubeflow-trainer-controller-manager" */
+	char *cert_webhook_secret;   /* "kubeflow-trainer-webhook-cert" */
+	double qps;                  /* clientConnection.qps, 50 */
+	int burst;                   /* clientConnection.burst, 100 */
+	int status_port;             /* statusServer.port, 10443 */
+	double status_qps;           /* 5 */
+	int status_burst;            /* 10 */
+	char *tls_min_version;       /* NULL or "1.0".."1.3" */
+	unsigned features;           /* KFT_FEATURE_* bits from featureGates */
+	json_t *warnings;            /* array of strings: what is accepted but ignored */
+} kft_cm_config;
+
+/* Upstream's defaults, as when no --config is given. Returns 0 or
+ * KFT_ENOMEM. Free with kft_cm_config_free even on failure. */
+int kft_cm_config_defaults(kft_cm_config *cfg, kft_error *err);
+
+/*
+ * Reads a Configuration from a parsed document (borrowed) named `source` in
+ * messages: strict (an unknown field is an error, as upstream's strict
+ * decoder), apiVersion and kind checked, defaults applied, then upstream's
+ * validation. cfg must come from kft_cm_config_defaults. Errors name the
+ * field: KFT_EINVAL ("invalid configuration: webhook.port: Invalid value:
+ * 0: must be between 1 and 65535"), KFT_ENOMEM.
+ */
+int kft_cm_config_from_json(kft_cm_config *cfg, const json_t *doc, const char *source,
+                            kft_error *err);
+
+/* kft_cm_config_from_json on the single YAML/JSON document in `path`.
+ * Adds KFT_EIO/KFT_EPARSE/KFT_ELIMIT from reading and decoding. */
+int kft_cm_config_load(kft_cm_config *cfg, const char *path, kft_error *err);
+
+/* Frees every owned member; the struct can then be defaulted again. */
+void kft_cm_config_free(kft_cm_config *cfg);
+
+/*
+ * Applies a feature-gate list "Name=true,Other=false" (the --feature-gates
+ * flag) to *features. Known gates: TrainJobStatus, plus AllAlpha and
+ * AllBeta. Errors as k8s.io/component-base words them: "unrecognized
+ * feature gate: X", "missing bool value for X", "invalid value of X=Y".
+ */
+int kft_cm_feature_gates_set(unsigned *features, const char *spec, kft_error *err);
+
+/* ---- logging (controller-runtime's zap options) ---------------------------- */
+
+enum {
+	KFT_LOG_TIME_EPOCH,
+	KFT_LOG_TIME_MILLIS,
+	KFT_LOG_TIME_NANOS,
+	KFT_LOG_TIME_ISO8601,
+	KFT_LOG_TIME_RFC3339,
+	KFT_LOG_TIME_RFC3339NANO
+};
+
+/* Levels are zap's: -N is logr's V(N) (debug is -1), info 0, warn 1, error 2,
+ * panic 4. An entry is written when its level >= level. */
+#define KFT_LOG_DEBUG (-1)
+#define KFT_LOG_INFO  0
+#define KFT_LOG_WARN  1
+#define KFT_LOG_ERROR 2
+#define KFT_LOG_PANIC 4
+
+typedef struct kft_log_options {
+	int devel; /* --zap-devel: console, debug, stacktraces from warn */
+	int level_set, level;
+	int console_set, console; /* --zap-encoder console (1) or json (0) */
+	int stack_set, stack_level;
+	int time_encoding; /* KFT_LOG_TIME_*; upstream's default is rfc3339nano */
+} kft_log_options;
+
+typedef struct kft_logger kft_logger;
+
+/* A logger writing lines to `out` (borrowed; stderr in the binary). Thread
+ * safe: one line is one write under a lock. Free with kft_logger_free. NULL
+ * on allocation failure. */
+kft_logger *kft_logger_new(const kft_log_options *opts, FILE *out);
+void kft_logger_free(kft_logger *lg);
+
+/* Whether an entry at this level would be written. */
+int kft_log_enabled(const kft_logger *lg, int level);
+
+/*
+ * Writes one entry: {"level","ts","logger","caller","msg", fields...,
+ * "error"?}. name (the logger name) and err_text may be NULL; fields is a
+ * JSON object whose members follow in order (the reference is stolen; NULL
+ * for none). Never fails visibly: a line that cannot be built is dropped.
+ */
+void kft_log_write(kft_logger *lg, int level, const char *name, const char *caller, const char *msg,
+                   const char *err_text, json_t *fields);
+
+#define KFT_LOG_STR_(x) #x
+#define KFT_LOG_STR(x)  KFT_LOG_STR_(x)
+#define KFT_LOG(lg, level, name, msg, fields)                                                      \
+	kft_log_write((lg), (level), (name), __FILE__ ":" KFT_LOG_STR(__LINE__), (msg), NULL,      \
+	              (fields))
+#define KFT_LOG_ERR(lg, name, msg, err_text, fields)                                               \
+	kft_log_write((lg), KFT_LOG_ERROR, (name), __FILE__ ":" KFT_LOG_STR(__LINE__), (msg),      \
+	              (err_text), (fields))
+
+/* ---- flags ----------------------------------------------------------------- */
+
+/* The command line, Go `flag` syntax (-x, --x, --x=v, --x v; booleans only
+ * take =v). Strings are borrowed from argv. */
+typedef struct kft_cm_flags {
+	const char *config_file;
+	const char *feature_gates;
+	const char *kubeconfig;   /* NULL: $KUBECONFIG, then in-cluster, then ~/.kube/config */
+	const char *metrics_addr; /* overrides metrics.bindAddress */
+	const char *health_addr;  /* overrides health.healthProbeBindAddress */
+	int leader_elect;         /* -1 unset, else overrides leaderElection.leaderElect */
+	kft_log_options log;
+	int help, version;
+} kft_cm_flags;
+
+/* Parses argv[1..]. KFT_EINVAL with Go's wording ("flag provided but not
+ * defined: -x", "invalid value \"x\" for flag -zap-log-level: ..."). */
+int kft_cm_flags_parse(int argc, char **argv, kft_cm_flags *out, kft_error *err);
+
+/* The usage text (static). */
+const char *kft_cm_usage(void);
+
+/* Flags override the file: copies the set flags into cfg. */
+int kft_cm_flags_apply(const kft_cm_flags *flags, kft_cm_config *cfg, kft_error *err);
+
+/* ---- metrics ------------------------------------------------------------- */
+
+typedef struct kft_metrics kft_metrics;
+
+/* The registry, with controller-runtime's families. Thread safe. */
+kft_metrics *kft_metrics_new(void);
+void kft_metrics_free(kft_metrics *m);
+
+/* Registers a controller: its series start at 0 (as controller-runtime's
+ * initMetrics) and max_concurrent_reconciles is set. KFT_ENOMEM,
+ * KFT_ELIMIT past 16 controllers. */
+int kft_metrics_add_controller(kft_metrics *m, const char *controller, int workers);
+
+typedef enum kft_reconcile_result {
+	KFT_RESULT_SUCCESS,
+	KFT_RESULT_ERROR,
+	KFT_RESULT_REQUEUE,
+	KFT_RESULT_REQUEUE_AFTER,
+} kft_reconcile_result;
+
+/* One reconcile done: counts it under its result (and errors), observes its
+ * duration in the histogram. Unknown controllers are ignored. */
+void kft_metrics_reconcile(kft_metrics *m, const char *controller, kft_reconcile_result result,
+                           double seconds);
+/* active_workers gauge +1/-1. */
+void kft_metrics_active(kft_metrics *m, const char *controller, int delta);
+
+/* A work queue's figures, sampled when /metrics is scraped. */
+typedef struct kft_queue_sample {
+	double depth, adds, retries, unfinished_seconds, longest_running_seconds;
+	/* cumulative counts per bucket of workqueue_{queue,work}_duration_seconds
+	 * (buckets 1e-8 x 10^i, i = 0..11) plus +Inf, and the sums */
+	uint64_t queue_buckets[13], work_buckets[13];
+	double queue_sum, work_sum;
+} kft_queue_sample;
+typedef int (*kft_queue_sampler)(void *ctx, const char *controller, kft_queue_sample *out);
+
+/* Called for every registered controller on each scrape (may be NULL). */
+void kft_metrics_set_queue_sampler(kft_metrics *m, kft_queue_sampler fn, void *ctx);
+
+/* The exposition text (Prometheus text format 0.0.4) of every family,
+ * followed by process_* metrics read from /proc/self. Caller frees; NULL
+ * on allocation failure. */
+char *kft_metrics_render(kft_metrics *m);
+
+/* ---- health and metrics HTTP server ---------------------------------------- */
+
+typedef struct kft_cm_http kft_cm_http;
+
+/*
+ * Starts HTTP servers (libmicrohttpd, own threads) on a health address
+ * serving /<liveness> (always "ok") and /<readiness> ("ok" once
+ * *ready is non-zero, else 500), and a metrics address serving /metrics.
+ * Addresses are Go listen strings (":8081", "127.0.0.1:0", "[::1]:8080");
+ * "0" or "" skips that server. A port 0 picks a free port (see
+ * kft_cm_http_port). KFT_EINVAL for a malformed address, KFT_EIO when the
+ * port cannot be bound. m and ready are borrowed and must outlive the server.
+ */
+int kft_cm_http_start(const char *health_addr, const char *liveness, const char *readiness,
+                      const char *metrics_addr, kft_metrics *m, const volatile int *ready,
+                      kft_cm_http **out, kft_error *err);
+/* The bound port of the health (which=0) or metrics (which=1) server, 0 when none. */
+int kft_cm_http_port(const kft_cm_http *h, int which);
+void kft_cm_http_stop(kft_cm_http *h);
+
+/* Parses a Go listen address into host (NULL/"" = every interface) and
+ * port. Returns 0 or KFT_EINVAL. host is written into hostbuf. */
+int kft_cm_parse_listen(const char *addr, char *hostbuf, size_t hostsize, int *port,
+                        kft_error *err);
+
+/* ---- reconcile decisions --------------------------------------------------- */
+
+/*
+ * The child objects of one TrainJob as a backend: answers get_object from
+ * `lookup` (e.g. informer caches), trainjob_uid from metadata.uid; the
+ * rest is the default Kubernetes answer. self is passed to lookup.
+ */
+typedef json_t *(*kft_cm_lookup_fn)(void *self, const char *api_version, const char *kind,
+                                    const char *ns, const char *name);
+void kft_cm_backend_init(kft_backend *b, kft_cm_lookup_fn lookup, void *self);
+
+/*
+ * Whether applying `desired` to the live object `live` would change
+ * nothing: every field desired sets has the same value in live (objects
+ * compared member by member, lists element by element with equal length,
+ * scalars by value, numbers across integer/real). live may hold more
+ * (server defaults, status). 1 when unchanged, else 0.
+ */
+int kft_cm_apply_is_noop(const json_t *desired, const json_t *live);
+
+/*
+ * A JSON merge patch (RFC 7386) turning `from` into `to`: changed members
+ * replaced, removed ones null, lists replaced whole. New reference; an
+ * empty object when equal; NULL on allocation failure.
+ */
+json_t *kft_cm_merge_patch(const json_t *from, const json_t *to);
+
+/*
+ * The runtime snapshot ConfigMap upstream v2.3.0 writes for a TrainJob
+ * (pkg/runtime/core/snapshot.go): name "<trainjob>-runtime-snapshot",
+ * controlled by the TrainJob (controller and blockOwnerDeletion true),
+ * data.runtime = the runtime (borrowed) as YAML with its keys sorted, as
+ * sigs.k8s.io/yaml prints it, managedFields left out. New reference, or
+ * NULL with err filled (KFT_ENOMEM, KFT_EINVAL for a TrainJob without a
+ * name or uid).
+ */
+json_t *kft_cm_snapshot_configmap(const json_t *trainjob, const json_t *runtime, kft_error *err);
+
+/*
+ * Reads a runtime back from a snapshot ConfigMap (borrowed). Fails as
+ * upstream does, with its messages: not controlled by this TrainJob
+ * ("invalid runtime snapshot: a snapshot configmap exists but is owned by
+ * another object"), missing key, undecodable YAML, or a runtime other than
+ * the one spec.runtimeRef names. *runtime is a new reference.
+ */
+int kft_cm_snapshot_runtime(const json_t *trainjob, const json_t *configmap, json_t **runtime,
+                            kft_error *err);
+
+/* What the TrainJob reconciler should do, computed by kft_cm_trainjob_plan. */
+typedef struct kft_cm_plan {
+	int skip;                 /* managed by another controller: do nothing */
+	int build;                /* build and apply the children */
+	json_t *status_patch;     /* merge patch {"status": ...} to send, or NULL */
+	int delete_jobset;        /* deadline exceeded: delete the JobSet */
+	int64_t requeue_after_ms; /* > 0: look again then */
+	char *error;              /* an error to return (unsupported runtime ...), or NULL */
+} kft_cm_plan;
+
+void kft_cm_plan_free(kft_cm_plan *p);
+
+/*
+ * Step 1 of a TrainJob reconcile (before any children are built): whether
+ * it is ours, and whether its runtime kind is supported. `job` is the
+ * working copy (borrowed, modified: the Failed condition cleared or set).
+ * Sets plan->skip, plan->build, plan->error.
+ */
+int kft_cm_trainjob_begin(json_t *job, const char *now, kft_cm_plan *plan, kft_error *err);
+
+/*
+ * The rest, after the children were built and applied (or not), in
+ * upstream's order: the Suspended condition; the status the framework
+ * computes from the children (kft_framework_status with fw and backend;
+ * skipped when fw is NULL, e.g. an unsupported runtime); the active
+ * deadline (plan->delete_jobset, plan->requeue_after_ms); and
+ * plan->status_patch, the merge patch {"status": ...} from `stored` (the
+ * TrainJob as read, borrowed) to `job`, or NULL when the status did not
+ * change. `job` (borrowed) is modified. Errors: the framework's, KFT_EPARSE
+ * for a bad timestamp, KFT_ENOMEM.
+ */
+int kft_cm_trainjob_finish(json_t *job, const json_t *stored, const kft_framework *fw,
+                           const kft_backend *backend, const char *now, kft_cm_plan *plan,
+                           kft_error *err);
+
+/* Whether a runtime carries the resource-in-use finalizer; *patch is the
+ * merge patch removing it (metadata.finalizers without it), or NULL. */
+int kft_cm_runtime_finalizer_patch(const json_t *runtime, json_t **patch, kft_error *err);
+
+/* ---- the manager ----------------------------------------------------------- */
+
+/*
+ * Runs the controller manager until SIGTERM/SIGINT (0), or a fatal error
+ * (negative, err filled; e.g. the leader lease lost). flags and cfg are
+ * borrowed; lg is the logger everything writes to.
+ */
+int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *lg, kft_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

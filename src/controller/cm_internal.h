@@ -1,0 +1,115 @@
+/*
+ * cm_internal.h - the controller manager's shared state (internal).
+ *
+ * One kft_cm holds everything a run needs: the API client, the framework,
+ * informers for the three trainer kinds and for the child kinds the plugins
+ * watch, one work queue and worker pool per controller, the metrics and the
+ * logger. manager.c builds and tears it down; workers.c runs the queues;
+ * reconcilers.c holds the reconcile functions.
+ */
+#ifndef KFT_CONTROLLER_CM_INTERNAL_H
+#define KFT_CONTROLLER_CM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "kftrainer/controller.h"
+#include "kftrainer/framework.h"
+#include "kftrainer/kube.h"
+#include "kftrainer/kube_cache.h"
+
+#define KFT_CM_MAX_CHILD_KINDS 8
+#define KFT_CM_MAX_WORKERS     64
+
+typedef struct kft_cm kft_cm;
+
+/* What one reconcile returns to its worker. */
+typedef struct kft_cm_outcome {
+	kft_reconcile_result result;
+	int64_t requeue_after_ms;
+	int conflict; /* the error was a 409: requeue quietly */
+	kft_error err;
+} kft_cm_outcome;
+
+typedef void (*kft_cm_reconcile_fn)(kft_cm *cm, const char *key, const char *reconcile_id,
+                                    kft_cm_outcome *out);
+
+typedef struct kft_cm_controller {
+	const char *name;
+	kft_cm_reconcile_fn reconcile;
+	kft_workqueue *queue;
+	int workers;
+	pthread_t threads[KFT_CM_MAX_WORKERS];
+	int started;
+	kft_cm *cm;
+} kft_cm_controller;
+
+typedef struct kft_cm_child {
+	const kft_gvr *gvr;
+	kft_informer *inf;
+} kft_cm_child;
+
+/* Remembers the hash of what was last applied per object, so a desired
+ * object that changed is applied even where the live object looks the same
+ * (a field we stopped setting). Bounded; cleared when full. */
+typedef struct kft_cm_applied {
+	pthread_mutex_t mu;
+	uint64_t *keys;   /* FNV-1a of "apiVersion/kind/ns/name"; 0 = empty slot */
+	uint64_t *hashes; /* FNV-1a of the desired object's canonical JSON */
+	size_t n, cap;
+} kft_cm_applied;
+
+/* Shared copies of large strings many cached objects hold (trim.c). */
+typedef struct kft_cm_intern {
+	pthread_mutex_t mu;
+	uint64_t *hashes;
+	json_t **strings;
+	size_t n;
+	int ready;
+} kft_cm_intern;
+
+struct kft_cm {
+	const kft_cm_config *cfg;
+	kft_logger *lg;
+	kft_kube *kube;
+	kft_framework *fw;
+	kft_metrics *metrics;
+	kft_backend backend;
+	kft_informer *trainjobs, *runtimes, *cluster_runtimes;
+	kft_cm_child children[KFT_CM_MAX_CHILD_KINDS];
+	size_t n_children;
+	kft_informer *configmaps; /* one of children, or NULL */
+	kft_cm_controller ctl[3]; /* trainjob, trainingruntime, clustertrainingruntime */
+	kft_cm_applied applied;
+	kft_cm_intern intern;
+	atomic_int stop;
+	atomic_int fatal;
+	volatile int ready;
+};
+
+/* workers.c */
+int kft_cm_workers_start(kft_cm_controller *c, kft_error *err);
+void kft_cm_workers_stop(kft_cm_controller *c);
+int kft_cm_queue_sampler(void *ctx, const char *controller, kft_queue_sample *out);
+
+/* reconcilers.c */
+void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcile_id,
+                               kft_cm_outcome *out);
+void kft_cm_reconcile_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
+                              kft_cm_outcome *out);
+void kft_cm_reconcile_cluster_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
+                                      kft_cm_outcome *out);
+json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, const char *ns,
+                      const char *name);
+void kft_cm_applied_free(kft_cm_applied *a);
+
+/* trim.c */
+int kft_cm_intern_init(kft_cm_intern *t);
+void kft_cm_intern_free(kft_cm_intern *t);
+/* The informers' transform (ctx is the kft_cm). */
+void kft_cm_trim_object(json_t *obj, void *ctx);
+/* 1 for kinds whose cached copy lacks most of the spec (JobSets). */
+int kft_cm_trimmed_kind(const json_t *obj);
+
+#endif

@@ -1,0 +1,524 @@
+/*
+ * manager.c - kft_cm_run: the controller manager's life, in the order
+ * controller-runtime's manager follows.
+ *
+ *   1. health and metrics servers up (always, leader or not);
+ *   2. informers for TrainJobs, both runtime kinds and the child kinds the
+ *      plugins' watch_kinds name (a kind whose API the server does not
+ *      serve is skipped with an error line, as upstream's plugins do), plus
+ *      ConfigMaps for the runtime snapshots;
+ *   3. with leader election, campaign for the Lease; the caches fill
+ *      meanwhile, the reconcilers wait for leadership;
+ *   4. once every cache synced (at most 2 minutes, controller-runtime's
+ *      CacheSyncTimeout) /readyz turns ok, and the leader starts the
+ *      workers of the three controllers;
+ *   5. SIGTERM/SIGINT: queues shut down, workers finish the reconcile they
+ *      are in and exit (the rest is relisted by whoever runs next), informers
+ *      stop, the Lease is released, servers stop; exit 0. Losing the Lease
+ *      ends the run with an error instead, so the Deployment restarts us.
+ *
+ * Signals are blocked in every thread and taken synchronously by the main
+ * thread with sigtimedwait, which also polls the leader state and the cache
+ * sync between signals.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cm_internal.h"
+#include "kftrainer/constants.h"
+
+#define CACHE_SYNC_TIMEOUT_S 120
+#define SA_NAMESPACE_FILE    "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+typedef struct run_state {
+	kft_leader *leader;
+	atomic_int leading;
+	int workers_started;
+	struct timespec started;
+} run_state;
+
+/* ---- informer handlers --------------------------------------------------------------- */
+
+static void enqueue_key(kft_workqueue *q, const json_t *obj)
+{
+	char key[KFT_CACHE_KEY_MAX];
+	if (kft_cache_key(obj, key, sizeof(key)) == 0)
+		kft_workqueue_add(q, key);
+}
+
+static void log_trainjob_event(kft_cm *cm, const char *what, const json_t *obj)
+{
+	const json_t *md = json_object_get(obj, "metadata");
+	KFT_LOG(cm->lg, KFT_LOG_INFO, "trainjob-controller", what,
+	        json_pack("{s:{s:O?, s:O?}}", "trainJob", "name", json_object_get(md, "name"),
+	                  "namespace", json_object_get(md, "namespace")));
+}
+
+static void trainjob_add(void *ctx, const json_t *obj, int initial)
+{
+	kft_cm *cm = ctx;
+	(void)initial;
+	log_trainjob_event(cm, "TrainJob create event", obj);
+	enqueue_key(cm->ctl[0].queue, obj);
+}
+
+static void trainjob_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
+{
+	kft_cm *cm = ctx;
+	(void)old_obj;
+	log_trainjob_event(cm, "TrainJob update event", new_obj);
+	enqueue_key(cm->ctl[0].queue, new_obj);
+}
+
+static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
+{
+	kft_cm *cm = ctx;
+	(void)unknown;
+	log_trainjob_event(cm, "TrainJob delete event", obj);
+	enqueue_key(cm->ctl[0].queue, obj);
+}
+
+/* Children enqueue the TrainJob that controls them (EnqueueRequestForOwner
+ * with OnlyControllerOwner). */
+static void enqueue_owner(kft_cm *cm, const json_t *obj)
+{
+	char key[KFT_CACHE_KEY_MAX];
+	if (obj && kft_cache_controller_owner_key(obj, KFT_GROUP, KFT_KIND_TRAINJOB, key,
+	                                          sizeof(key)) == 0)
+		kft_workqueue_add(cm->ctl[0].queue, key);
+}
+
+static void child_add(void *ctx, const json_t *obj, int initial)
+{
+	(void)initial;
+	enqueue_owner(ctx, obj);
+}
+
+static void child_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
+{
+	enqueue_owner(ctx, old_obj);
+	enqueue_owner(ctx, new_obj);
+}
+
+static void child_delete(void *ctx, const json_t *obj, int unknown)
+{
+	(void)unknown;
+	enqueue_owner(ctx, obj);
+}
+
+static void runtime_add(void *ctx, const json_t *obj, int initial)
+{
+	(void)initial;
+	enqueue_key(ctx, obj);
+}
+
+static void runtime_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
+{
+	(void)old_obj;
+	enqueue_key(ctx, new_obj);
+}
+
+/* ---- informers ------------------------------------------------------------------------- */
+
+static int new_informer(kft_cm *cm, const kft_gvr *gvr, const kft_informer_handlers *h, int trim,
+                        kft_informer **out, kft_error *err)
+{
+	/* Small list pages: a page is parsed whole before it is trimmed, so
+	 * the page size bounds the peak memory of a (re)list. */
+	kft_informer_opts o = {.gvr = gvr, .page_size = 100};
+	if (trim) {
+		o.transform = kft_cm_trim_object;
+		o.transform_ctx = cm;
+	}
+	int rc = kft_informer_new(cm->kube, &o, out, err);
+	if (rc == 0)
+		rc = kft_informer_add_handlers(*out, h, err);
+	return rc;
+}
+
+/* Whether the API server serves this kind (discovery of its group/version):
+ * 0 only when it answers that it does not. */
+static int served(kft_cm *cm, const kft_gvr *gvr)
+{
+	if (!gvr->group[0])
+		return 1;
+	char path[256];
+	json_t *list = NULL;
+	snprintf(path, sizeof(path), "/apis/%s/%s", gvr->group, gvr->version);
+	int rc = kft_kube_request(cm->kube, "GET", path, NULL, NULL, 0, &list, NULL);
+	if (rc == KFT_ENOTFOUND)
+		return 0;
+	if (rc != 0)
+		return 1; /* cannot tell now: watch it; its informer retries until it syncs */
+	int found = 0;
+	size_t i;
+	const json_t *r;
+	json_array_foreach(json_object_get(list, "resources"), i, r)
+	{
+		const json_t *name = json_object_get(r, "name");
+		if (json_is_string(name) && strcmp(json_string_value(name), gvr->resource) == 0)
+			found = 1;
+	}
+	json_decref(list);
+	return found;
+}
+
+static int child_known(const kft_cm *cm, const kft_gvr *gvr)
+{
+	for (size_t i = 0; i < cm->n_children; i++)
+		if (cm->children[i].gvr == gvr)
+			return 1;
+	return 0;
+}
+
+static int add_child(kft_cm *cm, const char *api_kind, kft_error *err)
+{
+	const char *slash = strrchr(api_kind, '/');
+	char av[128];
+	if (!slash || (size_t)(slash - api_kind) >= sizeof(av))
+		return 0;
+	snprintf(av, sizeof(av), "%.*s", (int)(slash - api_kind), api_kind);
+	const kft_gvr *gvr = kft_gvr_lookup(av, slash + 1);
+	if (!gvr || child_known(cm, gvr))
+		return 0;
+	if (!served(cm, gvr)) {
+		KFT_LOG_ERR(cm->lg, NULL,
+		            "CRDs must be installed in advance; not watching this kind",
+		            "the API server does not serve it",
+		            json_pack("{s:s, s:s}", "apiVersion", av, "kind", slash + 1));
+		return 0;
+	}
+	if (cm->n_children == KFT_CM_MAX_CHILD_KINDS)
+		return kft_error_set(err, KFT_ELIMIT, "more than %d child kinds to watch",
+		                     KFT_CM_MAX_CHILD_KINDS);
+	kft_informer_handlers h = {child_add, child_update, child_delete, cm};
+	kft_cm_child *c = &cm->children[cm->n_children];
+	int rc = new_informer(cm, gvr, &h, 1, &c->inf, err);
+	if (rc)
+		return rc;
+	c->gvr = gvr;
+	cm->n_children++;
+	if (strcmp(gvr->kind, "ConfigMap") == 0 && !gvr->group[0])
+		cm->configmaps = c->inf;
+	return 0;
+}
+
+static int setup_informers(kft_cm *cm, kft_error *err)
+{
+	kft_informer_handlers tj = {trainjob_add, trainjob_update, trainjob_delete, cm};
+	kft_informer_handlers rt = {runtime_add, runtime_update, NULL, cm->ctl[1].queue};
+	kft_informer_handlers crt = {runtime_add, runtime_update, NULL, cm->ctl[2].queue};
+	int rc = new_informer(cm, kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_TRAINJOB), &tj, 1,
+	                      &cm->trainjobs, err);
+	if (!rc)
+		rc = new_informer(cm, kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_RUNTIME), &rt, 1,
+		                  &cm->runtimes, err);
+	if (!rc)
+		rc = new_informer(cm, kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_CLUSTER_RUNTIME),
+		                  &crt, 1, &cm->cluster_runtimes, err);
+	for (size_t p = 0; !rc && p < kft_framework_plugin_count(cm->fw); p++) {
+		const char *const *kinds = kft_framework_plugin_at(cm->fw, p)->watch_kinds;
+		for (size_t k = 0; !rc && kinds && kinds[k]; k++)
+			rc = add_child(cm, kinds[k], err);
+	}
+	/* The runtime snapshots are ConfigMaps, whatever the plugins watch. */
+	if (!rc)
+		rc = add_child(cm, "v1/ConfigMap", err);
+	return rc;
+}
+
+static int start_informers(kft_cm *cm, kft_error *err)
+{
+	kft_informer *all[3] = {cm->trainjobs, cm->runtimes, cm->cluster_runtimes};
+	int rc = 0;
+	for (size_t i = 0; !rc && i < 3; i++)
+		rc = kft_informer_start(all[i], err);
+	for (size_t i = 0; !rc && i < cm->n_children; i++)
+		rc = kft_informer_start(cm->children[i].inf, err);
+	return rc;
+}
+
+static int all_synced(kft_cm *cm)
+{
+	if (!kft_informer_has_synced(cm->trainjobs) || !kft_informer_has_synced(cm->runtimes) ||
+	    !kft_informer_has_synced(cm->cluster_runtimes))
+		return 0;
+	for (size_t i = 0; i < cm->n_children; i++)
+		if (!kft_informer_has_synced(cm->children[i].inf))
+			return 0;
+	return 1;
+}
+
+/* ---- controllers ------------------------------------------------------------------------ */
+
+static int setup_controllers(kft_cm *cm, kft_error *err)
+{
+	static const char *const names[3] = {KFT_CM_TRAINJOB_CONTROLLER, KFT_CM_RUNTIME_CONTROLLER,
+	                                     KFT_CM_CLUSTER_RUNTIME_CONTROLLER};
+	const kft_cm_reconcile_fn fns[3] = {kft_cm_reconcile_trainjob, kft_cm_reconcile_runtime,
+	                                    kft_cm_reconcile_cluster_runtime};
+	const int workers[3] = {cm->cfg->trainjob_workers, cm->cfg->runtime_workers,
+	                        cm->cfg->cluster_runtime_workers};
+	for (int i = 0; i < 3; i++) {
+		kft_cm_controller *c = &cm->ctl[i];
+		c->name = names[i];
+		c->reconcile = fns[i];
+		c->cm = cm;
+		c->workers = workers[i] < 1                    ? 1
+		             : workers[i] > KFT_CM_MAX_WORKERS ? KFT_CM_MAX_WORKERS
+		                                               : workers[i];
+		int rc = kft_workqueue_new(NULL, &c->queue, err);
+		if (rc)
+			return rc;
+		if (kft_metrics_add_controller(cm->metrics, c->name, c->workers) != 0)
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	kft_metrics_set_queue_sampler(cm->metrics, kft_cm_queue_sampler, cm);
+	return 0;
+}
+
+/* ---- leader election ------------------------------------------------------------------- */
+
+static void on_started(void *ctx)
+{
+	run_state *rs = ctx;
+	atomic_store(&rs->leading, 1);
+}
+
+static void on_stopped(void *ctx)
+{
+	run_state *rs = ctx;
+	atomic_store(&rs->leading, 2);
+}
+
+/* The Lease's namespace: the configuration's, else the pod's, else the
+ * kubeconfig context's (running outside a cluster). */
+static void lease_namespace(const kft_cm *cm, char *buf, size_t size)
+{
+	if (cm->cfg->le_resource_namespace) {
+		snprintf(buf, size, "%s", cm->cfg->le_resource_namespace);
+		return;
+	}
+	FILE *f = fopen(SA_NAMESPACE_FILE, "r");
+	if (f) {
+		size_t n = fread(buf, 1, size - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (buf[0])
+			return;
+	}
+	snprintf(buf, size, "%s", kft_kube_namespace(cm->kube));
+}
+
+static int start_leader(kft_cm *cm, run_state *rs, kft_error *err)
+{
+	char ns[256];
+	lease_namespace(cm, ns, sizeof(ns));
+	kft_leader_opts o = {
+	        .namespace = ns,
+	        .name = cm->cfg->le_resource_name,
+	        .lease_duration_s = (double)cm->cfg->le_lease_ms / 1000.0,
+	        .renew_deadline_s = (double)cm->cfg->le_renew_ms / 1000.0,
+	        .retry_period_s = (double)cm->cfg->le_retry_ms / 1000.0,
+	        .release_on_cancel = 1,
+	        .on_started_leading = on_started,
+	        .on_stopped_leading = on_stopped,
+	        .ctx = rs,
+	};
+	int rc = kft_leader_new(cm->kube, &o, &rs->leader, err);
+	if (rc == 0)
+		rc = kft_leader_start(rs->leader, err);
+	if (rc == 0)
+		KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "attempting to acquire leader lease",
+		        json_pack("{s:s, s:s, s:s}", "namespace", ns, "name",
+		                  cm->cfg->le_resource_name, "identity",
+		                  kft_leader_identity(rs->leader)));
+	return rc;
+}
+
+/* ---- setup and teardown ---------------------------------------------------------------- */
+
+static int connect_api(kft_cm *cm, const kft_cm_flags *flags, kft_error *err)
+{
+	kft_kube_config *kc = NULL;
+	int rc = kft_kube_config_default(flags->kubeconfig, NULL, &kc, err);
+	if (rc)
+		return rc;
+	kc->qps = cm->cfg->qps;
+	kc->burst = cm->cfg->burst;
+	rc = kft_kube_new(kc, &cm->kube, err);
+	KFT_LOG(cm->lg, KFT_LOG_INFO, "setup", "Creating manager",
+	        json_pack("{s:f, s:i}", "qps", cm->cfg->qps, "burst", cm->cfg->burst));
+	kft_kube_config_free(kc);
+	return rc;
+}
+
+static int setup(kft_cm *cm, const kft_cm_flags *flags, kft_cm_http **http, kft_error *err)
+{
+	int rc = kft_cm_intern_init(&cm->intern) ? kft_error_set(err, KFT_ENOMEM, "out of memory")
+	                                         : connect_api(cm, flags, err);
+	if (!rc)
+		rc = kft_framework_new(cm->cfg->features, &cm->fw, err);
+	if (!rc && !(cm->metrics = kft_metrics_new()))
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
+	kft_cm_backend_init(&cm->backend, kft_cm_lookup, cm);
+	if ((rc = kft_cm_http_start(cm->cfg->health_bind_address, cm->cfg->liveness_endpoint,
+	                            cm->cfg->readiness_endpoint, cm->cfg->metrics_bind_address,
+	                            cm->metrics, &cm->ready, http, err)))
+		return rc;
+	KFT_LOG(cm->lg, KFT_LOG_INFO, "setup",
+	        "Probe endpoints are configured on healthz and readyz",
+	        json_pack("{s:i, s:i}", "healthPort", kft_cm_http_port(*http, 0), "metricsPort",
+	                  kft_cm_http_port(*http, 1)));
+	if ((rc = setup_controllers(cm, err)) || (rc = setup_informers(cm, err)))
+		return rc;
+	return 0;
+}
+
+static void *stop_informer(void *arg)
+{
+	kft_informer_stop(arg);
+	return NULL;
+}
+
+/* Each stop waits for its watch to notice; stopping them side by side
+ * keeps shutdown as short as the slowest one. */
+static void stop_informers(kft_cm *cm)
+{
+	kft_informer *all[3 + KFT_CM_MAX_CHILD_KINDS] = {cm->trainjobs, cm->runtimes,
+	                                                 cm->cluster_runtimes};
+	pthread_t threads[3 + KFT_CM_MAX_CHILD_KINDS];
+	int started[3 + KFT_CM_MAX_CHILD_KINDS] = {0};
+	size_t n = 3;
+	for (size_t i = 0; i < cm->n_children; i++)
+		all[n++] = cm->children[i].inf;
+	for (size_t i = 0; i < n; i++)
+		if (all[i])
+			started[i] = pthread_create(&threads[i], NULL, stop_informer, all[i]) == 0;
+	for (size_t i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		kft_informer_free(all[i]);
+	}
+}
+
+static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
+{
+	atomic_store(&cm->stop, 1);
+	for (int i = 0; i < 3; i++)
+		kft_cm_workers_stop(&cm->ctl[i]);
+	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Stopping and waiting for caches", NULL);
+	stop_informers(cm);
+	if (rs->leader)
+		KFT_LOG(cm->lg, KFT_LOG_INFO, NULL,
+		        "Stopping and waiting for leader election runnables", NULL);
+	if (rs->leader) {
+		kft_leader_stop(rs->leader);
+		kft_leader_free(rs->leader);
+	}
+	kft_cm_http_stop(http);
+	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Wait completed, proceeding to shutdown the manager",
+	        NULL);
+	for (int i = 0; i < 3; i++)
+		kft_workqueue_free(cm->ctl[i].queue);
+	kft_metrics_free(cm->metrics);
+	kft_framework_free(cm->fw);
+	kft_kube_free(cm->kube);
+	kft_cm_applied_free(&cm->applied);
+	pthread_mutex_destroy(&cm->applied.mu);
+	kft_cm_intern_free(&cm->intern);
+}
+
+/* ---- the main loop --------------------------------------------------------------------- */
+
+static double elapsed_s(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* One turn between signals: readiness, then workers once we may lead. */
+static int tick(kft_cm *cm, run_state *rs, kft_error *err)
+{
+	if (!cm->ready) {
+		if (!all_synced(cm)) {
+			if (elapsed_s(&rs->started) > CACHE_SYNC_TIMEOUT_S)
+				return kft_error_set(err, KFT_EUNAVAILABLE,
+				                     "failed to wait for caches to sync: timed out "
+				                     "after %d s",
+				                     CACHE_SYNC_TIMEOUT_S);
+			return 0;
+		}
+		cm->ready = 1;
+		malloc_trim(0); /* hand back what parsing the initial lists used */
+		KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Caches synced; ready", NULL);
+	}
+	int leading = rs->leader ? atomic_load(&rs->leading) : 1;
+	if (leading == 2)
+		return kft_error_set(err, KFT_EUNAVAILABLE, "leader election lost");
+	for (int i = 0; leading == 1 && !rs->workers_started && i < 3; i++) {
+		int rc = kft_cm_workers_start(&cm->ctl[i], err);
+		if (rc)
+			return rc;
+	}
+	if (leading == 1)
+		rs->workers_started = 1;
+	return 0;
+}
+
+static int loop(kft_cm *cm, run_state *rs, const sigset_t *set, kft_error *err)
+{
+	for (;;) {
+		struct timespec wait = {0, 100 * 1000 * 1000};
+		int sig = sigtimedwait(set, NULL, &wait);
+		if (sig == SIGTERM || sig == SIGINT) {
+			KFT_LOG(cm->lg, KFT_LOG_INFO, NULL,
+			        "Stopping and waiting for non leader election runnables",
+			        json_pack("{s:s}", "signal",
+			                  sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+			return 0;
+		}
+		int rc = tick(cm, rs, err);
+		if (rc)
+			return rc;
+	}
+}
+
+int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *lg, kft_error *err)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	kft_cm cm;
+	run_state rs;
+	kft_cm_http *http = NULL;
+	memset(&cm, 0, sizeof(cm));
+	memset(&rs, 0, sizeof(rs));
+	cm.cfg = cfg;
+	cm.lg = lg;
+	pthread_mutex_init(&cm.applied.mu, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &rs.started);
+	int rc = setup(&cm, flags, &http, err);
+	if (!rc)
+		rc = start_informers(&cm, err);
+	if (!rc && cfg->leader_elect)
+		rc = start_leader(&cm, &rs, err);
+	if (!rc) {
+		KFT_LOG(lg, KFT_LOG_INFO, "setup", "Starting manager", NULL);
+		rc = loop(&cm, &rs, &set, err);
+	}
+	teardown(&cm, &rs, http);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

@@ -1,0 +1,447 @@
+/*
+ * reconcilers.c - the three reconcilers against the API server: TrainJob
+ * (upstream v2.3.0 pkg/controller/trainjob_controller.go with the runtime
+ * lookup of pkg/runtime/core) and the two runtime kinds.
+ *
+ * Everything is read from the informer caches (as controller-runtime's
+ * client reads from its cache); only writes go to the API server: the
+ * runtime snapshot and the children by server-side apply (field manager
+ * "trainer", forced), the status by a merge patch on the status
+ * subresource, the JobSet deletion on a missed deadline, events.
+ *
+ * A child is applied only when what we would send differs from the cached
+ * object (kft_cm_apply_is_noop) or from what this process applied last
+ * (a hash per object in a bounded table): a reconcile of an unchanged
+ * TrainJob costs no write at all.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cm_internal.h"
+#include "kftrainer/conditions.h"
+#include "kftrainer/constants.h"
+
+#define TRAINJOB_RECORDER "trainer-trainjob-controller"
+#define APPLIED_MAX       (1u << 20)
+
+/* ---- small helpers ---------------------------------------------------------------- */
+
+static void now_rfc3339(char *buf, size_t size)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *meta(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(json_object_get(obj, "metadata"), key);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static json_t *kobj(const json_t *obj)
+{
+	return json_pack("{s:s, s:s}", "name", meta(obj, "name"), "namespace",
+	                 meta(obj, "namespace"));
+}
+
+/* errors.Join: each message on its own line. */
+static void join_error(kft_cm_outcome *out, const kft_error *e)
+{
+	if (out->result != KFT_RESULT_ERROR) {
+		out->result = KFT_RESULT_ERROR;
+		out->err = *e;
+		out->conflict = (e->code == KFT_ECONFLICT);
+		return;
+	}
+	size_t n = strlen(out->err.message);
+	snprintf(out->err.message + n, sizeof(out->err.message) - n, "\n%s", e->message);
+	out->conflict = out->conflict && (e->code == KFT_ECONFLICT);
+}
+
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h ? h : 1;
+}
+
+/* ---- the applied-hash table -------------------------------------------------------- */
+
+static size_t slot_of(const kft_cm_applied *a, uint64_t key)
+{
+	size_t i = (size_t)key & (a->cap - 1);
+	while (a->keys[i] && a->keys[i] != key)
+		i = (i + 1) & (a->cap - 1);
+	return i;
+}
+
+static int applied_grow(kft_cm_applied *a)
+{
+	size_t cap = a->cap ? a->cap * 2 : 1024;
+	if (cap > APPLIED_MAX) {
+		memset(a->keys, 0, a->cap * sizeof(*a->keys));
+		a->n = 0;
+		return 0;
+	}
+	kft_cm_applied b = {.cap = cap};
+	b.keys = calloc(cap, sizeof(*b.keys));
+	b.hashes = calloc(cap, sizeof(*b.hashes));
+	if (!b.keys || !b.hashes) {
+		free(b.keys);
+		free(b.hashes);
+		return -1;
+	}
+	for (size_t i = 0; i < a->cap; i++)
+		if (a->keys[i]) {
+			size_t s = slot_of(&b, a->keys[i]);
+			b.keys[s] = a->keys[i];
+			b.hashes[s] = a->hashes[i];
+			b.n++;
+		}
+	free(a->keys);
+	free(a->hashes);
+	a->keys = b.keys;
+	a->hashes = b.hashes;
+	a->cap = cap;
+	a->n = b.n;
+	return 0;
+}
+
+static uint64_t applied_get(kft_cm_applied *a, uint64_t key)
+{
+	pthread_mutex_lock(&a->mu);
+	uint64_t h = a->cap ? a->hashes[slot_of(a, key)] : 0;
+	pthread_mutex_unlock(&a->mu);
+	return h;
+}
+
+static void applied_put(kft_cm_applied *a, uint64_t key, uint64_t hash)
+{
+	pthread_mutex_lock(&a->mu);
+	if ((a->n + 1) * 4 >= a->cap * 3 && applied_grow(a) != 0) {
+		pthread_mutex_unlock(&a->mu);
+		return; /* out of memory: we only lose an optimisation */
+	}
+	size_t s = slot_of(a, key);
+	if (!a->keys[s])
+		a->n++;
+	a->keys[s] = key;
+	a->hashes[s] = hash;
+	pthread_mutex_unlock(&a->mu);
+}
+
+void kft_cm_applied_free(kft_cm_applied *a)
+{
+	free(a->keys);
+	free(a->hashes);
+	a->keys = a->hashes = NULL;
+	a->n = a->cap = 0;
+}
+
+/* ---- cache lookups -------------------------------------------------------------- */
+
+json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, const char *ns,
+                      const char *name)
+{
+	kft_cm *cm = self;
+	const kft_gvr *gvr = kft_gvr_lookup(api_version, kind);
+	for (size_t i = 0; gvr && i < cm->n_children; i++) {
+		if (cm->children[i].gvr != gvr)
+			continue;
+		json_t *obj = NULL;
+		if (kft_informer_get(cm->children[i].inf, gvr->namespaced ? ns : NULL, name,
+		                     &obj) == 0)
+			return obj;
+		return NULL;
+	}
+	return NULL;
+}
+
+/* ---- the runtime a TrainJob builds from ------------------------------------------- */
+
+static int from_snapshot(kft_cm *cm, const json_t *job, int cluster, json_t **rt, kft_error *err)
+{
+	char name[320];
+	json_t *cm_obj = NULL;
+	snprintf(name, sizeof(name), "%s%s", meta(job, "name"), KFT_CM_SNAPSHOT_SUFFIX);
+	*rt = NULL;
+	if (!cm->configmaps ||
+	    kft_informer_get(cm->configmaps, meta(job, "namespace"), name, &cm_obj) != 0)
+		return KFT_ENOTFOUND;
+	kft_error e = {0};
+	int rc = kft_cm_snapshot_runtime(job, cm_obj, rt, &e);
+	json_decref(cm_obj);
+	if (rc)
+		return kft_error_set(err, rc, "%s: %s",
+		                     cluster ? "getting runtime snapshot"
+		                             : "unable to get runtime snapshot",
+		                     e.message);
+	return 0;
+}
+
+static int from_cache(kft_cm *cm, const json_t *job, int cluster, json_t **rt, kft_error *err)
+{
+	const json_t *ref = json_object_get(json_object_get(job, "spec"), "runtimeRef");
+	const json_t *n = json_object_get(ref, "name");
+	const char *name = json_is_string(n) ? json_string_value(n) : "";
+	int rc = cluster ? kft_informer_get(cm->cluster_runtimes, NULL, name, rt)
+	                 : kft_informer_get(cm->runtimes, meta(job, "namespace"), name, rt);
+	if (rc == 0)
+		return 0;
+	if (cluster)
+		return kft_error_set(
+		        err, KFT_ENOTFOUND,
+		        "not found ClusterTrainingRuntime specified in TrainJob: "
+		        "clustertrainingruntimes.trainer.kubeflow.org \"%s\" not found",
+		        name);
+	return kft_error_set(err, KFT_ENOTFOUND,
+	                     "TrainingRuntime specified in TrainJob is not found: "
+	                     "trainingruntimes.trainer.kubeflow.org \"%s\" not found",
+	                     name);
+}
+
+static int apply_one(kft_cm *cm, const json_t *obj, kft_error *err);
+
+/* The runtime from the TrainJob's snapshot, else from the cache, which is
+ * then snapshotted (upstream's NewObjects). */
+static int job_runtime(kft_cm *cm, const json_t *job, json_t **rt, kft_error *err)
+{
+	const json_t *kind = json_object_get(
+	        json_object_get(json_object_get(job, "spec"), "runtimeRef"), "kind");
+	int cluster = !json_is_string(kind) ||
+	              strcmp(json_string_value(kind), KFT_KIND_CLUSTER_RUNTIME) == 0;
+	int rc = from_snapshot(cm, job, cluster, rt, err);
+	if (rc != KFT_ENOTFOUND)
+		return rc;
+	if ((rc = from_cache(cm, job, cluster, rt, err)))
+		return rc;
+	kft_error e = {0};
+	json_t *snap = kft_cm_snapshot_configmap(job, *rt, &e);
+	rc = snap ? apply_one(cm, snap, &e) : e.code;
+	json_decref(snap);
+	if (rc) {
+		json_decref(*rt);
+		*rt = NULL;
+		return kft_error_set(
+		        err, rc,
+		        "creating runtime snapshot: applying runtime snapshot ConfigMap: "
+		        "%s",
+		        e.message);
+	}
+	return 0;
+}
+
+/* ---- applying children -------------------------------------------------------------- */
+
+static uint64_t object_key(const json_t *obj)
+{
+	const json_t *av = json_object_get(obj, "apiVersion"), *k = json_object_get(obj, "kind");
+	uint64_t h = fnv1a(json_is_string(av) ? json_string_value(av) : "", 1469598103934665603ULL);
+	h = fnv1a("/", h);
+	h = fnv1a(json_is_string(k) ? json_string_value(k) : "", h);
+	h = fnv1a("/", h);
+	h = fnv1a(meta(obj, "namespace"), h);
+	h = fnv1a("/", h);
+	return fnv1a(meta(obj, "name"), h);
+}
+
+static int apply_one(kft_cm *cm, const json_t *obj, kft_error *err)
+{
+	const kft_gvr *gvr = kft_gvr_of(obj);
+	if (!gvr)
+		return kft_error_set(err, KFT_EINVAL, "no known resource for apiVersion %s kind %s",
+		                     json_string_value(json_object_get(obj, "apiVersion")),
+		                     json_string_value(json_object_get(obj, "kind")));
+	char *canon = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!canon)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	uint64_t key = object_key(obj), hash = fnv1a(canon, 1469598103934665603ULL);
+	free(canon);
+	uint64_t last = applied_get(&cm->applied, key);
+	json_t *live = kft_cm_lookup(cm, json_string_value(json_object_get(obj, "apiVersion")),
+	                             gvr->kind, meta(obj, "namespace"), meta(obj, "name"));
+	int skip = 0;
+	if (live && kft_cm_trimmed_kind(obj)) {
+		/* The cache keeps little of it: compare what it keeps, and trust
+		 * the rest only when this process applied exactly this before. */
+		json_t *proj = json_deep_copy(obj);
+		if (proj)
+			kft_cm_trim_object(proj, cm);
+		skip = proj && last == hash && kft_cm_apply_is_noop(proj, live);
+		json_decref(proj);
+	} else if (live) {
+		skip = (last == 0 || last == hash) && kft_cm_apply_is_noop(obj, live);
+	}
+	json_decref(live);
+	if (skip)
+		return 0;
+	int rc = kft_kube_apply(cm->kube, gvr, obj, KFT_CM_FIELD_MANAGER, 1, NULL, err);
+	if (rc == 0)
+		applied_put(&cm->applied, key, hash);
+	return rc;
+}
+
+static int build_and_apply(kft_cm *cm, const json_t *job, kft_error *err)
+{
+	json_t *rt = NULL, *objects = NULL;
+	int rc = job_runtime(cm, job, &rt, err);
+	if (rc)
+		return rc;
+	rc = kft_framework_build(cm->fw, &cm->backend, job, rt, &objects, err);
+	json_decref(rt);
+	size_t i;
+	json_t *obj;
+	json_array_foreach(objects, i, obj)
+	{
+		if (rc)
+			break;
+		rc = apply_one(cm, obj, err);
+	}
+	json_decref(objects);
+	return rc;
+}
+
+/* ---- TrainJob ------------------------------------------------------------------------ */
+
+static void record_failure(kft_cm *cm, const json_t *stored, const kft_error *e)
+{
+	char *msg = kft_trainjob_reconcile_failed_message(e->message);
+	kft_error ee = {0};
+	if (msg && kft_kube_event(cm->kube, stored, "Warning", KFT_EVENT_RESOURCES_CREATION_FAILED,
+	                          msg, TRAINJOB_RECORDER, &ee) != 0)
+		KFT_LOG(cm->lg, -2, "trainjob-controller", "Failed to record an event",
+		        json_pack("{s:o, s:s}", "trainJob", kobj(stored), "error", ee.message));
+	free(msg);
+}
+
+static void delete_jobset(kft_cm *cm, const json_t *job)
+{
+	const kft_gvr *gvr = kft_gvr_lookup("jobset.x-k8s.io/v1alpha2", "JobSet");
+	kft_error e = {0};
+	int rc = gvr ? kft_kube_delete(cm->kube, gvr, meta(job, "namespace"), meta(job, "name"),
+	                               NULL, NULL, &e)
+	             : KFT_ENOTFOUND;
+	if (rc && rc != KFT_ENOTFOUND)
+		KFT_LOG(cm->lg, -2, "trainjob-controller",
+		        "Failed to delete JobSet after deadline exceeded",
+		        json_pack("{s:o, s:s}", "trainJob", kobj(job), "error", e.message));
+}
+
+static void write_status(kft_cm *cm, const json_t *job, const json_t *patch, kft_cm_outcome *out)
+{
+	const kft_gvr *gvr = kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_TRAINJOB);
+	kft_patch_opts po = {.subresource = "status"};
+	kft_error e = {0};
+	int rc = kft_kube_patch(cm->kube, gvr, meta(job, "namespace"), meta(job, "name"),
+	                        KFT_PATCH_MERGE, patch, &po, NULL, &e);
+	if (rc && rc != KFT_ENOTFOUND) /* deleted meanwhile: nothing left to report */
+		join_error(out, &e);
+}
+
+static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_outcome *out)
+{
+	char now[32];
+	kft_cm_plan plan;
+	kft_error e = {0};
+	now_rfc3339(now, sizeof(now));
+	if (kft_cm_trainjob_begin(job, now, &plan, &e) != 0) {
+		join_error(out, &e);
+		return;
+	}
+	if (plan.skip) {
+		const json_t *mb = json_object_get(json_object_get(job, "spec"), "managedBy");
+		KFT_LOG(cm->lg, -2, "trainjob-controller",
+		        "Skipping TrainJob managed by a custom controller",
+		        json_pack("{s:o, s:s}", "trainJob", kobj(job), "managedBy",
+		                  json_is_string(mb) ? json_string_value(mb) : ""));
+		return;
+	}
+	if (plan.error) {
+		kft_error ue = {.code = KFT_EINVAL};
+		snprintf(ue.message, sizeof(ue.message), "%s", plan.error);
+		join_error(out, &ue);
+	}
+	if (plan.build && build_and_apply(cm, job, &e) != 0) {
+		record_failure(cm, stored, &e);
+		join_error(out, &e);
+	}
+	kft_error_clear(&e);
+	if (kft_cm_trainjob_finish(job, stored, plan.error ? NULL : cm->fw, &cm->backend, now,
+	                           &plan, &e) != 0)
+		join_error(out, &e);
+	if (plan.delete_jobset)
+		delete_jobset(cm, job);
+	if (plan.status_patch)
+		write_status(cm, job, plan.status_patch, out);
+	if (out->result != KFT_RESULT_ERROR && plan.requeue_after_ms > 0) {
+		out->result = KFT_RESULT_REQUEUE_AFTER;
+		out->requeue_after_ms = plan.requeue_after_ms;
+	}
+	kft_cm_plan_free(&plan);
+}
+
+void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcile_id,
+                               kft_cm_outcome *out)
+{
+	(void)reconcile_id;
+	json_t *stored = NULL;
+	out->result = KFT_RESULT_SUCCESS;
+	if (kft_informer_get_by_key(cm->trainjobs, key, &stored) != 0)
+		return; /* deleted: the children go with it (owner references) */
+	json_t *job = json_deep_copy(stored);
+	if (!job) {
+		join_error(out, &(kft_error){KFT_ENOMEM, "out of memory"});
+		json_decref(stored);
+		return;
+	}
+	KFT_LOG(cm->lg, -2, NULL, "Reconciling TrainJob",
+	        json_pack("{s:s, s:s, s:o}", "controller", KFT_CM_TRAINJOB_CONTROLLER,
+	                  "reconcileID", reconcile_id, "trainJob", kobj(stored)));
+	run_trainjob(cm, stored, job, out);
+	json_decref(job);
+	json_decref(stored);
+}
+
+/* ---- runtimes ------------------------------------------------------------------------- */
+
+static void reconcile_runtime(kft_cm *cm, kft_informer *inf, const char *kind, const char *key,
+                              const char *reconcile_id, kft_cm_outcome *out)
+{
+	json_t *rt = NULL, *patch = NULL;
+	out->result = KFT_RESULT_SUCCESS;
+	if (kft_informer_get_by_key(inf, key, &rt) != 0)
+		return;
+	char msg[64];
+	snprintf(msg, sizeof(msg), "Reconciling %s", kind);
+	KFT_LOG(cm->lg, -2, NULL, msg,
+	        json_pack("{s:s, s:s}", "reconcileID", reconcile_id, "runtime", key));
+	kft_error e = {0};
+	if (kft_cm_runtime_finalizer_patch(rt, &patch, &e) != 0)
+		join_error(out, &e);
+	else if (patch &&
+	         kft_kube_patch(cm->kube, kft_gvr_lookup(KFT_API_VERSION, kind),
+	                        meta(rt, "namespace"), meta(rt, "name"), KFT_PATCH_MERGE, patch,
+	                        NULL, NULL, &e) != 0 &&
+	         e.code != KFT_ENOTFOUND)
+		join_error(out, &e);
+	json_decref(patch);
+	json_decref(rt);
+}
+
+void kft_cm_reconcile_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
+                              kft_cm_outcome *out)
+{
+	reconcile_runtime(cm, cm->runtimes, KFT_KIND_RUNTIME, key, reconcile_id, out);
+}
+
+void kft_cm_reconcile_cluster_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
+                                      kft_cm_outcome *out)
+{
+	reconcile_runtime(cm, cm->cluster_runtimes, KFT_KIND_CLUSTER_RUNTIME, key, reconcile_id,
+	                  out);
+}

@@ -1,0 +1,310 @@
+/*
+ * test_controller_metrics.c - what the controller manager shows operators:
+ * the Prometheus text of /metrics, the health probes over real HTTP, and the
+ * zap-style log lines (src/controller/metrics.c, httpd.c, log.c).
+ *
+ * Sources:
+ *   "controller-runtime"  sigs.k8s.io/controller-runtime v0.24.1:
+ *                         pkg/internal/controller/metrics/metrics.go (names,
+ *                         labels, reconcile buckets), pkg/internal/controller/
+ *                         controller.go (initMetrics, result labels),
+ *                         pkg/internal/metrics/workqueue.go (workqueue_* names
+ *                         and labels), pkg/log/zap (encoder keys, levels)
+ *   "client_golang"       the text exposition format (HELP/TYPE, 'g' floats)
+ *   "zap"                 go.uber.org/zap v1.28.0 Level.String, production keys
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "kftrainer/controller.h"
+
+static int sample(void *ctx, const char *controller, kft_queue_sample *out)
+{
+	(void)ctx;
+	if (strcmp(controller, "trainjob_controller") != 0)
+		return -1;
+	out->depth = 3;
+	out->adds = 1234567;
+	out->retries = 2;
+	for (int i = 0; i < 13; i++)
+		out->queue_buckets[i] = i >= 5 ? 4 : 0;
+	out->queue_sum = 0.25;
+	return 0;
+}
+
+static void expect_line(const char *text, const char *line)
+{
+	char want[512];
+	snprintf(want, sizeof(want), "\n%s\n", line);
+	if (!strstr(text, want))
+		fail_msg("missing line: %s", line);
+}
+
+/* controller-runtime: names, labels, initial zeros, results and buckets. */
+static void test_metrics_text(void **state)
+{
+	(void)state;
+	kft_metrics *m = kft_metrics_new();
+	assert_non_null(m);
+	assert_int_equal(kft_metrics_add_controller(m, "trainjob_controller", 5), 0);
+	assert_int_equal(kft_metrics_add_controller(m, "clustertrainingruntime_controller", 1), 0);
+	kft_metrics_set_queue_sampler(m, sample, NULL);
+	kft_metrics_reconcile(m, "trainjob_controller", KFT_RESULT_SUCCESS, 0.003);
+	kft_metrics_reconcile(m, "trainjob_controller", KFT_RESULT_ERROR, 0.2);
+	kft_metrics_reconcile(m, "trainjob_controller", KFT_RESULT_REQUEUE_AFTER, 100);
+	kft_metrics_reconcile(m, "unknown", KFT_RESULT_ERROR, 1);
+	kft_metrics_active(m, "trainjob_controller", 1);
+	char *t = kft_metrics_render(m);
+	assert_non_null(t);
+	expect_line(t, "# TYPE controller_runtime_reconcile_total counter");
+	expect_line(t, "controller_runtime_reconcile_total{controller=\"trainjob_controller\","
+	               "result=\"success\"} 1");
+	expect_line(t, "controller_runtime_reconcile_total{controller=\"trainjob_controller\","
+	               "result=\"error\"} 1");
+	expect_line(t, "controller_runtime_reconcile_total{controller=\"trainjob_controller\","
+	               "result=\"requeue_after\"} 1");
+	/* initMetrics: every series exists at 0 from the start */
+	expect_line(t, "controller_runtime_reconcile_total{controller=\"clustertrainingruntime_"
+	               "controller\",result=\"requeue\"} 0");
+	expect_line(t, "controller_runtime_reconcile_errors_total{controller=\"trainjob_"
+	               "controller\"} 1");
+	expect_line(t, "controller_runtime_max_concurrent_reconciles{controller=\"trainjob_"
+	               "controller\"} 5");
+	expect_line(t, "controller_runtime_active_workers{controller=\"trainjob_controller\"} 1");
+	expect_line(t, "# TYPE controller_runtime_reconcile_time_seconds histogram");
+	expect_line(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"trainjob_"
+	               "controller\",le=\"0.005\"} 1");
+	expect_line(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"trainjob_"
+	               "controller\",le=\"0.2\"} 2");
+	expect_line(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"trainjob_"
+	               "controller\",le=\"60\"} 2");
+	expect_line(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"trainjob_"
+	               "controller\",le=\"+Inf\"} 3");
+	expect_line(t, "controller_runtime_reconcile_time_seconds_count{controller=\"trainjob_"
+	               "controller\"} 3");
+	expect_line(t, "controller_runtime_reconcile_time_seconds_sum{controller=\"trainjob_"
+	               "controller\"} 100.203");
+	/* workqueue: name and controller labels, priority on depth; 'g' floats */
+	expect_line(t, "workqueue_depth{controller=\"trainjob_controller\",name=\"trainjob_"
+	               "controller\",priority=\"\"} 3");
+	expect_line(t, "workqueue_adds_total{controller=\"trainjob_controller\",name=\"trainjob_"
+	               "controller\"} 1.234567e+06");
+	expect_line(t, "workqueue_queue_duration_seconds_bucket{controller=\"trainjob_controller\","
+	               "name=\"trainjob_controller\",le=\"1e-08\"} 0");
+	expect_line(t, "workqueue_queue_duration_seconds_bucket{controller=\"trainjob_controller\","
+	               "name=\"trainjob_controller\",le=\"0.001\"} 4");
+	expect_line(t, "workqueue_queue_duration_seconds_bucket{controller=\"trainjob_controller\","
+	               "name=\"trainjob_controller\",le=\"+Inf\"} 4");
+	expect_line(t, "workqueue_retries_total{controller=\"clustertrainingruntime_controller\","
+	               "name=\"clustertrainingruntime_controller\"} 0");
+	assert_non_null(strstr(t, "\nprocess_resident_memory_bytes "));
+	assert_non_null(strstr(t, "\nprocess_cpu_seconds_total "));
+	assert_non_null(strstr(t, "\nprocess_start_time_seconds 1."));
+	/* client_golang sorts families by name */
+	assert_true(strstr(t, "controller_runtime_active_workers") <
+	            strstr(t, "controller_runtime_reconcile_total"));
+	assert_true(strstr(t, "process_cpu_seconds_total") < strstr(t, "workqueue_adds_total"));
+	free(t);
+	kft_metrics_free(m);
+}
+
+/* ---- HTTP ---------------------------------------------------------------------- */
+
+static size_t collect(char *p, size_t size, size_t n, void *ud)
+{
+	char *buf = ud;
+	size_t have = strlen(buf), add = size * n;
+	if (have + add >= 65536)
+		add = 65535 - have;
+	memcpy(buf + have, p, add);
+	buf[have + add] = '\0';
+	return size * n;
+}
+
+static long get(int port, const char *path, char *body)
+{
+	char url[128];
+	long code = 0;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	body[0] = '\0';
+	CURL *c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	return code;
+}
+
+/* controller-runtime: healthz ping, readyz after the caches synced,
+ * /metrics on its own port, 404 elsewhere. */
+static void test_http(void **state)
+{
+	(void)state;
+	static char body[65536];
+	volatile int ready = 0;
+	kft_cm_http *h = NULL;
+	kft_error err = {0};
+	kft_metrics *m = kft_metrics_new();
+	kft_metrics_add_controller(m, "trainjob_controller", 1);
+	assert_int_equal(kft_cm_http_start("127.0.0.1:0", "healthz", "readyz", "127.0.0.1:0", m,
+	                                   &ready, &h, &err),
+	                 0);
+	int hp = kft_cm_http_port(h, 0), mp = kft_cm_http_port(h, 1);
+	assert_true(hp > 0 && mp > 0 && hp != mp);
+	assert_int_equal(get(hp, "/healthz", body), 200);
+	assert_string_equal(body, "ok");
+	assert_int_equal(get(hp, "/readyz", body), 500);
+	ready = 1;
+	assert_int_equal(get(hp, "/readyz", body), 200);
+	assert_int_equal(get(hp, "/readyz/", body), 200);
+	assert_non_null(strstr(body, "[+]readyz ok"));
+	assert_int_equal(get(hp, "/nope", body), 404);
+	assert_int_equal(get(hp, "/metrics", body), 404);
+	assert_int_equal(get(mp, "/metrics", body), 200);
+	assert_non_null(strstr(body, "controller_runtime_reconcile_total{"));
+	assert_int_equal(get(mp, "/healthz", body), 404);
+	kft_cm_http_stop(h);
+
+	/* "0" disables a server; a bad address is an error naming it */
+	assert_int_equal(kft_cm_http_start("0", "healthz", "readyz", "", m, &ready, &h, &err), 0);
+	assert_int_equal(kft_cm_http_port(h, 0), 0);
+	kft_cm_http_stop(h);
+	assert_int_equal(kft_cm_http_start("nohost", "healthz", "readyz", "0", m, &ready, &h, &err),
+	                 KFT_EINVAL);
+	assert_non_null(strstr(err.message, "\"nohost\""));
+	assert_int_equal(
+	        kft_cm_http_start("example.com:80", "healthz", "readyz", "0", m, &ready, &h, &err),
+	        KFT_EINVAL);
+	kft_metrics_free(m);
+}
+
+static void test_parse_listen(void **state)
+{
+	(void)state;
+	char host[64];
+	int port = -1;
+	assert_int_equal(kft_cm_parse_listen(":8081", host, sizeof(host), &port, NULL), 0);
+	assert_string_equal(host, "");
+	assert_int_equal(port, 8081);
+	assert_int_equal(kft_cm_parse_listen("[::1]:9", host, sizeof(host), &port, NULL), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 9);
+	assert_int_not_equal(kft_cm_parse_listen("1.2.3.4:99999", host, sizeof(host), &port, NULL),
+	                     0);
+	assert_int_not_equal(kft_cm_parse_listen("1.2.3.4:", host, sizeof(host), &port, NULL), 0);
+}
+
+/* ---- logs ------------------------------------------------------------------------ */
+
+static json_t *log_one(const kft_log_options *o, int level, const char *err_text, json_t *fields,
+                       char *raw, size_t rawsize)
+{
+	FILE *f = tmpfile();
+	kft_logger *lg = kft_logger_new(o, f);
+	kft_log_write(lg, level, "trainjob-controller", "src/controller/x.c:12", "hello", err_text,
+	              fields);
+	kft_logger_free(lg);
+	rewind(f);
+	size_t n = fread(raw, 1, rawsize - 1, f);
+	raw[n] = '\0';
+	fclose(f);
+	return n ? json_loads(raw, 0, NULL) : NULL;
+}
+
+/* zap production encoder: keys, their order, levels, errors. */
+static void test_log_json(void **state)
+{
+	(void)state;
+	char raw[2048];
+	kft_log_options o = {.time_encoding = KFT_LOG_TIME_RFC3339NANO};
+	json_t *v =
+	        log_one(&o, KFT_LOG_INFO, NULL,
+	                json_pack("{s:s, s:{s:s, s:s}, s:s}", "controller", "trainjob_controller",
+	                          "trainJob", "name", "a", "namespace", "b", "reconcileID", "x"),
+	                raw, sizeof(raw));
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "level")), "info");
+	assert_string_equal(json_string_value(json_object_get(v, "logger")), "trainjob-controller");
+	assert_string_equal(json_string_value(json_object_get(v, "caller")), "controller/x.c:12");
+	assert_string_equal(json_string_value(json_object_get(v, "msg")), "hello");
+	assert_string_equal(
+	        json_string_value(json_object_get(json_object_get(v, "trainJob"), "namespace")),
+	        "b");
+	const char *ts = json_string_value(json_object_get(v, "ts"));
+	assert_non_null(ts);
+	assert_true(strlen(ts) >= 20 && ts[4] == '-' && ts[10] == 'T');
+	/* zap's key order: level, ts, logger, caller, msg, then the fields */
+	assert_true(strstr(raw, "\"level\"") < strstr(raw, "\"ts\""));
+	assert_true(strstr(raw, "\"caller\"") < strstr(raw, "\"msg\""));
+	assert_true(strstr(raw, "\"msg\"") < strstr(raw, "\"controller\""));
+	assert_int_equal(raw[strlen(raw) - 1], '\n');
+	json_decref(v);
+
+	/* V(2) is hidden at the default level and shows as Level(-2) when enabled */
+	v = log_one(&o, -2, NULL, NULL, raw, sizeof(raw));
+	assert_null(v);
+	o.level_set = 1;
+	o.level = -2;
+	v = log_one(&o, -2, NULL, NULL, raw, sizeof(raw));
+	assert_string_equal(json_string_value(json_object_get(v, "level")), "Level(-2)");
+	json_decref(v);
+	v = log_one(&o, KFT_LOG_DEBUG, NULL, NULL, raw, sizeof(raw));
+	assert_string_equal(json_string_value(json_object_get(v, "level")), "debug");
+	json_decref(v);
+	v = log_one(&o, -3, NULL, NULL, raw, sizeof(raw));
+	assert_null(v);
+
+	/* errors: level error, "error" after the fields */
+	v = log_one(&o, KFT_LOG_ERROR, "boom", json_pack("{s:s}", "k", "v"), raw, sizeof(raw));
+	assert_string_equal(json_string_value(json_object_get(v, "level")), "error");
+	assert_string_equal(json_string_value(json_object_get(v, "error")), "boom");
+	assert_true(strstr(raw, "\"k\"") < strstr(raw, "\"error\":"));
+	json_decref(v);
+
+	/* epoch and nanos time encodings are numbers */
+	o.time_encoding = KFT_LOG_TIME_EPOCH;
+	v = log_one(&o, KFT_LOG_INFO, NULL, NULL, raw, sizeof(raw));
+	assert_true(json_is_number(json_object_get(v, "ts")));
+	assert_true(json_number_value(json_object_get(v, "ts")) > 1.6e9);
+	json_decref(v);
+	o.time_encoding = KFT_LOG_TIME_NANOS;
+	v = log_one(&o, KFT_LOG_INFO, NULL, NULL, raw, sizeof(raw));
+	assert_true(json_is_integer(json_object_get(v, "ts")));
+	json_decref(v);
+}
+
+/* --zap-devel: console layout, debug enabled. */
+static void test_log_console(void **state)
+{
+	(void)state;
+	char raw[2048];
+	kft_log_options o = {.devel = 1, .time_encoding = KFT_LOG_TIME_ISO8601};
+	json_t *v = log_one(&o, KFT_LOG_DEBUG, "bad", json_pack("{s:i}", "n", 1), raw, sizeof(raw));
+	assert_null(v); /* not a JSON line */
+	assert_non_null(strstr(raw, "\tDEBUG\ttrainjob-controller\tcontroller/x.c:12\thello\t"));
+	assert_non_null(strstr(raw, "{\"n\":1,\"error\":\"bad\"}"));
+}
+
+int main(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_http),
+	        cmocka_unit_test(test_parse_listen), cmocka_unit_test(test_log_json),
+	        cmocka_unit_test(test_log_console),
+	};
+	int rc = cmocka_run_group_tests_name("controller_metrics", tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}

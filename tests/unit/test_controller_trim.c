@@ -1,0 +1,126 @@
+/*
+ * test_controller_trim.c - what the controller's informer caches keep
+ * (src/controller/trim.c). These are our own memory choices ("ours"); the
+ * constraint from upstream is only that every field a reconcile reads
+ * survives: a JobSet's status and spec.suspend (kubeflow/trainer v2.3.0
+ * pkg/runtime/framework/plugins/jobset: Build reads spec.suspend, Status
+ * reads status), owned Secrets/ConfigMaps whole, and the webhook
+ * certificate Secret the TrainJobStatus plugin reads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/cm_internal.h"
+
+static json_t *parse(const char *text)
+{
+	json_t *v = json_loads(text, 0, NULL);
+	if (!v)
+		fail_msg("bad test JSON: %s", text);
+	return v;
+}
+
+#define OWNED                                                                                      \
+	"\"ownerReferences\":[{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":"         \
+	"\"TrainJob\",\"name\":\"job\",\"uid\":\"u\",\"controller\":true}]"
+
+static int setup(void **state)
+{
+	kft_cm *cm = calloc(1, sizeof(*cm));
+	kft_cm_config *cfg = calloc(1, sizeof(*cfg));
+	assert_int_equal(kft_cm_config_defaults(cfg, NULL), 0);
+	assert_int_equal(kft_cm_intern_init(&cm->intern), 0);
+	cm->cfg = cfg;
+	*state = cm;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	kft_cm *cm = *state;
+	kft_cm_intern_free(&cm->intern);
+	kft_cm_config_free((kft_cm_config *)cm->cfg);
+	free((void *)cm->cfg);
+	free(cm);
+	return 0;
+}
+
+static void test_jobset(void **state)
+{
+	json_t *js = parse("{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\","
+	                   "\"metadata\":{\"name\":\"job\",\"labels\":{\"a\":\"b\"},"
+	                   "\"annotations\":{\"kubectl.kubernetes.io/"
+	                   "last-applied-configuration\":\"{...}\"}},"
+	                   "\"spec\":{\"suspend\":true,\"replicatedJobs\":[{\"name\":\"node\"}]},"
+	                   "\"status\":{\"conditions\":[],\"restarts\":2}}");
+	kft_cm_trim_object(js, *state);
+	json_t *want = parse("{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\","
+	                     "\"metadata\":{\"name\":\"job\"},\"spec\":{\"suspend\":true},"
+	                     "\"status\":{\"conditions\":[]}}");
+	assert_true(json_equal(js, want));
+	assert_true(kft_cm_trimmed_kind(js));
+	json_decref(want);
+	json_decref(js);
+}
+
+static void test_secrets_and_configmaps(void **state)
+{
+	kft_cm *cm = *state;
+	json_t *mine = parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":"
+	                     "\"job-mpi-ssh-auth\"," OWNED "},\"data\":{\"k\":\"dg==\"}}");
+	json_t *other =
+	        parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+	              "\"x\"},\"data\":{\"k\":\"v\"},\"binaryData\":{\"b\":\"AA==\"}}");
+	char cert[256];
+	snprintf(cert, sizeof(cert),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s\"},"
+	         "\"data\":{\"ca.crt\":\"eA==\"}}",
+	         cm->cfg->cert_webhook_secret);
+	json_t *webhook = parse(cert);
+	kft_cm_trim_object(mine, cm);
+	kft_cm_trim_object(other, cm);
+	kft_cm_trim_object(webhook, cm);
+	assert_non_null(json_object_get(mine, "data"));
+	assert_null(json_object_get(other, "data"));
+	assert_null(json_object_get(other, "binaryData"));
+	assert_non_null(json_object_get(other, "metadata"));
+	assert_non_null(json_object_get(webhook, "data"));
+	assert_false(kft_cm_trimmed_kind(other));
+	json_decref(mine);
+	json_decref(other);
+	json_decref(webhook);
+}
+
+static void test_snapshots_share_text(void **state)
+{
+#define SNAPSHOT(name)                                                                             \
+	"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"" name             \
+	"-runtime-snapshot\"," OWNED "},\"data\":{\"runtime\":\"kind: X\\n\"}}"
+	const char *a_text = SNAPSHOT("a"), *b_text = SNAPSHOT("b");
+	json_t *a = parse(a_text), *b = parse(b_text);
+	kft_cm_trim_object(a, *state);
+	kft_cm_trim_object(b, *state);
+	const json_t *sa = json_object_get(json_object_get(a, "data"), "runtime");
+	const json_t *sb = json_object_get(json_object_get(b, "data"), "runtime");
+	assert_ptr_equal(sa, sb);
+	assert_string_equal(json_string_value(sa), "kind: X\n");
+	json_decref(a);
+	json_decref(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test_setup_teardown(test_jobset, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_secrets_and_configmaps, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_snapshots_share_text, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("controller_trim", tests, NULL, NULL);
+}
