@@ -84,12 +84,9 @@ void kft_cli_table_row(json_t *rows, size_t n, const char *const *cells);
 
 /* ---- names ---------------------------------------------------------------- */
 
-/* A name for an object created without one, as the API server gives it:
- * generate_name (cut to 58 bytes) plus five random characters of
- * Kubernetes' alphabet ("bcdfghjklmnpqrstvwxz2456789"); with generate_name
- * NULL, the Kubeflow SDK's TrainJob name instead, a lowercase letter then 11
- * hex digits. *out is malloc'd, the caller frees. Returns 0, or -1 (errno
- * set) when no randomness or memory is to be had. */
+/* kft_local_generate_name (src/local/local.h, the one name generator) with
+ * the CLI's error convention: *out is malloc'd, the caller frees. Returns 0,
+ * or -1 (errno set) when no randomness or memory is to be had. */
 int kft_cli_generate_name(const char *generate_name, char **out);
 
 /* ---- kubectl's wording --------------------------------------------------- */

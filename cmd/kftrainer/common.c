@@ -14,12 +14,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "kftrainer/decode.h"
+#include "local/local.h"
 
 #define STATE_ENV "KFTRAINER_STATE_DIR"
 
@@ -228,32 +228,14 @@ void kft_cli_table_row(json_t *rows, size_t n, const char *const *cells)
 
 /* ---- names ---------------------------------------------------------------- */
 
-#define GENERATED_PREFIX_MAX 58 /* 63, a DNS label's limit, less the 5 random characters */
-
+/* One generator for every name: the library's, which submit uses too. */
 int kft_cli_generate_name(const char *generate_name, char **out)
 {
-	static const char k8s[] = "bcdfghjklmnpqrstvwxz2456789", hex[] = "0123456789abcdef";
-	unsigned char r[12];
-	char sfx[13];
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return -1;
-	if (generate_name) {
-		for (int i = 0; i < 5; i++)
-			sfx[i] = k8s[r[i] % (sizeof(k8s) - 1)];
-		sfx[5] = '\0';
-		size_t n = strlen(generate_name);
-		return asprintf(out, "%.*s%s",
-		                (int)(n > GENERATED_PREFIX_MAX ? GENERATED_PREFIX_MAX : n),
-		                generate_name, sfx) < 0
-		               ? -1
-		               : 0;
-	}
-	sfx[0] = (char)('a' + r[0] % 26);
-	for (int i = 1; i < 12; i++)
-		sfx[i] = hex[r[i] & 0xf];
-	sfx[12] = '\0';
-	*out = strdup(sfx);
-	return *out ? 0 : -1;
+	kft_error err = {0};
+	if (kft_local_generate_name(generate_name, out, &err) == 0)
+		return 0;
+	errno = err.code == KFT_ENOMEM ? ENOMEM : EIO;
+	return -1;
 }
 
 /* ---- kubectl's wording ------------------------------------------------------ */

@@ -5,12 +5,11 @@
  *     NAME   RUNTIME   STATUS   NODES   PROGRESS   AGE
  *
  * STATUS is the job's state in one word (Created, Running, Suspended,
- * Complete, Failed) rather than upstream's printcolumn (the type of the last
- * condition, which reads "Suspended" for a job resumed long ago): a job
- * whose conditions say it finished or is suspended shows that; otherwise
- * Running once a pod runs. NODES is spec.trainer.numNodes when the TrainJob
- * sets it, else the pods of the JobSet's "node" step plus an MPI launcher
- * labelled as the trainer step. PROGRESS is
+ * Complete, Failed, or Terminating while a delete is under way) rather than upstream's printcolumn
+ * (the type of the last condition, which reads "Suspended" for a job resumed long ago): a job whose
+ * conditions say it finished or is suspended shows that; otherwise Running once a pod runs. NODES
+ * is spec.trainer.numNodes when the TrainJob sets it, else the pods of the JobSet's "node" step
+ * plus an MPI launcher labelled as the trainer step. PROGRESS is
  * status.trainerStatus.progressPercentage. -o json|yaml print the stored
  * TrainJobs with status as upstream shapes it: one object for one NAME, else
  * a v1 List, as kubectl does.
@@ -39,7 +38,8 @@ static void get_usage(FILE *out)
 	      "                     [--no-headers]\n\n"
 	      "Show TrainJobs run by the local backend:\n\n"
 	      "  NAME  RUNTIME  STATUS  NODES  PROGRESS  AGE\n\n"
-	      "STATUS is Created, Running, Suspended, Complete or Failed. PROGRESS is the\n"
+	      "STATUS is Created, Running, Suspended, Complete, Failed, or Terminating while\n"
+	      "the job is being deleted. PROGRESS is the\n"
 	      "percentage the training reports (status.trainerStatus.progressPercentage), or -.\n\n"
 	      "Options:\n"
 	      "  -n, --namespace NS      the namespace (default: default)\n"

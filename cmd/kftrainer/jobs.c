@@ -86,6 +86,10 @@ static bool pods_running(kft_local *l, const json_t *job)
 
 const char *kft_cli_job_phase(kft_local *l, const json_t *job)
 {
+	/* kubectl shows an object with a deletionTimestamp as Terminating until
+	 * it is gone; whatever it was doing no longer matters. */
+	if (json_object_get(json_object_get(job, "metadata"), "deletionTimestamp"))
+		return "Terminating";
 	const char *outcome = kft_cli_job_outcome(job);
 	if (outcome)
 		return outcome;

@@ -30,7 +30,8 @@ const json_t *kft_cli_condition_true(const json_t *job, const char *type);
 const char *kft_cli_job_outcome(const json_t *job);
 
 /* The job's state for people, one of Created, Running, Suspended, Complete,
- * Failed: a terminal condition wins, then Suspended, then Running when any
+ * Failed, Terminating: a delete under way (metadata.deletionTimestamp) wins,
+ * then a terminal condition, then Suspended, then Running when any
  * child Job is active or any pod record is Running (the store's pods, read
  * through l), else Created. Static string. */
 const char *kft_cli_job_phase(kft_local *l, const json_t *job);

@@ -9,12 +9,18 @@
  * records the job as finished, so the read that follows sees every line.
  * Pods that start later (trainer nodes after initializers, restarts) are
  * picked up from the store on each round.
+ *
+ * On a terminal, following draws the initializers' download progress lines
+ * (kft_local_progress_parse) as one bar redrawn in place with a carriage
+ * return, which the next ordinary line (or the end) erases; everywhere else
+ * those lines print like any other, as they are in the log.
  */
 #include "logstream.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +31,8 @@
 #define POLL_MS    200
 #define CHUNK      65536
 #define MAX_SOURCE 4096 /* pods followed at once; beyond it the rest are ignored */
+#define BAR_WIDTH  20
+#define ERASE_LINE "\r\033[K"
 
 typedef struct source {
 	char *step;
@@ -39,7 +47,10 @@ typedef struct stream {
 	source **items;
 	size_t n, cap;
 	bool prefix;
-	char *buf; /* CHUNK bytes */
+	bool tty;       /* following on a terminal: progress lines become a bar */
+	bool bar_shown; /* a bar is on the screen's last line, without newline */
+	int cols;       /* the terminal's width */
+	char *buf;      /* CHUNK bytes */
 } stream;
 
 /* Initializers print first, then the trainer's steps in name order. */
@@ -81,6 +92,48 @@ static void source_free(source *s)
 	free(s);
 }
 
+/* The bar for one progress line: "PREFIX FILE: 1 MiB / 4 MiB (25%) [#####     ]",
+ * cut to the terminal's width so the carriage return reaches its start. */
+static int draw_bar(stream *st, const char *prefix, const char *s, size_t n, size_t what, int pct,
+                    FILE *out)
+{
+	char line[1024], bar[BAR_WIDTH + 4] = "";
+	if (pct >= 0) {
+		int full = pct * BAR_WIDTH / 100;
+		bar[0] = ' ';
+		bar[1] = '[';
+		for (int i = 0; i < BAR_WIDTH; i++)
+			bar[2 + i] = i < full ? '#' : ' ';
+		bar[2 + BAR_WIDTH] = ']';
+		bar[3 + BAR_WIDTH] = '\0';
+	}
+	int len = snprintf(line, sizeof(line), "%s%.*s%s", prefix, (int)(n - what), s + what, bar);
+	size_t show = len < 0 ? 0 : (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1;
+	if (show > (size_t)st->cols - 1)
+		show = (size_t)st->cols - 1;
+	st->bar_shown = true;
+	if (fputs(ERASE_LINE, out) == EOF || fwrite(line, 1, show, out) != show)
+		return KFT_EIO;
+	return 0;
+}
+
+/* The prefixer's line writer on a terminal (kft_prefixer_line_fn). */
+static int tty_line(void *user, const char *prefix, const char *s, size_t n, int newline, FILE *out)
+{
+	stream *st = user;
+	size_t what;
+	int pct;
+	if (newline && kft_local_progress_parse(s, n, &what, &pct))
+		return draw_bar(st, prefix, s, n, what, pct, out);
+	if (st->bar_shown && fputs(ERASE_LINE, out) == EOF)
+		return KFT_EIO;
+	st->bar_shown = false;
+	if (fputs(prefix, out) == EOF || (n && fwrite(s, 1, n, out) != n) ||
+	    (newline && fputc('\n', out) == EOF))
+		return KFT_EIO;
+	return 0;
+}
+
 static int add_source(stream *st, const kft_pod_record *r)
 {
 	if (st->n == st->cap) {
@@ -99,7 +152,9 @@ static int add_source(stream *st, const kft_pod_record *r)
 	s->index = r->index;
 	s->fd = -1;
 	snprintf(s->prefix, sizeof(s->prefix), "[%s-%d] ", r->step, r->index);
-	kft_prefixer_init(&s->pf, s->prefix);
+	kft_prefixer_init(&s->pf, st->prefix ? s->prefix : "");
+	if (st->tty)
+		kft_prefixer_set_line_fn(&s->pf, tty_line, st);
 	st->items[st->n++] = s;
 	return 0;
 }
@@ -160,9 +215,10 @@ static int pump(stream *st, source *s)
 		}
 		if (got == 0)
 			return 0;
-		int rc = st->prefix ? kft_prefixer_feed(&s->pf, st->buf, (size_t)got, stdout)
-		                    : (fwrite(st->buf, 1, (size_t)got, stdout) == (size_t)got ? 0
-		                                                                              : -1);
+		int rc =
+		        st->prefix || st->tty
+		                ? kft_prefixer_feed(&s->pf, st->buf, (size_t)got, stdout)
+		                : (fwrite(st->buf, 1, (size_t)got, stdout) == (size_t)got ? 0 : -1);
 		if (rc != 0 || ferror(stdout))
 			return -1;
 	}
@@ -181,9 +237,12 @@ static int pump_all(stream *st)
 /* Writes the partial last lines held back while following. */
 static void flush_partial(stream *st)
 {
-	if (st->prefix)
+	if (st->prefix || st->tty)
 		for (size_t i = 0; i < st->n; i++)
 			kft_prefixer_flush(&st->items[i]->pf, stdout);
+	if (st->bar_shown)
+		fputs(ERASE_LINE, stdout);
+	st->bar_shown = false;
 	fflush(stdout);
 }
 
@@ -314,6 +373,11 @@ int kft_logstream_run(kft_local *l, const kft_logstream_opts *o, kft_logstream_e
 		return KFT_EXIT_FAILED;
 	}
 	st.prefix = o->prefix || expected_pods(l, o) > 1;
+	struct winsize ws;
+	st.tty = o->follow && isatty(STDOUT_FILENO);
+	st.cols = st.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20
+	                  ? ws.ws_col
+	                  : 80;
 	int rc;
 	if (!o->follow) {
 		rc = print_once(l, o, &st, end);

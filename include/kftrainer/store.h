@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes and understands. */
-#define KFT_STORE_SCHEMA_VERSION 2
+#define KFT_STORE_SCHEMA_VERSION 3
 
 /* The database file's name inside the state directory. */
 #define KFT_STORE_DB_NAME "state.db"
@@ -85,6 +85,7 @@ int kft_store_job_create(kft_store *s, const json_t *trainjob, const json_t *obj
 /*
  * The stored TrainJob with metadata.uid, metadata.namespace and
  * metadata.creationTimestamp (seconds precision, as Kubernetes prints it) set,
+ * metadata.deletionTimestamp (likewise) while a delete is under way,
  * spec.suspend reflecting the current suspend flag, and "status" when one was
  * stored. *out is a new reference the caller json_decref()s.
  * Errors: KFT_ENOTFOUND, KFT_EIO, KFT_EPARSE (stored JSON damaged).
@@ -123,6 +124,7 @@ typedef struct kft_job_info {
 	char *created, *started, *finished;
 	char *runtime_name, *runtime_kind;
 	bool suspended;
+	char *deleting; /* when a delete began (kft_store_job_mark_deleting); NULL: none */
 } kft_job_info;
 
 /* Fills *info (overwritten, not freed first). Errors: KFT_ENOTFOUND, KFT_EIO,
@@ -131,6 +133,11 @@ int kft_store_job_info(kft_store *s, const char *ns, const char *name, kft_job_i
                        kft_error *err);
 /* Frees the strings of info and zeroes it. info may be NULL. */
 void kft_job_info_free(kft_job_info *info);
+
+/* Marks the job as being deleted (its deletionTimestamp): sets the time to
+ * now unless already set. The job stays readable until kft_store_job_delete;
+ * readers see metadata.deletionTimestamp. Errors: KFT_ENOTFOUND, KFT_EIO. */
+int kft_store_job_mark_deleting(kft_store *s, const char *ns, const char *name, kft_error *err);
 
 /* Removes the job with its objects, pod records and supervisor record.
  * Errors: KFT_ENOTFOUND, KFT_EIO. */

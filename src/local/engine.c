@@ -411,8 +411,12 @@ static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_k
 	clearenv();
 	for (size_t i = 0; spec->envp && spec->envp[i]; i++)
 		putenv(spec->envp[i]);
-	if (spec->workdir && chdir(spec->workdir) != 0)
+	if (spec->workdir && chdir(spec->workdir) != 0) {
+		/* stderr is the pod's log by now: say why, as a failed spawn does */
+		fprintf(stderr, "cannot change to the working directory %s: %s\n", spec->workdir,
+		        strerror(errno));
 		_exit(127);
+	}
 	const char *ws = workspace_of(spec);
 	_exit(kft_local_initializer_main(kind == RJOB_DATASET_INIT ? "dataset" : "model",
 	                                 ws ? ws : ""));
@@ -1005,8 +1009,10 @@ static int on_stop(engine *e, kft_error *err)
 		return 0; /* deleted: nothing to write */
 	if (rc)
 		return rc;
-	bool suspended = info.suspended;
+	bool suspended = info.suspended, deleting = info.deleting != NULL;
 	kft_job_info_free(&info);
+	if (deleting)
+		return 0; /* the deleter removes everything: writing would only race it */
 	if (suspended) {
 		mark_suspended(e);
 		json_object_set_new(json_object_get(e->tj, "spec"), "suspend", json_true());

@@ -170,7 +170,16 @@ fail:
 	return NULL;
 }
 
-/* The policy every request shares, whatever it does with the body. */
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+/* The policy every request shares, whatever it does with the body. The CA
+ * certificates come from the options or, as curl's tool reads them, from
+ * CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR, so an initializer can
+ * reach a server whose certificate a private CA signed. */
 static void setup_common(CURL *c, const char *url, struct curl_slist *hdrs,
                          const kft_fetch_options *o)
 {
@@ -188,6 +197,14 @@ static void setup_common(CURL *c, const char *url, struct curl_slist *hdrs,
 	                 (o && o->low_speed_timeout_s) ? o->low_speed_timeout_s : 120L);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "kftrainer-initializer");
+	const char *ca_file = o && o->ca_file ? o->ca_file : env_nonempty("CURL_CA_BUNDLE");
+	const char *ca_dir = o && o->ca_dir ? o->ca_dir : env_nonempty("SSL_CERT_DIR");
+	if (!ca_file)
+		ca_file = env_nonempty("SSL_CERT_FILE");
+	if (ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+	if (ca_dir)
+		curl_easy_setopt(c, CURLOPT_CAPATH, ca_dir);
 }
 
 static void setup_curl(transfer *t, struct curl_slist *hdrs)

@@ -92,6 +92,13 @@ typedef struct kft_fetch_options {
 	void *progress_user;
 	const char *hf_endpoint; /* NULL: $HF_ENDPOINT, else https://huggingface.co */
 	const char *hf_token;    /* NULL: $HF_TOKEN (unset means anonymous) */
+	/* The CA certificates HTTPS trusts, as curl's command-line tool picks
+	 * them: ca_file NULL means $CURL_CA_BUNDLE, else $SSL_CERT_FILE; ca_dir
+	 * NULL means $SSL_CERT_DIR (a directory of hashed certificates). A file
+	 * given replaces the system bundle (to trust one more CA, give a bundle
+	 * holding both). Unset: libcurl's default, the system bundle. */
+	const char *ca_file;
+	const char *ca_dir;
 } kft_fetch_options;
 
 /* Downloads one http:// or https:// URL to dest_path (a file name).

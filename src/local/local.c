@@ -17,7 +17,12 @@
  *    the job first, so two CLIs cannot both act.
  *  - Suspend and delete stop the supervisor with SIGTERM (it stops its pods
  *    and exits), fall back to SIGKILL, then kill any recorded pod group that
- *    is still there.
+ *    is still there. Delete first marks the job as being deleted (a
+ *    deletionTimestamp, committed before any signal), so the supervisor it
+ *    stops, the liveness check and a concurrent suspend/resume all see a
+ *    deletion rather than a crash or a running job.
+ *  - Every entry point normalises its namespace once (NULL or "" means
+ *    "default"), so nothing below ever sees NULL.
  */
 #include "local/local.h"
 
@@ -29,11 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <openssl/rand.h>
 
 #include "kftrainer/conditions.h"
 #include "local/local_internal.h"
@@ -51,6 +55,14 @@ struct kft_local {
 	pid_t children[MAX_CHILDREN]; /* supervisors we started and must reap */
 	size_t n_children;
 };
+
+/* local.h promises NULL or "" means "default": every entry point that takes
+ * a namespace normalises it here once, so nothing below (supervisor argv,
+ * paths, store keys) ever sees NULL. */
+static const char *ns_of(const char *ns)
+{
+	return ns && *ns ? ns : "default";
+}
 
 /* ---- opening ------------------------------------------------------------------ */
 
@@ -114,7 +126,7 @@ const char *kft_local_state_dir(const kft_local *l)
 
 char *kft_local_job_dir(const kft_local *l, const char *ns, const char *name)
 {
-	return kft_local_job_dir_of(l->state_dir, ns, name);
+	return kft_local_job_dir_of(l->state_dir, ns_of(ns), name);
 }
 
 const kft_backend *kft_local_backend(kft_local *l)
@@ -124,32 +136,39 @@ const kft_backend *kft_local_backend(kft_local *l)
 
 /* ---- names -------------------------------------------------------------------- */
 
-/* The API server's generateName suffix: 5 characters from an alphabet
- * without vowels or look-alikes. */
-static int generated_name(const char *prefix, char **out)
-{
-	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-	unsigned char r[5];
-	char sfx[6];
-	if (RAND_bytes(r, sizeof(r)) != 1)
-		return -1;
-	for (int i = 0; i < 5; i++)
-		sfx[i] = alphabet[r[i] % (sizeof(alphabet) - 1)];
-	sfx[5] = '\0';
-	return asprintf(out, "%s%s", prefix, sfx) < 0 ? -1 : 0;
-}
+/* 63 (a DNS label) less the 5 random characters: the API server's
+ * maxGeneratedNameLength. */
+#define GENERATED_PREFIX_MAX 58
 
-/* The Kubeflow SDK's name: a lowercase letter, then 11 hex digits of a uuid4. */
-static int sdk_name(char **out)
+int kft_local_generate_name(const char *generate_name, char **out, kft_error *err)
 {
-	unsigned char r[7];
-	if (RAND_bytes(r, sizeof(r)) != 1 || !(*out = malloc(13)))
-		return -1;
-	(*out)[0] = (char)('a' + r[0] % 26);
-	for (int i = 0; i < 11; i++)
-		(*out)[1 + i] = "0123456789abcdef"[(r[1 + i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
-	(*out)[12] = '\0';
-	return 0;
+	static const char k8s[] = "bcdfghjklmnpqrstvwxz2456789", hex[] = "0123456789abcdef";
+	unsigned char r[12];
+	char sfx[13];
+	*out = NULL;
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return kft_error_set(err, KFT_EIO, "cannot generate a name: %s", strerror(errno));
+	if (generate_name && *generate_name) {
+		size_t n = strlen(generate_name);
+		for (int i = 0; i < 5; i++)
+			sfx[i] = k8s[r[i] % (sizeof(k8s) - 1)];
+		sfx[5] = '\0';
+		if (asprintf(out, "%.*s%s",
+		             (int)(n > GENERATED_PREFIX_MAX ? GENERATED_PREFIX_MAX : n),
+		             generate_name, sfx) < 0) {
+			*out = NULL;
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+		}
+		return 0;
+	}
+	/* the SDK: random.choice(ascii_lowercase) + uuid4().hex[:11]; the first
+	 * 11 hex digits of a uuid4 are all random */
+	sfx[0] = (char)('a' + r[0] % 26);
+	for (int i = 1; i < 12; i++)
+		sfx[i] = hex[r[i] & 0xf];
+	sfx[12] = '\0';
+	*out = strdup(sfx);
+	return *out ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory");
 }
 
 static int ensure_name(json_t *tj, kft_error *err)
@@ -164,9 +183,10 @@ static int ensure_name(json_t *tj, kft_error *err)
 		return kft_error_set(err, KFT_EINVAL, "metadata must be an object");
 	if (json_string_value(json_object_get(meta, "name")))
 		return 0;
-	const char *gen = json_string_value(json_object_get(meta, "generateName"));
-	if ((gen && *gen ? generated_name(gen, &name) : sdk_name(&name)) != 0)
-		return kft_error_set(err, KFT_EIO, "cannot generate a name");
+	int rc = kft_local_generate_name(json_string_value(json_object_get(meta, "generateName")),
+	                                 &name, err);
+	if (rc)
+		return rc;
 	json_object_set_new(meta, "name", json_string(name));
 	free(name);
 	return 0;
@@ -177,15 +197,15 @@ static int ensure_name(json_t *tj, kft_error *err)
 /* Variables of the submitter that stand in for an image's environment. */
 static bool allowed_env(const char *kv)
 {
-	static const char *const names[] = {"PATH",         "HOME",
-	                                    "USER",         "LOGNAME",
-	                                    "SHELL",        "LANG",
-	                                    "LANGUAGE",     "TZ",
-	                                    "TMPDIR",       "TERM",
-	                                    "PYTHONPATH",   "VIRTUAL_ENV",
-	                                    "CONDA_PREFIX", "LD_LIBRARY_PATH",
-	                                    "HF_HOME",      "HF_ENDPOINT",
-	                                    "HF_TOKEN",     "CUDA_VISIBLE_DEVICES"};
+	static const char *const names[] = {
+	        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+	        "TERM", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH", "HF_HOME",
+	        "HF_ENDPOINT", "HF_TOKEN", "CUDA_VISIBLE_DEVICES",
+	        /* what the initializers' HTTPS needs to reach a
+	         * server through a proxy or signed by a private
+	         * CA, read as curl's tool reads them */
+	        "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "http_proxy", "https_proxy",
+	        "no_proxy", "HTTPS_PROXY", "NO_PROXY"};
 	size_t n = strcspn(kv, "=");
 	if (kv[n] != '=')
 		return false;
@@ -359,8 +379,9 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	int rc = ensure_name(tj, err);
 	json_t *meta = json_object_get(tj, "metadata");
-	if (rc == 0 && !json_string_value(json_object_get(meta, "namespace")))
-		json_object_set_new(meta, "namespace", json_string("default"));
+	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
+	if (rc == 0 && (!given_ns || !*given_ns))
+		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));
 	if (rc == 0)
 		rc = kft_store_begin(l->store, err);
 	if (rc == 0) {
@@ -393,9 +414,16 @@ static void kill_leftovers(kft_local *l, const char *ns, const char *name)
 
 /* ---- liveness ------------------------------------------------------------------- */
 
+/* A job being deleted is its deleter's to clean up: its supervisor is
+ * stopped on purpose, so it is never "lost". */
+static bool being_deleted(const json_t *tj)
+{
+	return json_object_get(json_object_get(tj, "metadata"), "deletionTimestamp") != NULL;
+}
+
 static bool needs_supervisor(const json_t *tj)
 {
-	return !kft_trainjob_is_finished(tj) &&
+	return !kft_trainjob_is_finished(tj) && !being_deleted(tj) &&
 	       !json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"));
 }
 
@@ -459,6 +487,7 @@ static int check_live(kft_local *l, const char *ns, const char *name, json_t **t
 int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err)
 {
 	*out = NULL;
+	ns = ns_of(ns);
 	int rc = kft_store_job_get(l->store, ns, name, out, err);
 	if (rc == 0)
 		rc = check_live(l, ns, name, out, err);
@@ -471,6 +500,8 @@ int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, 
 
 int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
 {
+	if (ns) /* NULL stays "every namespace" */
+		ns = ns_of(ns);
 	int rc = kft_store_job_list(l->store, ns, out, err);
 	size_t i;
 	json_t *tj;
@@ -514,6 +545,8 @@ static void stop_supervisor(kft_local *l, const char *ns, const char *name, int 
 
 static int refuse_finished(const json_t *tj, const char *name, kft_error *err)
 {
+	if (being_deleted(tj))
+		return kft_error_set(err, KFT_EINVAL, "TrainJob %s is being deleted", name);
 	return kft_trainjob_is_finished(tj)
 	               ? kft_error_set(err, KFT_EINVAL, "TrainJob %s has already finished", name)
 	               : 0;
@@ -534,7 +567,9 @@ static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error
 	rc = kft_store_begin(l->store, err);
 	if (rc == 0)
 		rc = kft_store_job_get(l->store, ns, name, &tj, err);
-	if (rc == 0 && !kft_trainjob_is_finished(tj)) {
+	/* A delete that began meanwhile owns the job now: the suspend took
+	 * effect before it, and nothing more is written. */
+	if (rc == 0 && !kft_trainjob_is_finished(tj) && !being_deleted(tj)) {
 		kft_local_now(now);
 		rc = kft_trainjob_set_suspended(tj, now, err);
 		if (rc == 0)
@@ -571,6 +606,7 @@ int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool s
 {
 	json_t *tj = NULL;
 	kft_job_info info = {0};
+	ns = ns_of(ns);
 	int rc = kft_store_begin(l->store, err);
 	if (rc)
 		return rc;
@@ -596,28 +632,103 @@ int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool s
 
 /* ---- delete ----------------------------------------------------------------------- */
 
-/* Stops everything and frees the disk before touching the store: on a full
- * disk the store cannot take the deletion until the job's logs are gone. */
+/* Marks the job as being deleted (its deletionTimestamp; unless mark is
+ * false) and reads its supervisor and uid, in one transaction: from then on
+ * the supervisor, the liveness check and suspend/resume know that the stop
+ * which follows is a deletion. *uid is malloc'd. */
+static int begin_delete(kft_local *l, const char *ns, const char *name, bool mark, int *pid,
+                        long long *ticks, char **uid, kft_error *err)
+{
+	kft_job_info info = {0};
+	int rc = kft_store_begin(l->store, err);
+	if (rc)
+		return rc;
+	rc = mark ? kft_store_job_mark_deleting(l->store, ns, name, err) : 0;
+	if (rc == 0)
+		rc = kft_store_get_supervisor(l->store, ns, name, pid, ticks, err);
+	if (rc == 0)
+		rc = kft_store_job_info(l->store, ns, name, &info, err);
+	*uid = info.uid;
+	info.uid = NULL;
+	kft_job_info_free(&info);
+	if (rc == 0)
+		return kft_store_commit(l->store, err);
+	kft_store_rollback(l->store);
+	free(*uid);
+	*uid = NULL;
+	return rc;
+}
+
+/* Whether ns/name is still the job this delete marked: after another
+ * delete removed it, a new job of the same name may have been submitted,
+ * whose directory and rows are not ours to remove. */
+static int still_ours(kft_local *l, const char *ns, const char *name, const char *uid,
+                      kft_error *err)
+{
+	kft_job_info info = {0};
+	int rc = kft_store_job_info(l->store, ns, name, &info, err);
+	if (rc == 0 && (!info.uid || strcmp(info.uid, uid) != 0))
+		rc = kft_error_set(err, KFT_ENOTFOUND,
+		                   "trainjobs.trainer.kubeflow.org \"%s\" not found", name);
+	kft_job_info_free(&info);
+	return rc;
+}
+
+static int remove_rows(kft_local *l, const char *ns, const char *name, const char *uid,
+                       kft_error *err)
+{
+	int rc = kft_store_begin(l->store, err);
+	if (rc)
+		return rc;
+	rc = still_ours(l, ns, name, uid, err);
+	if (rc == 0)
+		rc = kft_store_job_delete(l->store, ns, name, err);
+	if (rc == 0)
+		return kft_store_commit(l->store, err);
+	kft_store_rollback(l->store);
+	return rc;
+}
+
+/* Stops everything and frees the disk before removing the rows: on a full
+ * disk the store cannot take the deletion until the job's logs are gone.
+ * Every step may run twice (two deletes at once, or a delete run again
+ * after one was interrupted): the one that removes the rows wins and the
+ * other sees NotFound. */
 int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
 	kft_pod_record *recs = NULL;
 	size_t n = 0;
 	int pid = 0;
 	long long ticks = 0;
-	int rc = kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, err);
+	char *uid = NULL, *dir = NULL;
+	ns = ns_of(ns);
+	int rc = begin_delete(l, ns, name, true, &pid, &ticks, &uid, err);
+	if (rc == KFT_EIO) {
+		/* The store cannot be written (a full disk): delete anyway, unmarked,
+		 * since only removing the job frees the space for the next write. */
+		kft_error_clear(err);
+		rc = begin_delete(l, ns, name, false, &pid, &ticks, &uid, err);
+	}
 	if (rc == 0)
 		rc = kft_store_pods(l->store, ns, name, &recs, &n, err);
-	if (rc)
+	if (rc) {
+		free(uid);
 		return rc;
+	}
 	stop_supervisor(l, ns, name, pid, ticks);
 	for (size_t i = 0; i < n; i++)
 		if (recs[i].pid > 0)
 			kft_local_kill_group(recs[i].pid, recs[i].start_ticks);
 	kft_pod_records_free(recs, n);
-	char *dir = kft_local_job_dir(l, ns, name);
-	rc = dir ? kft_local_rmtree(dir, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
-	free(dir);
+	rc = uid ? still_ours(l, ns, name, uid, err)
+	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (rc == 0 && !(dir = kft_local_job_dir(l, ns, name)))
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = kft_store_job_delete(l->store, ns, name, err);
+		rc = kft_local_rmtree(dir, err);
+	if (rc == 0)
+		rc = remove_rows(l, ns, name, uid, err);
+	free(dir);
+	free(uid);
 	return rc;
 }

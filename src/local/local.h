@@ -25,6 +25,8 @@
 #define KFT_LOCAL_LOCAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -52,6 +54,15 @@ const char *kft_local_state_dir(const kft_local *l);
 /* The directory holding job ns/name's logs, volumes and status files:
  * <state_dir>/jobs/<ns>/<name>. malloc'd, caller frees; NULL on ENOMEM. */
 char *kft_local_job_dir(const kft_local *l, const char *ns, const char *name);
+
+/* A name for a TrainJob created without one; submit uses it for a job
+ * without metadata.name, and the CLI for names it must know before
+ * submitting. With generate_name non-NULL and non-empty, the API server's
+ * generateName form: the prefix (cut to 58 bytes) and 5 random characters of
+ * "bcdfghjklmnpqrstvwxz2456789"; otherwise the Kubeflow SDK's TrainJob name,
+ * a lowercase letter and 11 hex digits. *out is malloc'd (caller frees; NULL
+ * on error). Errors: KFT_EIO (no randomness), KFT_ENOMEM. */
+int kft_local_generate_name(const char *generate_name, char **out, kft_error *err);
 
 /* What `train` was asked beyond the TrainJob itself. */
 typedef struct kft_submit_opts {
@@ -87,18 +98,39 @@ int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err);
 
 /* suspend=true stops every process of the job and sets the Suspended
  * condition; false clears suspend and starts a supervisor again. Acting on a
- * finished job is KFT_EINVAL. */
+ * finished job ("has already finished") or on one being deleted ("is being
+ * deleted") is KFT_EINVAL; a job already gone is KFT_ENOTFOUND. */
 int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool suspend,
                           kft_error *err);
 
-/* Stops the supervisor and every process of the job (none is left), then
- * removes the job from the store and its directory. */
+/* Marks the job as being deleted (metadata.deletionTimestamp; get and list
+ * keep showing it until it is gone, and its supervisor, the liveness check
+ * and suspend/resume leave it alone), stops the supervisor and every process
+ * of the job (none is left), removes its directory, then its rows. Two
+ * deletes at once both stop everything; one removes the rows and the other
+ * gets KFT_ENOTFOUND. A delete that was interrupted is finished by running it
+ * again. */
 int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *err);
 
 /* The supervisor's body, run by the hidden `kftrainer supervise` verb: runs
  * job ns/name to its end (or until it is suspended or deleted), then
  * returns. Not for other callers. */
 int kft_local_supervise(const char *state_dir, const char *ns, const char *name, kft_error *err);
+
+/*
+ * Download progress in an initializer's log. While a file downloads, the
+ * dataset and model initializers log at most one line a second:
+ *   dataset-initializer: downloading FILE: 12.3 MiB / 40.0 MiB (31%)
+ *   dataset-initializer: downloading FILE: 12.3 MiB        (size unknown)
+ * kft_local_progress_format writes one (kind "dataset" or "model") into buf,
+ * truncated to size, and returns snprintf's count. kft_local_progress_parse
+ * says whether line[0..len) (no newline) is one: then *what is the offset of
+ * "FILE: ..." and *percent the percentage, -1 when the size is unknown.
+ */
+#define KFT_LOCAL_PROGRESS_WORD "downloading"
+int kft_local_progress_format(char *buf, size_t size, const char *kind, const char *file,
+                              uint64_t done, uint64_t total);
+bool kft_local_progress_parse(const char *line, size_t len, size_t *what, int *percent);
 
 /* The backend table (backend.h) the local backend builds with. */
 const kft_backend *kft_local_backend(kft_local *l);

@@ -87,6 +87,9 @@ int kft_local_wait_gone(pid_t pid, long long ticks, int ms);
  * (0 success) after printing what happened to stdout/stderr. */
 int kft_local_initializer_main(const char *kind, const char *workspace);
 
+/* How often an initializer logs a download's progress, at most. */
+#define KFT_LOCAL_PROGRESS_MS 1000
+
 /* A progress report a training process wrote to its status file (see
  * docs/local.md): {"trainerStatus": {...}} or the TrainerStatus itself,
  * checked against the schema's bounds (progressPercentage 0-100,

@@ -148,6 +148,8 @@ static int rm_at(int dirfd, const char *name, const char *path, int depth, kft_e
 			return kft_error_set(err, KFT_ELIMIT, "cannot remove %s: nested too deep",
 			                     path);
 		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			return 0; /* removed meanwhile (two deletes at once): done */
 		if (fd < 0)
 			return kft_error_set(err, KFT_EIO, "cannot remove %s: %s", path,
 			                     strerror(errno));

@@ -372,10 +372,20 @@ void kft_prefixer_init(kft_prefixer *pf, const char *prefix)
 {
 	pf->prefix = prefix ? prefix : "";
 	pf->len = 0;
+	pf->on_line = NULL;
+	pf->on_line_user = NULL;
+}
+
+void kft_prefixer_set_line_fn(kft_prefixer *pf, kft_prefixer_line_fn fn, void *user)
+{
+	pf->on_line = fn;
+	pf->on_line_user = user;
 }
 
 static int emit(kft_prefixer *pf, const char *s, size_t n, int newline, FILE *out)
 {
+	if (pf->on_line)
+		return pf->on_line(pf->on_line_user, pf->prefix, s, n, newline, out);
 	if (fputs(pf->prefix, out) == EOF)
 		return KFT_EIO;
 	if (n && fwrite(s, 1, n, out) != n)

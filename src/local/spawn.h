@@ -84,14 +84,26 @@ int kft_proc_stop(kft_proc *p, int grace_ms);
  * written in KFT_PREFIXER_LINE_MAX pieces, each prefixed). Plain value; holds
  * no heap memory; the prefix string is borrowed.
  */
+/* Writes one line (n bytes at s, no newline; newline says whether to end
+ * it) with its prefix to out, in place of the plain "prefix line\n".
+ * Returns 0 or KFT_EIO. */
+typedef int (*kft_prefixer_line_fn)(void *user, const char *prefix, const char *s, size_t n,
+                                    int newline, FILE *out);
+
 typedef struct kft_prefixer {
 	const char *prefix;
 	size_t len;
+	kft_prefixer_line_fn on_line; /* NULL: the plain form */
+	void *on_line_user;
 	char line[KFT_PREFIXER_LINE_MAX];
 } kft_prefixer;
 
-/* Sets up pf to write with the given prefix (borrowed; must outlive pf). */
+/* Sets up pf to write with the given prefix (borrowed; must outlive pf),
+ * each line in the plain form. */
 void kft_prefixer_init(kft_prefixer *pf, const char *prefix);
+
+/* Has every line of pf written by fn (user passed back) instead. */
+void kft_prefixer_set_line_fn(kft_prefixer *pf, kft_prefixer_line_fn fn, void *user);
 
 /* Feeds n bytes; writes every completed line to out. Returns 0 or KFT_EIO. */
 int kft_prefixer_feed(kft_prefixer *pf, const char *buf, size_t n, FILE *out);

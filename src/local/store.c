@@ -72,6 +72,11 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
         "ALTER TABLE pods ADD COLUMN start_ticks INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE pods ADD COLUMN reason TEXT;"
         "ALTER TABLE pods ADD COLUMN message TEXT;",
+        /* 2 -> 3: when a delete began (a deletionTimestamp). A job is
+         * marked before its supervisor is signalled, so the supervisor,
+         * the liveness check and suspend/resume can tell a deletion from a
+         * crash. NULL: not being deleted. */
+        "ALTER TABLE jobs ADD COLUMN deleting TEXT;",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -534,7 +539,7 @@ int kft_store_job_create(kft_store *s, const json_t *trainjob, const json_t *obj
 }
 
 /* Column order of every job read: see JOB_COLUMNS. */
-#define JOB_COLUMNS "namespace, name, uid, spec, created, suspended, status"
+#define JOB_COLUMNS "namespace, name, uid, spec, created, suspended, status, deleting"
 
 /* Kubernetes prints object timestamps to the second. */
 static json_t *seconds_only(const char *ts)
@@ -568,6 +573,9 @@ static int overlay_meta(sqlite3_stmt *st, json_t *tj, kft_error *err)
 	json_object_set_new(meta, "uid", json_string((const char *)sqlite3_column_text(st, 2)));
 	json_object_set_new(meta, "creationTimestamp",
 	                    seconds_only((const char *)sqlite3_column_text(st, 4)));
+	if (sqlite3_column_type(st, 7) != SQLITE_NULL)
+		json_object_set_new(meta, "deletionTimestamp",
+		                    seconds_only((const char *)sqlite3_column_text(st, 7)));
 	return 0;
 }
 
@@ -706,6 +714,7 @@ static int fill_info(sqlite3_stmt *st, kft_job_info *info, kft_error *err)
 	info->runtime_name = col_dup(st, 4, &oom);
 	info->runtime_kind = col_dup(st, 5, &oom);
 	info->suspended = sqlite3_column_int(st, 6) != 0;
+	info->deleting = col_dup(st, 7, &oom);
 	if (!oom)
 		return 0;
 	kft_job_info_free(info);
@@ -719,7 +728,7 @@ int kft_store_job_info(kft_store *s, const char *ns, const char *name, kft_job_i
 	memset(info, 0, sizeof(*info));
 	int rc = prepare_job(s,
 	                     "SELECT uid, created, started, finished, runtime_name, runtime_kind,"
-	                     " suspended FROM jobs WHERE namespace = ?1 AND name = ?2",
+	                     " suspended, deleting FROM jobs WHERE namespace = ?1 AND name = ?2",
 	                     ns, name, &st, err);
 	if (rc)
 		return rc;
@@ -743,7 +752,23 @@ void kft_job_info_free(kft_job_info *info)
 	free(info->finished);
 	free(info->runtime_name);
 	free(info->runtime_kind);
+	free(info->deleting);
 	memset(info, 0, sizeof(*info));
+}
+
+int kft_store_job_mark_deleting(kft_store *s, const char *ns, const char *name, kft_error *err)
+{
+	sqlite3_stmt *st;
+	char now[32];
+	int rc = prepare_job(s,
+	                     "UPDATE jobs SET deleting = COALESCE(deleting, ?3)"
+	                     " WHERE namespace = ?1 AND name = ?2",
+	                     ns, name, &st, err);
+	if (rc)
+		return rc;
+	now_rfc3339(now);
+	sqlite3_bind_text(st, 3, now, -1, SQLITE_TRANSIENT);
+	return finish_job_write(s, st, name, err);
 }
 
 int kft_store_job_delete(kft_store *s, const char *ns, const char *name, kft_error *err)

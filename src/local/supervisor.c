@@ -17,7 +17,8 @@
 #include "local/local_internal.h"
 
 /* Records this process as the supervisor unless it is already recorded;
- * *run is false when there is nothing to supervise (finished, suspended). */
+ * *run is false when there is nothing to supervise (finished, suspended,
+ * being deleted). */
 static int claim(kft_store *s, const char *ns, const char *name, bool *run, kft_error *err)
 {
 	json_t *tj = NULL;
@@ -31,6 +32,7 @@ static int claim(kft_store *s, const char *ns, const char *name, bool *run, kft_
 	if (rc == 0)
 		rc = kft_store_get_supervisor(s, ns, name, &pid, &ticks, err);
 	if (rc == 0 && !kft_trainjob_is_finished(tj) &&
+	    !json_object_get(json_object_get(tj, "metadata"), "deletionTimestamp") &&
 	    !json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"))) {
 		kft_local_proc_ticks(getpid(), &mine, NULL);
 		if (pid == getpid() && ticks == mine)

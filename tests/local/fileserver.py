@@ -18,6 +18,7 @@ does (siblings[].rfilename, with lfs.sha256 and size), and
 then ends with "auth" when the request carried an Authorization header.
 
 Only files under --root are served; paths that would escape it are 404.
+--rate N sends every reply at about N bytes a second (a slow server).
 """
 import argparse
 import hashlib
@@ -29,6 +30,7 @@ import signal
 import socketserver
 import ssl
 import sys
+import time
 import urllib.parse
 
 CHUNK = 64 * 1024
@@ -37,6 +39,7 @@ CHUNK = 64 * 1024
 class Handler(http.server.BaseHTTPRequestHandler):
     root = "."
     log_file = None
+    rate = 0
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):  # silence the default stderr log
@@ -154,6 +157,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     break
                 self.wfile.write(data)
                 left -= len(data)
+                if Handler.rate:
+                    # --rate: a slow server, so a download lasts long enough to
+                    # show the initializers' progress lines
+                    time.sleep(len(data) / Handler.rate)
 
     def do_GET(self):
         self.answer(True)
@@ -174,7 +181,9 @@ def main():
     ap.add_argument("--log")
     ap.add_argument("--cert")
     ap.add_argument("--key")
+    ap.add_argument("--rate", type=int, default=0, help="bytes per second per reply (0: no limit)")
     a = ap.parse_args()
+    Handler.rate = a.rate
     Handler.root = a.root
     Handler.log_file = open(a.log, "a") if a.log else None
     srv = Server(("127.0.0.1", 0), Handler)

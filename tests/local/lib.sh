@@ -225,7 +225,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # start_file_server DIR [--tls]: serves DIR over HTTP (or HTTPS with a throwaway self-signed
 # certificate, whose path is then in FS_CA) on a loopback port the kernel picks. Sets FS_URL
 # (e.g. http://127.0.0.1:PORT), FS_PORT, FS_PID and FS_LOG (one line per request). Stopped
-# when the case exits. Returns 1 when the server did not come up.
+# when the case exits. Returns 1 when the server did not come up. With FS_RATE=N set, every reply
+# goes at about N bytes a second.
 start_file_server() {
 	local dir=$1 tls=${2:-} pf args=()
 	pf=$(mktemp "$KFT_CASE_TMP/fs-port.XXXXXX")
@@ -238,6 +239,7 @@ start_file_server() {
 			-out "$FS_CA" >/dev/null 2>&1 || return 1
 		args=(--cert "$FS_CA" --key "$KFT_CASE_TMP/fs-key.pem")
 	fi
+	[ -n "${FS_RATE:-}" ] && args+=(--rate "$FS_RATE")
 	"$KFT_PYTHON" "$KFT_LOCAL_DIR/fileserver.py" --root "$dir" --port-file "$pf" \
 		--log "$FS_LOG" "${args[@]}" </dev/null >/dev/null 2>>"$FS_LOG" &
 	FS_PID=$!

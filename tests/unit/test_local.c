@@ -625,6 +625,158 @@ static void test_generated_names(void **state)
 	json_decref(rt);
 }
 
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void wait_processes(fx *f, int n)
+{
+	for (int i = 0; i < 250 && processes_of(f) < n; i++)
+		sleep_ms(20);
+	assert_true(processes_of(f) >= n);
+}
+
+static bool has_deletion(const json_t *tj)
+{
+	return json_object_get(json_object_get(tj, "metadata"), "deletionTimestamp") != NULL;
+}
+
+/* A job marked as being deleted (the deletionTimestamp a delete writes
+ * before it signals anything) is left alone by everyone but its deleter:
+ * its supervisor, stopped by SIGTERM, writes no Failed/SupervisorLost; the
+ * liveness check does not call it lost; suspend and resume are refused as
+ * "being deleted" rather than "already finished"; get still shows it, with
+ * metadata.deletionTimestamp, as the API server shows an object whose
+ * deletion is under way (metav1.ObjectMeta.DeletionTimestamp). */
+static void test_being_deleted_left_alone(void **state)
+{
+	fx *f = *state;
+	kft_error err = {0};
+	submit(f, trainjob("del", 1, "[`sleep`,`60`]", NULL), torch_runtime(NULL));
+	wait_processes(f, 1);
+	assert_int_equal(kft_store_job_mark_deleting(kft_local_store(f->l), "default", "del", &err),
+	                 0);
+	json_t *tj = get(f, "del");
+	assert_true(has_deletion(tj));
+	json_decref(tj);
+	assert_int_equal(kft_local_set_suspend(f->l, "default", "del", true, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "is being deleted"));
+	assert_int_equal(kft_local_set_suspend(f->l, NULL, "del", false, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "is being deleted"));
+	int sup = supervisor_pid(f, "del");
+	assert_int_equal(kill(sup, SIGTERM), 0);
+	assert_int_equal(waitpid(sup, NULL, 0), sup);
+	assert_int_equal(processes_of(f), 0);
+	tj = get(f, "del"); /* the supervisor is gone: liveness runs */
+	assert_true(has_deletion(tj));
+	assert_false(kft_condition_is_true(json_object_get(tj, "status"), "Failed"));
+	json_decref(tj);
+	assert_int_equal(kft_local_delete(f->l, "default", "del", &err), 0);
+	json_t *gone = NULL;
+	assert_int_equal(kft_local_get(f->l, "default", "del", &gone, &err), KFT_ENOTFOUND);
+}
+
+/* The race of issue 4 ("two CLIs acting on one job at once"): while a delete
+ * is stopping a job (its pod ignores SIGTERM, so the stop takes the whole
+ * grace period), another CLI's get shows the job being deleted, never
+ * Failed, and its suspend is refused as "being deleted". */
+static void test_delete_concurrent_with_suspend(void **state)
+{
+	fx *f = *state;
+	kft_error err = {0};
+	submit(f, trainjob("slow", 1, "[`sh`,`-c`,`trap '' TERM; sleep 60`]", NULL),
+	       torch_runtime(NULL));
+	wait_processes(f, 1);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		kft_local *l = NULL;
+		int ok = kft_local_open(f->dir, NULL, &l, NULL) == 0 &&
+		         kft_local_delete(l, "default", "slow", NULL) == 0;
+		kft_local_close(l);
+		_exit(ok ? 0 : 1);
+	}
+	json_t *tj = NULL;
+	for (int i = 0; i < 1000; i++) { /* 10 s: the child must open the store first */
+		tj = get(f, "slow");
+		if (has_deletion(tj))
+			break;
+		json_decref(tj);
+		tj = NULL;
+		sleep_ms(10);
+	}
+	assert_non_null(tj);
+	assert_false(kft_condition_is_true(json_object_get(tj, "status"), "Failed"));
+	json_decref(tj);
+	assert_int_equal(kft_local_set_suspend(f->l, "default", "slow", true, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "is being deleted"));
+	/* until it is gone, every read shows it being deleted, never Failed */
+	for (;;) {
+		tj = NULL;
+		int rc = kft_local_get(f->l, "default", "slow", &tj, &err);
+		if (rc == KFT_ENOTFOUND)
+			break;
+		assert_int_equal(rc, 0);
+		assert_true(has_deletion(tj));
+		assert_false(kft_condition_is_true(json_object_get(tj, "status"), "Failed"));
+		json_decref(tj);
+		sleep_ms(20);
+	}
+	int st = -1;
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(processes_of(f), 0);
+}
+
+/* local.h: a NULL namespace means "default" for every call. A resume with
+ * NULL used to put NULL in the supervisor's argv (the supervisor then saw
+ * no job name and never ran). */
+static void test_null_namespace(void **state)
+{
+	fx *f = *state;
+	kft_error err = {0};
+	submit(f, trainjob("ns", 1, "[`sleep`,`60`]", "`suspend`:true,"), torch_runtime(NULL));
+	assert_int_equal(processes_of(f), 0);
+	assert_int_equal(kft_local_set_suspend(f->l, NULL, "ns", false, &err), 0);
+	wait_processes(f, 1);
+	json_t *tj = NULL;
+	assert_int_equal(kft_local_get(f->l, NULL, "ns", &tj, &err), 0);
+	assert_false(kft_condition_is_true(json_object_get(tj, "status"), "Failed"));
+	json_decref(tj);
+	char *dir = kft_local_job_dir(f->l, NULL, "ns");
+	assert_non_null(strstr(dir, "/jobs/default/ns"));
+	free(dir);
+	assert_int_equal(kft_local_set_suspend(f->l, NULL, "ns", true, &err), 0);
+	assert_int_equal(processes_of(f), 0);
+	assert_int_equal(kft_local_delete(f->l, NULL, "ns", &err), 0);
+	assert_int_equal(kft_local_get(f->l, NULL, "ns", &tj, &err), KFT_ENOTFOUND);
+}
+
+/* The one name generator (local.h): the SDK's form, and generateName's
+ * prefix cut to 58 bytes as the API server's SimpleNameGenerator does
+ * (maxGeneratedNameLength = 63 - 5). */
+static void test_generate_name(void **state)
+{
+	(void)state;
+	char *n = NULL, longp[80];
+	assert_int_equal(kft_local_generate_name(NULL, &n, NULL), 0);
+	assert_int_equal(strlen(n), 12);
+	assert_int_equal(strspn(n + 1, "0123456789abcdef"), 11);
+	free(n);
+	assert_int_equal(kft_local_generate_name("", &n, NULL), 0);
+	assert_int_equal(strlen(n), 12);
+	free(n);
+	memset(longp, 'p', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	assert_int_equal(kft_local_generate_name(longp, &n, NULL), 0);
+	assert_int_equal(strlen(n), 63);
+	assert_int_equal(strncmp(n, longp, 58), 0); /* the suffix may itself hold a 'p' */
+	assert_int_equal(strspn(n + 58, "bcdfghjklmnpqrstvwxz2456789"), 5);
+	free(n);
+}
+
 /* Suspend stops every process and sets Suspended/Suspended "TrainJob is
  * suspended"; resume sets Suspended False/Resumed and starts the pods again
  * (upstream trainjob_controller setSuspendedCondition). */
@@ -799,6 +951,11 @@ int main(int argc, char **argv)
 	        cmocka_unit_test(test_merge_hostfile),
 	        cmocka_unit_test_setup_teardown(test_generated_names, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_suspend_resume, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_being_deleted_left_alone, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_delete_concurrent_with_suspend, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_null_namespace, setup, teardown),
+	        cmocka_unit_test(test_generate_name),
 	        cmocka_unit_test_setup_teardown(test_two_readers_after_loss, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_log_unwritable, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_submit_failures, setup, teardown),

@@ -4,7 +4,9 @@
  * (pkg/apis/trainer/v1alpha1/trainjob_types.go: progressPercentage 0-100,
  * estimatedRemainingSeconds >= 0, metrics of name/value strings of 1-64
  * characters, at most 256, lastUpdatedTime required), and nothing that
- * breaks those bounds gets through.
+ * breaks those bounds gets through. Also the initializers' download progress
+ * lines (local.h): what the initializer writes the CLI recognises, and
+ * nothing else.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "local/local.h"
 #include "local/local_internal.h"
 
 #define NOW "2026-01-02T03:04:05Z"
@@ -94,12 +97,49 @@ static void test_metric_count(void **state)
 	free(text);
 }
 
+/* Progress lines round-trip through format and parse (ours: upstream's
+ * initializers log with Python's tqdm, which a log file cannot redraw). */
+static void test_progress_lines(void **state)
+{
+	(void)state;
+	char buf[256];
+	size_t what = 0;
+	int pct = 0;
+	kft_local_progress_format(buf, sizeof(buf), "dataset", "train.csv", 12900000, 41943040);
+	assert_string_equal(
+	        buf, "dataset-initializer: downloading train.csv: 12.3 MiB / 40.0 MiB (30%)");
+	assert_true(kft_local_progress_parse(buf, strlen(buf), &what, &pct));
+	assert_int_equal(pct, 30);
+	assert_string_equal(buf + what, "train.csv: 12.3 MiB / 40.0 MiB (30%)");
+	kft_local_progress_format(buf, sizeof(buf), "model", "w.bin", 512, 0);
+	assert_string_equal(buf, "model-initializer: downloading w.bin: 512 B");
+	assert_true(kft_local_progress_parse(buf, strlen(buf), &what, &pct));
+	assert_int_equal(pct, -1);
+	kft_local_progress_format(buf, sizeof(buf), "model", "w.bin", 2048, 2048);
+	assert_true(kft_local_progress_parse(buf, strlen(buf), &what, &pct));
+	assert_int_equal(pct, 100);
+	static const char *const not_progress[] = {
+	        "fetched train.csv (10 bytes)",
+	        "dataset-initializer: downloading",
+	        "dataset-initializer: downloading x",
+	        "dataset-initializer: downloading x: 1 MiB / 2 MiB (150%)",
+	        "dataset-initializer: downloading x: 1 MiB / 2 MiB (%)",
+	        "dataset-initializer: downloading x: 1 MiB / 2 MiB 5%)",
+	        "node: downloading x: 1 MiB / 2 MiB (5%)",
+	        "[node-0] dataset-initializer: downloading x: 1 MiB (5%)",
+	};
+	for (size_t i = 0; i < sizeof(not_progress) / sizeof(not_progress[0]); i++)
+		if (kft_local_progress_parse(not_progress[i], strlen(not_progress[i]), &what, &pct))
+			fail_msg("taken for a progress line: %s", not_progress[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_both_shapes),
 	        cmocka_unit_test(test_bounds),
 	        cmocka_unit_test(test_metric_count),
+	        cmocka_unit_test(test_progress_lines),
 	};
 	return cmocka_run_group_tests_name("local_progress", tests, NULL, NULL);
 }

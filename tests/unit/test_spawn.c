@@ -394,6 +394,35 @@ static void test_prefixer(void **state)
 	free(out);
 }
 
+/* A line writer replaces the plain form for every line, whole or flushed,
+ * with the prefix and whether a newline ends it. */
+static int bracket_line(void *user, const char *prefix, const char *s, size_t n, int newline,
+                        FILE *out)
+{
+	(*(int *)user)++;
+	fprintf(out, "<%s|%.*s|%d>", prefix, (int)n, s, newline);
+	return 0;
+}
+
+static void test_prefixer_line_fn(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	size_t len = 0;
+	int calls = 0;
+	FILE *fp = open_memstream(&out, &len);
+	assert_non_null(fp);
+	kft_prefixer pf;
+	kft_prefixer_init(&pf, "p ");
+	kft_prefixer_set_line_fn(&pf, bracket_line, &calls);
+	assert_int_equal(kft_prefixer_feed(&pf, "a\nbc", 4, fp), 0);
+	assert_int_equal(kft_prefixer_flush(&pf, fp), 0);
+	fclose(fp);
+	assert_string_equal(out, "<p |a|1><p |bc|1>");
+	assert_int_equal(calls, 2);
+	free(out);
+}
+
 static void test_prefixer_long_line_and_copy(void **state)
 {
 	(void)state;
@@ -449,6 +478,7 @@ int main(void)
 	        T(test_stop_kills_tree),
 	        T(test_stop_term),
 	        cmocka_unit_test(test_prefixer),
+	        cmocka_unit_test(test_prefixer_line_fn),
 	        cmocka_unit_test(test_prefixer_long_line_and_copy),
 	};
 #undef T

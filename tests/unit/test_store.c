@@ -675,10 +675,12 @@ static void test_migrate_from_v1(void **state)
 	        SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(kft_store_open(f->dir, &f->s, &err), 0);
-	assert_int_equal(user_version(f->dir), 2);
+	assert_int_equal(user_version(f->dir), KFT_STORE_SCHEMA_VERSION);
 	assert_int_equal(kft_store_job_get(f->s, "default", "old", &got, &err), 0);
 	assert_string_equal(
 	        json_string_value(json_object_get(json_object_get(got, "metadata"), "uid")), "u-1");
+	/* schema 3: an old job is not being deleted */
+	assert_null(json_object_get(json_object_get(got, "metadata"), "deletionTimestamp"));
 	json_decref(got);
 	assert_int_equal(kft_store_job_get_exec(f->s, "default", "old", &wd, &env, &err), 0);
 	assert_null(wd);
@@ -690,6 +692,42 @@ static void test_migrate_from_v1(void **state)
 	assert_int_equal(recs[0].start_ticks, 0);
 	assert_null(recs[0].reason);
 	kft_pod_records_free(recs, n);
+}
+
+/* Schema 3: a job being deleted keeps being read, with a deletionTimestamp
+ * (as the API server keeps an object with finalizers, metav1.ObjectMeta
+ * deletionTimestamp) that a second mark does not move; info carries it. */
+static void test_mark_deleting(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	kft_job_info info;
+	json_t *got;
+	free(create(f->s, NULL, "d"));
+	assert_int_equal(kft_store_job_info(f->s, NULL, "d", &info, &err), 0);
+	assert_null(info.deleting);
+	kft_job_info_free(&info);
+	assert_int_equal(kft_store_job_mark_deleting(f->s, NULL, "d", &err), 0);
+	assert_int_equal(kft_store_job_info(f->s, NULL, "d", &info, &err), 0);
+	assert_non_null(info.deleting);
+	char first[40];
+	snprintf(first, sizeof(first), "%s", info.deleting);
+	kft_job_info_free(&info);
+	struct timespec ts = {0, 5 * 1000000L};
+	nanosleep(&ts, NULL);
+	assert_int_equal(kft_store_job_mark_deleting(f->s, "default", "d", &err), 0);
+	assert_int_equal(kft_store_job_info(f->s, NULL, "d", &info, &err), 0);
+	assert_string_equal(info.deleting, first);
+	kft_job_info_free(&info);
+	assert_int_equal(kft_store_job_get(f->s, NULL, "d", &got, &err), 0);
+	const char *dt = json_string_value(
+	        json_object_get(json_object_get(got, "metadata"), "deletionTimestamp"));
+	assert_non_null(dt);
+	assert_int_equal(strlen(dt), 20); /* seconds precision, "...:05Z" */
+	assert_int_equal(strncmp(dt, first, 19), 0);
+	json_decref(got);
+	assert_int_equal(kft_store_job_mark_deleting(f->s, NULL, "ghost", &err), KFT_ENOTFOUND);
+	assert_int_equal(kft_store_job_delete(f->s, NULL, "d", &err), 0);
 }
 
 /* Schema 2's additions round-trip: exec settings, replaced objects, the new
@@ -769,6 +807,7 @@ int main(void)
 	        T(test_default_dir),
 	        T(test_migrate_from_v1),
 	        T(test_exec_objects_and_pod_fields),
+	        T(test_mark_deleting),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
