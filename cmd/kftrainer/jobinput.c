@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kftrainer/decode.h"
 
 #ifndef KFT_RUNTIMES_DIR
 #define KFT_RUNTIMES_DIR "/usr/local/share/kftrainer/runtimes"
@@ -25,7 +26,8 @@ int kft_jobinput_init(kft_jobinput *in, FILE *errors)
 	in->errors = errors;
 	in->jobs = json_array();
 	in->runtimes = json_array();
-	if (!in->jobs || !in->runtimes) {
+	in->unchecked = json_array();
+	if (!in->jobs || !in->runtimes || !in->unchecked) {
 		kft_cli_error("out of memory");
 		return KFT_EXIT_INPUT;
 	}
@@ -41,7 +43,8 @@ void kft_jobinput_free(kft_jobinput *in)
 {
 	json_decref(in->jobs);
 	json_decref(in->runtimes);
-	in->jobs = in->runtimes = NULL;
+	json_decref(in->unchecked);
+	in->jobs = in->runtimes = in->unchecked = NULL;
 }
 
 static int is_dir(const char *p)
@@ -85,14 +88,64 @@ int kft_jobinput_default_runtimes(const char *verb, kft_paths *runtimes)
 	return KFT_EXIT_INPUT;
 }
 
-/* Reads every object of the inputs into records ({file, object}). Returns
- * the number of inputs that could not be read (each reported). */
-static int read_all(const kft_paths *inputs, json_t *records)
+/* The runtime names the TrainJob records reference, and in->runtime_name. */
+static json_t *wanted_names(const kft_jobinput *in, const json_t *records)
+{
+	json_t *names = json_array();
+	size_t i;
+	const json_t *r;
+	if (names && in->runtime_name)
+		json_array_append_new(names, json_string(in->runtime_name));
+	json_array_foreach(records, i, r)
+	{
+		const json_t *obj = json_object_get(r, "object");
+		const json_t *ref = json_object_get(json_object_get(obj, "spec"), "runtimeRef");
+		const char *kind = json_string_value(json_object_get(obj, "kind"));
+		const json_t *name = json_object_get(ref, "name");
+		if (kind && strcmp(kind, "TrainJob") == 0 && json_is_string(name))
+			json_array_append(names, (json_t *)name);
+	}
+	return names;
+}
+
+/* Whether the file at path may hold one of the wanted runtimes: its bytes
+ * contain one of the names, or a backslash (an escape could spell one).
+ * Anything unusual (stdin, unreadable, too large, no memory) answers yes, so
+ * the decoder reads the file and reports what is wrong as it always did. */
+static int may_hold(const char *path, const json_t *names)
+{
+	struct stat st;
+	if (!names || strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (size_t)st.st_size > KFT_DECODE_MAX_INPUT_BYTES)
+		return 1;
+	FILE *f = fopen(path, "rb");
+	char *buf = f ? malloc((size_t)st.st_size + 1) : NULL;
+	size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+	int hit = !buf || n != (size_t)st.st_size || memchr(buf, '\\', n) != NULL;
+	size_t i;
+	const json_t *name;
+	json_array_foreach(names, i, name)
+	{
+		if (!hit && json_string_length(name) &&
+		    memmem(buf, n, json_string_value(name), json_string_length(name)))
+			hit = 1;
+	}
+	free(buf);
+	if (f)
+		fclose(f);
+	return hit;
+}
+
+/* Reads every object of the inputs into records ({file, object}); with
+ * names, only files that may hold one of them. Returns the number of inputs
+ * that could not be read (each reported). */
+static int read_all(const kft_paths *inputs, json_t *records, const json_t *names)
 {
 	kft_paths files = {0};
 	int failures = kft_inputs_expand(inputs, &files);
 	for (size_t i = 0; i < files.count; i++)
-		if (kft_inputs_read(files.items[i], records) != 0)
+		if (may_hold(files.items[i], names) &&
+		    kft_inputs_read(files.items[i], records) != 0)
 			failures++;
 	kft_paths_free(&files);
 	return failures;
@@ -190,16 +243,61 @@ static int check_records(kft_jobinput *in, json_t *records)
 
 int kft_jobinput_read(kft_jobinput *in, const kft_paths *jobs, const kft_paths *runtimes)
 {
-	json_t *records = json_array();
+	json_t *records = json_array(), *names = NULL;
+	size_t njobs = 0;
 	int rc = 0;
 	if (!records)
 		rc = KFT_EXIT_INPUT;
-	else if (read_all(jobs, records) || (runtimes && read_all(runtimes, records)))
+	else if (read_all(jobs, records, NULL))
 		rc = KFT_EXIT_INPUT;
-	else
+	njobs = json_array_size(records);
+	if (rc == 0 && in->defer_runtimes && !(names = wanted_names(in, records)))
+		rc = KFT_EXIT_INPUT;
+	if (rc == 0 && runtimes && read_all(runtimes, records, names))
+		rc = KFT_EXIT_INPUT;
+	json_decref(names);
+	/* Deferred runtime records wait in in->unchecked; the TrainJob inputs
+	 * (which may hold runtimes too) are checked now as always. */
+	while (rc == 0 && in->defer_runtimes && json_array_size(records) > njobs) {
+		if (json_array_append(in->unchecked, json_array_get(records, njobs)) != 0 ||
+		    json_array_remove(records, njobs) != 0)
+			rc = KFT_EXIT_INPUT;
+	}
+	if (rc == 0)
 		rc = check_records(in, records);
 	json_decref(records);
 	return rc;
+}
+
+/* Whether the unchecked record's object is the kind and name ref names. */
+static int is_referenced(const json_t *record, const char *kind, const char *name)
+{
+	const json_t *obj = json_object_get(record, "object");
+	const char *k = json_string_value(json_object_get(obj, "kind"));
+	const char *n =
+	        json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	return k && n && strcmp(k, kind) == 0 && strcmp(n, name) == 0;
+}
+
+int kft_jobinput_check_runtimes(kft_jobinput *in, const json_t *record)
+{
+	const json_t *spec = json_object_get(json_object_get(record, "object"), "spec");
+	const json_t *ref = json_object_get(spec, "runtimeRef");
+	const char *kind = json_string_value(json_object_get(ref, "kind"));
+	const char *name = json_string_value(json_object_get(ref, "name"));
+	int invalid = 0;
+	if (!kind || !name)
+		return 0; /* resolution reports the TrainJob's own problem */
+	for (size_t i = 0; i < json_array_size(in->unchecked);) {
+		json_t *r = json_array_get(in->unchecked, i);
+		if (!is_referenced(r, kind, name)) {
+			i++;
+			continue;
+		}
+		invalid += check_record(in, r);
+		json_array_remove(in->unchecked, i);
+	}
+	return invalid ? KFT_EXIT_INVALID : 0;
 }
 
 int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj)

@@ -30,6 +30,12 @@ typedef struct kft_jobinput {
 	                           * object naming another is an error (NULL: no such rule) */
 	bool generate_names;      /* give TrainJobs with only metadata.generateName their name
 	                           * before checking, as the API server does on create */
+	bool defer_runtimes;      /* objects of the runtime inputs are only read by
+	                           * kft_jobinput_read; each is checked when a TrainJob
+	                           * references it (kft_jobinput_check_runtimes) */
+	json_t *unchecked;        /* {"file", "object"} records of those not checked yet */
+	const char *runtime_name; /* with defer_runtimes: a runtime wanted besides those the
+	                           * TrainJob inputs name (the --runtime shortcut's), or NULL */
 } kft_jobinput;
 
 /* Sets in up empty, field errors going to `errors`. Returns 0, or
@@ -47,11 +53,23 @@ int kft_jobinput_default_runtimes(const char *verb, kft_paths *runtimes);
 
 /* Reads every file of the TrainJob inputs, then of the runtime inputs
  * (runtimes may be NULL; directories are walked), and checks every object in
- * that order, sorting valid TrainJobs and runtimes into in. Returns 0,
+ * that order, sorting valid TrainJobs and runtimes into in. With
+ * defer_runtimes, the runtime inputs' objects are kept unchecked, and a
+ * runtime file whose text names none of the wanted runtimes (runtime_name and
+ * the TrainJobs' spec.runtimeRef.name) is not even decoded; a file with a
+ * backslash is always decoded, as an escape could spell a name. Returns 0,
  * KFT_EXIT_INPUT when an input is unreadable (reported; nothing checked),
  * or KFT_EXIT_INVALID when an object is invalid (its errors printed; the
  * valid ones are kept). */
 int kft_jobinput_read(kft_jobinput *in, const kft_paths *jobs, const kft_paths *runtimes);
+
+/* With defer_runtimes: checks the not yet checked runtimes that the TrainJob
+ * record (of in->jobs) references by kind and name, as kft_jobinput_read
+ * would have, moving the valid ones to in->runtimes. `train` uses this so a
+ * broken runtime file it does not use neither blocks it nor costs a check.
+ * Returns 0, or KFT_EXIT_INVALID when such a runtime is invalid (errors
+ * printed). Without defer_runtimes there is nothing to check: returns 0. */
+int kft_jobinput_check_runtimes(kft_jobinput *in, const json_t *record);
 
 /* Checks one object built in memory (obj is borrowed; the defaulted copy is
  * kept) as if it came from a file called `source`. Returns as

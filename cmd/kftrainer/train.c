@@ -7,7 +7,11 @@
  * The TrainJob goes through exactly what `render` does first (jobinput.h:
  * checks, runtime resolution, CustomValidation), so an invalid one is refused
  * with the lines `validate` prints and nothing is stored or started. Every
- * TrainJob of the input is checked before the first is submitted.
+ * TrainJob of the input is checked before the first is submitted. Unlike
+ * `render`, only the runtimes the TrainJobs reference are checked (and only
+ * runtime files that name them are decoded): a broken runtime file the job
+ * does not use must not block it, and checking all of them was most of the
+ * verb's own work (jobinput.h: defer_runtimes).
  *
  * Submitting returns at once ("trainjob.trainer.kubeflow.org/NAME created",
  * kubectl's wording). --follow then streams every pod's log, prefixed by pod
@@ -188,19 +192,30 @@ static int parse_int(const char *flag, const char *s, json_int_t *out)
 	return 0;
 }
 
-/* ClusterTrainingRuntime unless a TrainingRuntime of that name is in ns. */
-static const char *runtime_kind(const json_t *runtimes, const char *name, const char *ns)
+static int is_namespaced_runtime(const json_t *rt, const char *name, const char *ns)
+{
+	const json_t *meta = json_object_get(rt, "metadata");
+	const char *kind = json_string_value(json_object_get(rt, "kind"));
+	const char *n = json_string_value(json_object_get(meta, "name"));
+	const char *rns = json_string_value(json_object_get(meta, "namespace"));
+	return kind && n && strcmp(kind, "TrainingRuntime") == 0 && strcmp(n, name) == 0 &&
+	       strcmp(rns ? rns : "default", ns) == 0;
+}
+
+/* ClusterTrainingRuntime unless a TrainingRuntime of that name is in ns,
+ * among the checked runtimes or the records not checked yet. */
+static const char *runtime_kind(const kft_jobinput *in, const char *name, const char *ns)
 {
 	size_t i;
 	const json_t *rt;
-	json_array_foreach(runtimes, i, rt)
+	json_array_foreach(in->runtimes, i, rt)
 	{
-		const json_t *meta = json_object_get(rt, "metadata");
-		const char *kind = json_string_value(json_object_get(rt, "kind"));
-		const char *n = json_string_value(json_object_get(meta, "name"));
-		const char *rns = json_string_value(json_object_get(meta, "namespace"));
-		if (kind && n && strcmp(kind, "TrainingRuntime") == 0 && strcmp(n, name) == 0 &&
-		    strcmp(rns ? rns : "default", ns) == 0)
+		if (is_namespaced_runtime(rt, name, ns))
+			return "TrainingRuntime";
+	}
+	json_array_foreach(in->unchecked, i, rt)
+	{
+		if (is_namespaced_runtime(json_object_get(rt, "object"), name, ns))
 			return "TrainingRuntime";
 	}
 	return "ClusterTrainingRuntime";
@@ -253,7 +268,7 @@ static int shortcut_trainer(const train_args *a, json_t *trainer)
 }
 
 /* The TrainJob the shortcut describes (new reference in *out). */
-static int shortcut_job(const train_args *a, const json_t *runtimes, json_t **out)
+static int shortcut_job(const train_args *a, const kft_jobinput *in, json_t **out)
 {
 	char *generated = NULL;
 	const char *ns = a->ns ? a->ns : "default";
@@ -261,11 +276,11 @@ static int shortcut_job(const train_args *a, const json_t *runtimes, json_t **ou
 		kft_cli_error("train: cannot generate a name: %s", strerror(errno));
 		return KFT_EXIT_FAILED;
 	}
-	json_t *job = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s, s:s}, s:{}}}", "apiVersion",
-	                        "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata",
-	                        "name", a->name ? a->name : generated, "namespace", ns, "spec",
-	                        "runtimeRef", "name", a->runtime, "kind",
-	                        runtime_kind(runtimes, a->runtime, ns), "trainer");
+	json_t *job =
+	        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s, s:s}, s:{}}}", "apiVersion",
+	                  "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata", "name",
+	                  a->name ? a->name : generated, "namespace", ns, "spec", "runtimeRef",
+	                  "name", a->runtime, "kind", runtime_kind(in, a->runtime, ns), "trainer");
 	free(generated);
 	if (!job) {
 		kft_cli_error("out of memory");
@@ -295,12 +310,16 @@ static int gather(train_args *a, kft_jobinput *in)
 {
 	in->ns = a->ns;
 	in->generate_names = true;
+	/* Only the runtime a TrainJob references is checked (at resolution), so
+	 * an unrelated broken runtime neither blocks the job nor costs time. */
+	in->defer_runtimes = true;
+	in->runtime_name = a->runtime;
 	int rc = kft_jobinput_default_runtimes("train", &a->runtimes);
 	if (rc == 0)
 		rc = kft_jobinput_read(in, &a->files, &a->runtimes);
 	if (rc == 0 && a->runtime) {
 		json_t *job = NULL;
-		rc = shortcut_job(a, in->runtimes, &job);
+		rc = shortcut_job(a, in, &job);
 		if (rc == 0)
 			rc = kft_jobinput_add(in, FLAGS_SOURCE, job);
 		json_decref(job);
@@ -319,14 +338,16 @@ static int gather(train_args *a, kft_jobinput *in)
 
 /* Resolves every TrainJob's runtime before anything is submitted; the
  * runtimes (borrowed) go into resolved, in job order. */
-static int resolve_all(const kft_jobinput *in, const kft_framework *fw, json_t *resolved)
+static int resolve_all(kft_jobinput *in, const kft_framework *fw, json_t *resolved)
 {
 	int rc = 0;
 	size_t i;
 	json_t *rec;
 	json_array_foreach(in->jobs, i, rec)
 	{
-		const json_t *rt = kft_jobinput_resolve(in, fw, NULL, rec);
+		const json_t *rt = NULL;
+		if (kft_jobinput_check_runtimes(in, rec) == 0)
+			rt = kft_jobinput_resolve(in, fw, NULL, rec);
 		if (!rt)
 			rc = KFT_EXIT_INVALID;
 		else

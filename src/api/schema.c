@@ -31,9 +31,13 @@
 
 static const char TIME_DEF[] = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 
+/* A compiled `pattern`. Entries are never moved or freed before the schema,
+ * so a pointer to one stays valid while other threads add entries. */
 struct regex_entry {
 	const char *pattern; /* borrowed from the schema tree */
 	regex_t re;
+	int ok; /* regcomp succeeded */
+	struct regex_entry *next;
 };
 
 struct kft_schema {
@@ -41,8 +45,11 @@ struct kft_schema {
 	json_t *kinds_json;  /* array of kinds: entries */
 	kft_kind_info *kinds;
 	size_t nkinds;
+	/* Patterns are compiled on first use: a process validating a few
+	 * objects meets a handful of the bundle's patterns, and compiling all of
+	 * them cost more than the rest of a short run's validation. */
+	pthread_mutex_t regex_lock;
 	struct regex_entry *regexes;
-	size_t nregexes;
 };
 
 /* ---- views over $ref chains ------------------------------------------- */
@@ -172,8 +179,27 @@ static int index_kinds(kft_schema *s, kft_error *err)
 	return 0;
 }
 
-/* Compiles every `pattern` once, so validation is read-only and can run on
- * several threads. */
+/* The compiled form of pattern, compiled now if this is its first use;
+ * NULL when it does not compile (or memory runs out). Thread-safe. */
+static const struct regex_entry *regex_for(kft_schema *s, const char *pattern)
+{
+	pthread_mutex_lock(&s->regex_lock);
+	struct regex_entry *e = s->regexes;
+	while (e && e->pattern != pattern && strcmp(e->pattern, pattern) != 0)
+		e = e->next;
+	if (!e && (e = calloc(1, sizeof(*e)))) {
+		e->pattern = pattern;
+		e->ok = regcomp(&e->re, pattern, REG_EXTENDED | REG_NOSUB) == 0;
+		e->next = s->regexes;
+		s->regexes = e;
+	}
+	pthread_mutex_unlock(&s->regex_lock);
+	return e;
+}
+
+/* Compiles every `pattern` up front, so a schema given as text (whose
+ * patterns nobody checked) is refused at load when one does not compile.
+ * The built-in bundle's patterns were checked when it was built. */
 static int compile_patterns(kft_schema *s, const json_t *node, size_t depth, kft_error *err)
 {
 	if (depth > MAX_DEPTH)
@@ -189,15 +215,12 @@ static int compile_patterns(kft_schema *s, const json_t *node, size_t depth, kft
 		return 0;
 	const char *pattern = json_string_value(json_object_get(node, "pattern"));
 	if (pattern) {
-		struct regex_entry *n = realloc(s->regexes, (s->nregexes + 1) * sizeof(*n));
-		if (!n)
+		const struct regex_entry *e = regex_for(s, pattern);
+		if (!e)
 			return kft_error_set(err, KFT_ENOMEM, "out of memory");
-		s->regexes = n;
-		n[s->nregexes].pattern = pattern;
-		if (regcomp(&n[s->nregexes].re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+		if (!e->ok)
 			return kft_error_set(err, KFT_EINVAL, "schema pattern %s does not compile",
 			                     pattern);
-		s->nregexes++;
 	}
 	const char *key;
 	const json_t *x;
@@ -210,23 +233,44 @@ static int compile_patterns(kft_schema *s, const json_t *node, size_t depth, kft
 	return 0;
 }
 
+static kft_schema *schema_new(kft_error *err)
+{
+	kft_schema *s = calloc(1, sizeof(*s));
+	if (!s) {
+		kft_error_set(err, KFT_ENOMEM, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&s->regex_lock, NULL);
+	s->definitions = json_object();
+	s->kinds_json = json_array();
+	if (!s->definitions || !s->kinds_json) {
+		kft_schema_free(s);
+		kft_error_set(err, KFT_ENOMEM, "out of memory");
+		return NULL;
+	}
+	return s;
+}
+
+/* Takes one file's definitions and kinds into s (root is borrowed). */
+static int schema_add(kft_schema *s, const char *name, json_t *root, kft_error *err)
+{
+	int rc = add_definitions(s, name, root, err);
+	return rc == 0 ? add_kinds(s, name, root, err) : rc;
+}
+
 int kft_schema_load(const char *const *names, const char *const *datas, const size_t *lens,
                     size_t nfiles, kft_schema **out, kft_error *err)
 {
 	*out = NULL;
-	kft_schema *s = calloc(1, sizeof(*s));
+	kft_schema *s = schema_new(err);
 	if (!s)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	s->definitions = json_object();
-	s->kinds_json = json_array();
-	int rc = (!s->definitions || !s->kinds_json) ? kft_error_set(err, KFT_ENOMEM, "oom") : 0;
+		return err ? err->code : KFT_ENOMEM;
+	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < nfiles; i++) {
 		json_t *root = NULL;
 		rc = parse_file(names[i], datas[i], lens[i], &root, err);
 		if (rc == 0)
-			rc = add_definitions(s, names[i], root, err);
-		if (rc == 0)
-			rc = add_kinds(s, names[i], root, err);
+			rc = schema_add(s, names[i], root, err);
 		json_decref(root);
 	}
 	if (rc == 0)
@@ -245,9 +289,14 @@ void kft_schema_free(kft_schema *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nregexes; i++)
-		regfree(&s->regexes[i].re);
-	free(s->regexes);
+	while (s->regexes) {
+		struct regex_entry *e = s->regexes;
+		s->regexes = e->next;
+		if (e->ok)
+			regfree(&e->re);
+		free(e);
+	}
+	pthread_mutex_destroy(&s->regex_lock);
 	free(s->kinds);
 	json_decref(s->definitions);
 	json_decref(s->kinds_json);
@@ -258,25 +307,29 @@ static kft_schema *builtin;
 static kft_error builtin_err;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 
+/* The bundle's files come as trees already (bundle.h), checked at build time
+ * for what parse_file and compile_patterns check. */
 static void load_builtin(void)
 {
-	size_t n = kft_api_bundle_count;
-	const char **names = calloc(n + 1, sizeof(*names));
-	const char **datas = calloc(n + 1, sizeof(*datas));
-	size_t *lens = calloc(n + 1, sizeof(*lens));
-	if (!names || !datas || !lens) {
-		kft_error_set(&builtin_err, KFT_ENOMEM, "out of memory");
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			names[i] = kft_api_bundle[i].name;
-			datas[i] = kft_api_bundle[i].data;
-			lens[i] = kft_api_bundle[i].len;
-		}
-		kft_schema_load(names, datas, lens, n, &builtin, &builtin_err);
+	kft_schema *s = schema_new(&builtin_err);
+	int rc = s ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < kft_api_bundle_count; i++) {
+		const struct kft_bundle_file *f = &kft_api_bundle[i];
+		json_t *root = NULL;
+		rc = kft_bundle_decode(f->data, f->len, &root);
+		if (rc != 0)
+			kft_error_set(&builtin_err, KFT_EINVAL, "%s: embedded tree is malformed",
+			              f->name);
+		else
+			rc = schema_add(s, f->name, root, &builtin_err);
+		json_decref(root);
 	}
-	free(names);
-	free(datas);
-	free(lens);
+	if (rc == 0)
+		rc = index_kinds(s, &builtin_err);
+	if (rc == 0)
+		builtin = s;
+	else
+		kft_schema_free(s);
 }
 
 const kft_schema *kft_schema_builtin(kft_error *err)
@@ -474,10 +527,9 @@ static int type_matches(const view *v, const json_t *value)
 
 static const regex_t *find_regex(const kft_schema *s, const char *pattern)
 {
-	for (size_t i = 0; i < s->nregexes; i++)
-		if (s->regexes[i].pattern == pattern || strcmp(s->regexes[i].pattern, pattern) == 0)
-			return &s->regexes[i].re;
-	return NULL;
+	/* The cache is the one mutable part of a schema; regex_for locks it. */
+	const struct regex_entry *e = regex_for((kft_schema *)s, pattern);
+	return e && e->ok ? &e->re : NULL;
 }
 
 static int is_rfc3339(const char *t)
