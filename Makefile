@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test unit bench check-format format crds fuzz fuzz-run \
-        install demo clean
+        install demo clean bench-controller
 
 all: build
 
@@ -33,6 +33,11 @@ unit: build
 bench: build
 	$(BUILD)/bench/bench_render
 	$(BUILD)/bench/bench_local
+
+# The controller bench: 1,000 TrainJobs in a burst on the cluster tier's full-mode cluster,
+# ours beside upstream v2.3.0 built from its Go module (docs/deploy.md).
+bench-controller: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/controller/run
 
 # Regenerate manifests/crds/ from api/ (the test tier checks they are current).
 crds: build

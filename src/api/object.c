@@ -38,6 +38,9 @@ static const char *const known_groups[] = {
         "scheduling.volcano.sh",
         "kueue.x-k8s.io",
         "cert-manager.io",
+        /* the controller manager's Configuration file: read by the
+         * controller (src/controller/config.c), never sent to a server */
+        "config.trainer.kubeflow.org",
 };
 
 static const char OUR_GROUP[] = "trainer.kubeflow.org";

@@ -93,6 +93,7 @@ tool_main_module() {
 	k8s) echo k8s.io/kubernetes ;;
 	kwok) echo sigs.k8s.io/kwok ;;
 	jobset) echo sigs.k8s.io/jobset ;;
+	trainer) echo github.com/kubeflow/trainer/v2 ;;
 	*) return 1 ;;
 	esac
 }
@@ -142,7 +143,7 @@ pid_is_ours() {
 	local pid=$1
 	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
 	local cmd
-	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
 	[[ "$cmd" == *"$STATE/"* ]]
 }
 
@@ -182,6 +183,8 @@ stop_proc() {
 		if pid_is_ours "$pid"; then
 			log "$(basename "$f" .pid) (pid $pid) ignored SIGTERM; sending SIGKILL"
 			kill -KILL "$pid" 2>/dev/null || true
+			# Reap it when it is this shell's child, so bash does not report the kill.
+			wait "$pid" 2>/dev/null || true
 			for _ in $(seq 1 30); do
 				pid_is_ours "$pid" || break
 				sleep 0.1
@@ -191,11 +194,36 @@ stop_proc() {
 	rm -f "$f"
 }
 
+# Restart one recorded process with the command line it runs with now, after a pause of $2
+# seconds (default 0) with it stopped: how the fault tests take the API server away from the
+# controllers and give it back on the same port with the same flags. Only our own pids.
+restart_proc() {
+	local name=$1 pause=${2:-0} pid argv=()
+	pid=$(cat "$STATE/pids/$name.pid" 2>/dev/null) || return 1
+	pid_is_ours "$pid" || return 1
+	mapfile -d '' argv <"/proc/$pid/cmdline" || return 1
+	[ "${#argv[@]}" -gt 0 ] || return 1
+	stop_proc "$STATE/pids/$name.pid"
+	sleep "$pause"
+	start_proc "$name" "${argv[@]}"
+	proc_alive "$name"
+}
+
+# Restart the API server (restart_proc) and wait up to 60 s until it is ready again.
+restart_apiserver() {
+	restart_proc kube-apiserver "${1:-0}" || return 1
+	wait_for 60 "$(cat "$STATE/bin-dir")/kubectl" --kubeconfig "$STATE/kubeconfig" get --raw /readyz
+}
+
 # Stop everything recorded in the state directory, newest components first, and remove it.
 stop_all_and_remove() {
 	local n
 	[ -d "$STATE" ] || return 0
 	if [ -d "$STATE/pids" ]; then
+		# Controllers a test left running go first, while the API server still answers them.
+		for n in "$STATE"/pids/ctrl-*.pid; do
+			[ -f "$n" ] && stop_proc "$n"
+		done
 		for n in jobset kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
 			[ -f "$STATE/pids/$n.pid" ] && stop_proc "$STATE/pids/$n.pid"
 		done

@@ -1,0 +1,349 @@
+# shellcheck shell=bash
+# Sourced by the controller tests (8x-controller-*.sh): start, stop and inspect a TrainJob
+# controller running out-of-cluster against the tier's API server.
+#
+# Every test takes the controller to run from KFT_CONTROLLER, so that the same checks run against
+# upstream Kubeflow Trainer v2.3.0 first (what it does is the expectation) and then against ours:
+#   KFT_CONTROLLER=ours       $KFT_BUILD_DIR/bin/kftrainer-controller-manager (the default;
+#                             KFT_BUILD_DIR defaults to build/; KFT_CONTROLLER_BIN names any binary)
+#   KFT_CONTROLLER=upstream   upstream's trainer-controller-manager, built from its Go module by
+#                             tests/cluster/build --upstream (cached like the tier's other programs)
+#
+# Both get the same Configuration file (upstream's format): health and metrics on loopback ports,
+# leader election on the Lease kubeflow-system/trainer.kubeflow.org when asked for, certificate
+# management off. Upstream always runs its webhook server, so it gets a self-signed certificate
+# where controller-runtime looks for one ($TMPDIR/k8s-webhook-server/serving-certs); its webhooks
+# are not registered with the API server, so both controllers see the same, unchecked objects.
+# Ours also gets the bind addresses and --leader-elect as flags, which it documents.
+#
+# A controller is a tier process like the others: started with start_proc under the name
+# ctrl-<name>, its pid file in $STATE/pids (so `down` stops it too), its log in
+# $STATE/logs/ctrl-<name>.log.
+
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+STATE=${STATE:-$(state_dir)}
+KFT_CONTROLLER=${KFT_CONTROLLER:-ours}
+
+# The controller's flavour: ours or upstream.
+ctrl_flavour() {
+	case "$KFT_CONTROLLER" in
+	upstream) echo upstream ;;
+	*) echo ours ;;
+	esac
+}
+
+# The controller binary, or nothing (and a reason on stderr) when it is not available.
+ctrl_binary() {
+	local b
+	case "$KFT_CONTROLLER" in
+	ours)
+		b=${KFT_CONTROLLER_BIN:-${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/bin/kftrainer-controller-manager}
+		;;
+	upstream)
+		build_tool trainer >&2 || return 1
+		b="$(tool_bin_dir trainer)/trainer-controller-manager"
+		;;
+	*)
+		echo "KFT_CONTROLLER must be ours or upstream, not '$KFT_CONTROLLER'" >&2
+		return 1
+		;;
+	esac
+	if [ ! -x "$b" ]; then
+		echo "no controller binary at $b" >&2
+		return 1
+	fi
+	echo "$b"
+}
+
+# Why the controller tests cannot run here, or nothing. They report SKIP with this reason.
+ctrl_unavailable_reason() {
+	if [ "$(cluster_mode)" != full ]; then
+		echo "needs tests/cluster/up --full"
+		return
+	fi
+	local err
+	err=$(ctrl_binary 2>&1 >/dev/null) || echo "${err:-the controller is not available}"
+}
+
+# The test name suffix saying which controller ran, e.g. "[upstream]".
+ctrl_tag() { echo "[$(ctrl_flavour)]"; }
+
+# A self-signed serving certificate for upstream's webhook server, which will not start without
+# one even though nothing calls it here.
+ctrl_webhook_cert() {
+	local d=$1/tmp/k8s-webhook-server/serving-certs
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$d/tls.key" -out "$d/tls.crt" >/dev/null 2>&1
+}
+
+# ctrl_start NAME [--leader-elect] [--kubeconfig FILE] [--qps N --burst N]
+# Start a controller and wait until its health endpoint answers. Sets CTRL_HEALTH_<NAME> and
+# CTRL_METRICS_<NAME> (ports; NAME with - replaced by _). Fails (after printing the log's tail on
+# stderr) when it does not come up within 60 s.
+ctrl_start() {
+	local name=$1 le=false kcfg="$STATE/kubeconfig" qps=50 burst=100 bin dir hp mp wp var
+	shift
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--leader-elect) le=true ;;
+		--kubeconfig) kcfg=$2 && shift ;;
+		--qps) qps=$2 && shift ;;
+		--burst) burst=$2 && shift ;;
+		*) echo "ctrl_start: unknown option $1" >&2 && return 1 ;;
+		esac
+		shift
+	done
+	bin=$(ctrl_binary) || return 1
+	dir="$STATE/controllers/$name"
+	rm -rf "$dir"
+	mkdir -p "$dir/tmp"
+	kubectl get namespace kubeflow-system >/dev/null 2>&1 ||
+		kubectl create namespace kubeflow-system >/dev/null 2>&1 || true
+	hp=$(free_port) && mp=$(free_port) && wp=$(free_port) || return 1
+	cat >"$dir/config.yaml" <<EOF
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:$hp
+metrics:
+  bindAddress: 127.0.0.1:$mp
+  secureServing: false
+webhook:
+  host: 127.0.0.1
+  port: $wp
+leaderElection:
+  leaderElect: $le
+  resourceName: trainer.kubeflow.org
+  resourceNamespace: kubeflow-system
+  leaseDuration: 15s
+  renewDeadline: 10s
+  retryPeriod: 2s
+certManagement:
+  enable: false
+clientConnection:
+  qps: $qps
+  burst: $burst
+EOF
+	: >"$STATE/logs/ctrl-$name.log"
+	if [ "$(ctrl_flavour)" = upstream ]; then
+		ctrl_webhook_cert "$dir"
+		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" "$bin" --kubeconfig "$kcfg" \
+			--config "$dir/config.yaml" --zap-log-level=debug
+	else
+		local extra=()
+		[ "$le" = true ] && extra+=(--leader-elect)
+		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" "$bin" --kubeconfig "$kcfg" \
+			--config "$dir/config.yaml" --metrics-bind-address "127.0.0.1:$mp" \
+			--health-probe-bind-address "127.0.0.1:$hp" --zap-log-level debug "${extra[@]}"
+	fi
+	var=${name//-/_}
+	printf -v "CTRL_HEALTH_$var" '%s' "$hp"
+	printf -v "CTRL_METRICS_$var" '%s' "$mp"
+	if ! wait_for 60 curl -fsS "http://127.0.0.1:$hp/healthz"; then
+		echo "controller $name did not answer /healthz on 127.0.0.1:$hp within 60 s" >&2
+		ctrl_log_tail "$name"
+		return 1
+	fi
+}
+
+ctrl_pid() { cat "$STATE/pids/ctrl-$1.pid" 2>/dev/null; }
+ctrl_alive() { proc_alive "ctrl-$1"; }
+ctrl_logfile() { echo "$STATE/logs/ctrl-$1.log"; }
+
+# Stop a controller (SIGTERM, then SIGKILL). Nothing to do when it is not running.
+ctrl_stop() {
+	[ -f "$STATE/pids/ctrl-$1.pid" ] && stop_proc "$STATE/pids/ctrl-$1.pid"
+	return 0
+}
+
+# Kill a controller at once, as a crashed node would (no lease release, no clean-up).
+ctrl_kill9() {
+	local pid
+	pid=$(ctrl_pid "$1")
+	if pid_is_ours "$pid"; then
+		kill -KILL "$pid" 2>/dev/null
+		# Reap it when it is our child, so bash does not report the kill on stderr.
+		wait "$pid" 2>/dev/null
+		for _ in $(seq 1 50); do
+			pid_is_ours "$pid" || break
+			sleep 0.1
+		done
+	fi
+	rm -f "$STATE/pids/ctrl-$1.pid"
+}
+
+# The last lines of a controller's log, indented on stderr (diagnostics for a FAIL).
+ctrl_log_tail() {
+	echo "    --- last lines of $(ctrl_logfile "$1"):" >&2
+	tail -n "${2:-25}" "$(ctrl_logfile "$1")" 2>/dev/null | cut -c1-400 | sed 's/^/    /' >&2
+}
+
+# Stop every controller a test started; for its EXIT trap.
+ctrl_stop_all() {
+	local f
+	for f in "$STATE"/pids/ctrl-*.pid; do
+		[ -f "$f" ] && stop_proc "$f"
+	done
+	return 0
+}
+
+# The built-in runtimes (manifests/runtimes, ClusterTrainingRuntimes) installed; idempotent.
+install_builtin_runtimes() {
+	kubectl apply --server-side --force-conflicts --field-manager kftrainer-tier \
+		-k "$KFT_REPO_ROOT/manifests/runtimes" >/dev/null
+}
+
+# Put every namespaced document of a YAML file into namespace $2 (runtimes and TrainJobs).
+to_namespace() {
+	python3 - "$1" "$2" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d.get("kind") != "ClusterTrainingRuntime":
+        d.setdefault("metadata", {})["namespace"] = sys.argv[2]
+print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+EOF
+}
+
+# A TrainJob, of the runtime TJ_RUNTIME ("KIND/NAME", default the built-in
+# ClusterTrainingRuntime/torch-distributed).
+# trainjob_yaml NAME [SUSPEND] [NUM_NODES] [POD_PATCH]
+# POD_PATCH, when given, is YAML (flow style) merged into the node job's pod template through
+# spec.runtimePatches: e.g. "{metadata: {labels: {kwok.kftrainer.test/outcome: fail}}}" (kwok
+# fails the pod) or "{spec: {nodeSelector: {nowhere: 'true'}}}" (it is never scheduled).
+trainjob_yaml() {
+	local rt=${TJ_RUNTIME:-ClusterTrainingRuntime/torch-distributed}
+	cat <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: $1
+spec:
+  suspend: ${2:-false}
+  runtimeRef:
+    kind: ${rt%%/*}
+    name: ${rt#*/}
+  trainer:
+    image: example.invalid/train:1
+    command: [torchrun, train.py]
+    numNodes: ${3:-1}
+    resourcesPerNode:
+      requests: {cpu: "1", memory: 1Gi}
+EOF
+	if [ -n "${4:-}" ]; then
+		cat <<EOF
+  runtimePatches:
+  - manager: kftrainer.test/cluster-tier
+    trainingRuntimeSpec:
+      template:
+        spec:
+          replicatedJobs:
+          - name: node
+            template:
+              spec:
+                template: $4
+EOF
+	fi
+}
+
+# A namespaced torch TrainingRuntime $2 in namespace $1 whose Job gives up after one failed pod
+# (backoffLimit 0), so that a failing TrainJob fails in seconds, not after the Job controller's
+# minutes of back-off.
+quick_runtime() {
+	kubectl -n "$1" apply --server-side -f - >/dev/null <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata:
+  name: $2
+spec:
+  mlPolicy:
+    numNodes: 1
+    torch: {}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata:
+            labels:
+              trainer.kubeflow.org/trainjob-ancestor-step: trainer
+          spec:
+            backoffLimit: 0
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: example.invalid/torch:1
+EOF
+}
+
+# wait_for, polling once a second: for checks that run several kubectl commands, which would
+# otherwise take a core of this shared machine to themselves.
+wait_slowly() {
+	local secs=$1 end
+	shift
+	end=$((SECONDS + secs))
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	"$@" >/dev/null 2>&1
+}
+
+# A field of an object via jsonpath, or nothing when the object does not exist.
+jp() { kubectl "$@" 2>/dev/null; }
+
+# Wait up to $1 seconds for a TrainJob's condition $3 to be $4 (default True).
+# wait_trainjob_condition SECS NS/NAME TYPE [STATUS]
+wait_trainjob_condition() {
+	local secs=$1 ns=${2%%/*} n=${2#*/} type=$3 want=${4:-True}
+	wait_for "$secs" test_condition "$ns" "$n" "$type" "$want"
+}
+test_condition() {
+	[ "$(kubectl -n "$1" get trainjob "$2" -o jsonpath="{.status.conditions[?(@.type==\"$3\")].status}" 2>/dev/null)" = "$4" ]
+}
+
+# How many objects of a kind in a namespace are controlled by the named TrainJob.
+# owned_count NS KIND TRAINJOB
+owned_count() {
+	kubectl -n "$1" get "$2" -o json 2>/dev/null | python3 -c '
+import json, sys
+name = sys.argv[1]
+items = json.load(sys.stdin).get("items", [])
+print(sum(1 for o in items for r in o["metadata"].get("ownerReferences", [])
+          if r.get("kind") == "TrainJob" and r.get("name") == name and r.get("controller")))
+' "$3"
+}
+
+# One line per TrainJob of namespace $1: "NAME JOBSETS CONFIGMAPS SECRETS PODGROUPS", the number
+# of each kind it controls (owner reference with controller=true), from one list per kind.
+children_counts() {
+	kubectl -n "$1" get trainjobs,jobsets.jobset.x-k8s.io,configmaps,secrets,podgroups.scheduling.x-k8s.io,podgroups.scheduling.volcano.sh \
+		-o json 2>/dev/null | python3 -c '
+import json, sys
+items = json.load(sys.stdin).get("items", [])
+kinds = ["JobSet", "ConfigMap", "Secret", "PodGroup"]
+counts = {o["metadata"]["name"]: dict.fromkeys(kinds, 0) for o in items if o["kind"] == "TrainJob"}
+for o in items:
+    for r in o["metadata"].get("ownerReferences", []):
+        if r.get("kind") == "TrainJob" and r.get("controller") and r.get("name") in counts and o["kind"] in kinds:
+            counts[r["name"]][o["kind"]] += 1
+for name in sorted(counts):
+    print(name, *(counts[name][k] for k in kinds))
+'
+}
+
+# TrainJobs of namespace $1 whose children are not "JOBSETS CONFIGMAPS SECRETS PODGROUPS" = $2
+# (default "1 1 0 0": a JobSet and the runtime snapshot), as " NAME:J,C,S,P" words; nothing
+# when all match.
+children_mismatch() {
+	children_counts "$1" | awk -v want="${2:-1 1 0 0}" '{ n = $1; $1 = ""; sub(/^ /, ""); if ($0 != want) { gsub(/ /, ","); printf " %s:%s", n, $0 } }'
+}
+
+# Events about a TrainJob (events.k8s.io ones included), one "TYPE REASON: message" per line.
+trainjob_events() {
+	kubectl -n "$1" get events --field-selector "involvedObject.kind=TrainJob,involvedObject.name=$2" \
+		-o jsonpath='{range .items[*]}{.type}{" "}{.reason}{": "}{.message}{"\n"}{end}' 2>/dev/null
+}
