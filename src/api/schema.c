@@ -532,27 +532,72 @@ static const regex_t *find_regex(const kft_schema *s, const char *pattern)
 	return e && e->ok ? &e->re : NULL;
 }
 
+/* Whether t is a whole "YYYY-MM-DD" date with a real day of its month (Go's
+ * time.Parse with layout "2006-01-02", which kube-openapi's IsDate uses). */
+static int is_full_date(const char *t, size_t n)
+{
+	static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	if (n != 10 || t[4] != '-' || t[7] != '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (i != 4 && i != 7 && !isdigit((unsigned char)t[i]))
+			return 0;
+	int y = atoi(t), m = (t[5] - '0') * 10 + (t[6] - '0'), d = (t[8] - '0') * 10 + (t[9] - '0');
+	if (m < 1 || m > 12 || d < 1)
+		return 0;
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	return d <= days[m - 1] + (m == 2 && leap);
+}
+
+/* "z", or "+hh:mm" / "-hh:mm" (digits only), and nothing after. */
+static int is_zone(const char *p)
+{
+	if (*p == 'z')
+		return p[1] == '\0';
+	return (*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
+	       isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
+	       isdigit((unsigned char)p[5]) && p[6] == '\0';
+}
+
+/* kube-openapi's IsDateTime (strfmt), which the API server applies to
+ * format: date-time: the lower-cased text split at 't'; the first piece a
+ * full date; the second "hh:mm:ss", then optionally any one character and
+ * one or more digits (its pattern's unescaped '.', so "14:00:00,5" passes),
+ * then "z" or a numeric offset; hours at most 23, minutes and seconds at
+ * most 59. A third piece after another 't' is ignored, as there. */
 static int is_rfc3339(const char *t)
 {
-	int y, mo, d, h, mi, sec, n = 0;
-	if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19)
+	size_t len = strlen(t);
+	if (len < 4 || len > 256)
 		return 0;
-	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+	char low[257];
+	for (size_t i = 0; i <= len; i++)
+		low[i] = (char)tolower((unsigned char)t[i]);
+	char *t1 = strchr(low, 't');
+	if (!t1 || !is_full_date(low, (size_t)(t1 - low)))
 		return 0;
-	const char *p = t + 19;
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
+	char *p = t1 + 1, *t2 = strchr(p, 't');
+	if (t2)
+		*t2 = '\0';
+	for (int i = 0; i < 8; i++)
+		if (i == 2 || i == 5 ? p[i] != ':' : !isdigit((unsigned char)p[i]))
 			return 0;
-		while (isdigit((unsigned char)*p))
-			p++;
-	}
-	if (*p == 'Z' || *p == 'z')
-		return p[1] == '\0';
-	int oh, om;
-	n = 0;
-	return (*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) == 2 &&
-	       n == 5 && p[6] == '\0';
+	if (strncmp(p, "23", 2) > 0 || strncmp(p + 3, "59", 2) > 0 || strncmp(p + 6, "59", 2) > 0)
+		return 0;
+	p += 8;
+	if (is_zone(p))
+		return 1;
+	/* "any character": one UTF-8 sequence, never a newline */
+	if (!*p || *p == '\n')
+		return 0;
+	p++;
+	while ((*p & 0xC0) == 0x80)
+		p++;
+	if (!isdigit((unsigned char)*p))
+		return 0;
+	while (isdigit((unsigned char)*p))
+		p++;
+	return is_zone(p);
 }
 
 static void check_enum(vctx *c, const view *v, const json_t *value)

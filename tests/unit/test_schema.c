@@ -48,6 +48,7 @@ static const char TEST_SCHEMA[] =
         "            port: {type: integer, x-kubernetes-validations: [{rule: self == oldSelf, "
         "message: field is immutable}]}\n"
         "      labels: {type: object, additionalProperties: {type: string}}\n"
+        "      when: {type: string, format: date-time}\n"
         "      frozen: {type: string, x-kubernetes-validations: [{rule: self == oldSelf, "
         "message: field is immutable}]}\n"
         "      uri: {type: string, x-kubernetes-validations: [{rule: \"self == '' || "
@@ -151,6 +152,37 @@ static void test_required_and_bounds(void **state)
 	expect_errors(W("{name: ''}"), NULL,
 	              "spec.name: Invalid value: \"\": spec.name in body should be at least 1 "
 	              "chars long");
+}
+
+/* kube-openapi's strfmt IsDateTime, which the API server applies to
+ * format: date-time: a real calendar date, "any character" before the
+ * fraction (its pattern's unescaped '.'), seconds at most 59, a lower-case
+ * 't'/'z' as good as upper case. */
+static void test_date_time_as_kube_openapi(void **state)
+{
+	static const char *const good[] = {
+	        "2026-11-21T14:00:00Z",        "2026-11-21t14:00:00z",
+	        "2026-11-21T14:00:00.5+01:00", "2026-11-21T14:00:00,123456+01:00",
+	        "2024-02-29T23:59:59-12:00",
+	};
+	static const char *const bad[] = {
+	        "2026-02-29T00:00:00Z",  "2026-04-31T00:00:00Z", "2026-11-21T14:00:60Z",
+	        "2026-11-21T24:00:00Z",  "+202-11-21T14:00:00Z", "2026-11-21T14:00:00",
+	        "2026-11-21T14:00:00.Z", "2026-11-21 14:00:00Z", "2026-11-21T14:00:00+5",
+	};
+	char yaml[160], want[400];
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(yaml, sizeof(yaml), W("{name: a, when: '%s'}"), good[i]);
+		expect_errors(yaml, NULL, "");
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), W("{name: a, when: '%s'}"), bad[i]);
+		snprintf(want, sizeof(want),
+		         "spec.when: Invalid value: \"%s\": spec.when in body must be of type "
+		         "date-time: \"%s\"",
+		         bad[i], bad[i]);
+		expect_errors(yaml, NULL, want);
+	}
 }
 
 static void test_enum_lists_supported_values(void **state)
@@ -278,6 +310,7 @@ int main(void)
 	        cmocka_unit_test(test_unknown_field_is_an_error),
 	        cmocka_unit_test(test_required_and_bounds),
 	        cmocka_unit_test(test_enum_lists_supported_values),
+	        cmocka_unit_test(test_date_time_as_kube_openapi),
 	        cmocka_unit_test(test_lists_map_and_set_uniqueness),
 	        cmocka_unit_test(test_quantities_are_parsed_exactly),
 	        cmocka_unit_test(test_cel_rules_and_transitions),
