@@ -151,10 +151,12 @@ static int read_all(const kft_paths *inputs, json_t *records, const json_t *name
 	return failures;
 }
 
-static void print_errors(FILE *out, const char *file, const json_t *obj,
+/* namespaced: whether the object's kind lives in a namespace; a
+ * ClusterTrainingRuntime is named without one, as validate names it. */
+static void print_errors(FILE *out, const char *file, const json_t *obj, int namespaced,
                          const kft_field_errors *errs)
 {
-	char *ref = kft_object_ref(obj, 1);
+	char *ref = kft_object_ref(obj, namespaced);
 	for (size_t i = 0; i < errs->count; i++) {
 		char *line = kft_field_error_format(&errs->items[i]);
 		fprintf(out, "%s: %s: %s\n", file, ref ? ref : "?", line ? line : "(no memory)");
@@ -223,7 +225,7 @@ static int check_record(kft_jobinput *in, json_t *record)
 	kft_object_check(in->schema, obj, NULL, &errs, &kind);
 	int invalid = errs.count != 0 || errs.oom;
 	if (invalid)
-		print_errors(in->errors, file, obj, &errs);
+		print_errors(in->errors, file, obj, kind ? kind->namespaced : 1, &errs);
 	else if (kind && strcmp(kind->kind, "TrainJob") == 0)
 		json_array_append(in->jobs, record);
 	else if (kind)
@@ -325,7 +327,7 @@ const json_t *kft_jobinput_resolve(const kft_jobinput *in, const kft_framework *
 	if (runtime)
 		rc = kft_framework_validate(fw, backend, runtime, NULL, job, &errs, &err);
 	if (errs.count || errs.nwarnings)
-		print_errors(in->errors, file, job, &errs);
+		print_errors(in->errors, file, job, 1, &errs);
 	int invalid = errs.count != 0 || errs.oom;
 	kft_field_errors_free(&errs);
 	if (invalid)

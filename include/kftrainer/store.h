@@ -62,6 +62,16 @@ int kft_store_open(const char *state_dir, kft_store **out, kft_error *err);
 void kft_store_close(kft_store *s);
 
 /*
+ * For a short-lived connection: its close leaves committed changes in the
+ * write-ahead log instead of checkpointing them into the database file
+ * (which costs two fdatasyncs when it is the last connection). They stay
+ * readable by everyone and survive a crash; a later checkpoint (automatic as
+ * the log grows, or another connection's close) flushes them, so only a power
+ * cut before then can lose them. Errors: KFT_EIO.
+ */
+int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err);
+
+/*
  * The default state directory: $KFTRAINER_STATE_DIR, else
  * $XDG_STATE_HOME/kftrainer, else $HOME/.local/state/kftrainer (only absolute
  * values of the variables count). Returns a malloc'd string the caller

@@ -85,6 +85,10 @@ int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_
 	                                 "no state directory: set KFTRAINER_STATE_DIR or HOME")
 	         : !l->exe ? kft_error_set(err, KFT_ENOMEM, "out of memory")
 	                   : kft_store_open(l->state_dir, &l->store, err);
+	/* CLI calls are brief; the supervisor, which writes a job's outcome,
+	 * opens the store itself and keeps SQLite's checkpoint at close. */
+	if (rc == 0)
+		rc = kft_store_skip_close_checkpoint(l->store, err);
 	if (rc) {
 		kft_local_close(l);
 		return rc;

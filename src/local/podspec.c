@@ -19,8 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/sha.h>
-
+#include "util/sha1.h"
 #include "util/strbuf.h"
 
 #define MAX_ITEMS 4096
@@ -334,16 +333,14 @@ static void set_both_n(pod_ctx *p, const char *key, long v)
 	set_both(p, key, buf);
 }
 
-static void job_key(const char *ns, const char *job, char hex[41])
+/* JobSet's job-key label: the SHA-1 hex digest of "namespace/job-name". */
+static void job_key(const char *ns, const char *job, char hex[2 * KFT_SHA1_LEN + 1])
 {
-	unsigned char md[SHA_DIGEST_LENGTH];
 	kft_strbuf b;
 	kft_strbuf_init(&b);
 	kft_strbuf_printf(&b, "%s/%s", ns, job);
-	SHA1((const unsigned char *)kft_strbuf_str(&b), b.len, md);
+	kft_sha1_hex(kft_strbuf_str(&b), b.len, hex);
 	kft_strbuf_free(&b);
-	for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
 static int pod_metadata(pod_ctx *p, const json_t *tmeta, int replica, int index, long goff,
@@ -353,7 +350,7 @@ static int pod_metadata(pod_ctx *p, const json_t *tmeta, int replica, int index,
 	const char *rname = jstr(p->rjob, "name");
 	const json_t *reps = json_object_get(p->rjob, "replicas");
 	long grp_off, grp_total;
-	char job[512], hex[41];
+	char job[512], hex[2 * KFT_SHA1_LEN + 1];
 	snprintf(job, sizeof(job), "%s-%s-%d", jsname, rname, replica);
 	job_key(p->ns, job, hex);
 	group_counts(p->jobset, p->rjob, &grp_off, &grp_total);

@@ -5,7 +5,9 @@
  * Error texts are compared in full where users see them (kubectl's wording
  * for "already exists" and "not found"). The concurrency test forks two
  * writers against one database and checks that neither saw a failure and
- * that no update was lost.
+ * that no update was lost. Statements are reused per connection, so reads
+ * are checked to see another connection's writes and to leave no read open;
+ * skipping the close-time checkpoint is checked on the log file itself.
  */
 #define _XOPEN_SOURCE 700
 
@@ -781,6 +783,105 @@ static void test_exec_objects_and_pod_fields(void **state)
 	assert_int_equal(kft_store_pods_clear(f->s, NULL, "nope", &err), KFT_ENOTFOUND);
 }
 
+/* Statements are reused across calls (store.c keeps them per connection):
+ * each use must end its read, or this connection would keep seeing an old
+ * snapshot and hold back checkpoints. A second connection's writes must be
+ * visible to the next read, and a checkpoint that needs every reader gone
+ * must complete between calls. */
+static int checkpoint_blocked(const char *dir)
+{
+	char path[256];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	snprintf(path, sizeof(path), "%s/%s", dir, KFT_STORE_DB_NAME);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &st, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int busy = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return busy;
+}
+
+static void test_reused_statements(void **state)
+{
+	struct fixture *f = *state;
+	kft_store *other = NULL;
+	kft_error err;
+	kft_pod_record rec = {.step = "node", .index = 0, .state = "Running"};
+	assert_int_equal(kft_store_open(f->dir, &other, &err), 0);
+	free(create(f->s, NULL, "r"));
+	for (int i = 0; i < 5; i++) {
+		json_t *status = json_pack("{s:i}", "round", i), *got = NULL, *list = NULL;
+		kft_pod_record *recs = NULL;
+		size_t n = 0;
+		rec.restarts = i;
+		assert_int_equal(kft_store_job_set_status(other, NULL, "r", status, &err), 0);
+		assert_int_equal(kft_store_pod_upsert(other, NULL, "r", &rec, &err), 0);
+		assert_int_equal(kft_store_job_get(f->s, NULL, "r", &got, &err), 0);
+		assert_true(json_equal(json_object_get(got, "status"), status));
+		assert_int_equal(kft_store_job_list(f->s, NULL, &list, &err), 0);
+		assert_int_equal(json_array_size(list), 1);
+		assert_int_equal(kft_store_pods(f->s, NULL, "r", &recs, &n, &err), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(recs[0].restarts, i);
+		assert_int_equal(checkpoint_blocked(f->dir), 0);
+		kft_pod_records_free(recs, n);
+		json_decref(list);
+		json_decref(got);
+		json_decref(status);
+	}
+	/* A statement that failed (a duplicate, a missing job) is usable again. */
+	json_t *tj = trainjob(NULL, "r");
+	assert_int_equal(kft_store_job_create(f->s, tj, NULL, NULL, &err), KFT_EINVAL);
+	json_decref(tj);
+	assert_int_equal(kft_store_job_set_status(other, NULL, "gone", NULL, &err), KFT_ENOTFOUND);
+	free(create(f->s, NULL, "r2"));
+	assert_int_equal(kft_store_job_set_status(other, NULL, "r2", NULL, &err), 0);
+	kft_store_close(other);
+}
+
+static off_t wal_size(const char *dir)
+{
+	char path[256];
+	struct stat sb;
+	snprintf(path, sizeof(path), "%s/%s-wal", dir, KFT_STORE_DB_NAME);
+	return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+/* By default the last connection to close checkpoints the write-ahead log
+ * into the database and removes it; a connection told to skip that leaves
+ * its commits in the log, where the next opener finds them. */
+static void test_skip_close_checkpoint(void **state)
+{
+	struct fixture *f = *state;
+	char dir[160];
+	kft_store *s = NULL;
+	kft_error err;
+	json_t *got = NULL;
+	snprintf(dir, sizeof(dir), "%s/solo", f->root);
+
+	assert_int_equal(kft_store_open(dir, &s, &err), 0);
+	free(create(s, NULL, "kept"));
+	kft_store_close(s);
+	assert_true(wal_size(dir) <= 0);
+
+	assert_int_equal(kft_store_open(dir, &s, &err), 0);
+	assert_int_equal(kft_store_skip_close_checkpoint(s, &err), 0);
+	free(create(s, NULL, "in-log"));
+	kft_store_close(s);
+	assert_true(wal_size(dir) > 0);
+
+	assert_int_equal(kft_store_open(dir, &s, &err), 0);
+	assert_int_equal(kft_store_job_get(s, NULL, "in-log", &got, &err), 0);
+	json_decref(got);
+	assert_int_equal(kft_store_job_get(s, NULL, "kept", &got, &err), 0);
+	json_decref(got);
+	kft_store_close(s);
+	assert_true(wal_size(dir) <= 0);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -808,6 +909,8 @@ int main(void)
 	        T(test_migrate_from_v1),
 	        T(test_exec_objects_and_pod_fields),
 	        T(test_mark_deleting),
+	        T(test_reused_statements),
+	        T(test_skip_close_checkpoint),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
