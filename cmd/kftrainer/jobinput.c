@@ -27,7 +27,8 @@ int kft_jobinput_init(kft_jobinput *in, FILE *errors)
 	in->jobs = json_array();
 	in->runtimes = json_array();
 	in->unchecked = json_array();
-	if (!in->jobs || !in->runtimes || !in->unchecked) {
+	in->others = json_array();
+	if (!in->jobs || !in->runtimes || !in->unchecked || !in->others) {
 		kft_cli_error("out of memory");
 		return KFT_EXIT_INPUT;
 	}
@@ -44,7 +45,8 @@ void kft_jobinput_free(kft_jobinput *in)
 	json_decref(in->jobs);
 	json_decref(in->runtimes);
 	json_decref(in->unchecked);
-	in->jobs = in->runtimes = in->unchecked = NULL;
+	json_decref(in->others);
+	in->jobs = in->runtimes = in->unchecked = in->others = NULL;
 }
 
 static int is_dir(const char *p)
@@ -213,6 +215,14 @@ static int name_from_generate(json_t *obj)
 /* Checks one record's object in place; a valid TrainJob's record goes to
  * in->jobs, a valid runtime to in->runtimes, another Kubernetes kind is
  * passed over. Returns 1 when the object is invalid (errors printed). */
+static int is_secret_or_configmap(const json_t *obj)
+{
+	const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	return av && kind && strcmp(av, "v1") == 0 &&
+	       (strcmp(kind, "Secret") == 0 || strcmp(kind, "ConfigMap") == 0);
+}
+
 static int check_record(kft_jobinput *in, json_t *record)
 {
 	json_t *obj = json_object_get(record, "object");
@@ -230,6 +240,8 @@ static int check_record(kft_jobinput *in, json_t *record)
 		json_array_append(in->jobs, record);
 	else if (kind)
 		json_array_append(in->runtimes, obj);
+	else if (is_secret_or_configmap(obj))
+		json_array_append(in->others, obj);
 	kft_field_errors_free(&errs);
 	return invalid;
 }

@@ -25,6 +25,8 @@ typedef struct kft_jobinput {
 	const kft_schema *schema; /* the built-in schema (static, not freed) */
 	json_t *jobs;             /* {"file", "object"} records of valid TrainJobs, defaulted */
 	json_t *runtimes;         /* valid TrainingRuntimes and ClusterTrainingRuntimes */
+	json_t *others;           /* v1 Secrets and ConfigMaps in the inputs (for train's
+	                           * pods, as if they were on the cluster) */
 	FILE *errors;             /* where field errors go (validate's stream: stdout) */
 	const char *ns;           /* kubectl -n: the namespace of objects that name none; an
 	                           * object naming another is an error (NULL: no such rule) */

@@ -368,7 +368,8 @@ static int submit_all(kft_local *l, const kft_framework *fw, const kft_jobinput 
 		char *name = NULL;
 		kft_error err;
 		const json_t *job = json_object_get(rec, "object");
-		if (kft_local_submit(l, fw, job, json_array_get(resolved, i), NULL, &name, &err) !=
+		kft_submit_opts opts = {.objects = in->others};
+		if (kft_local_submit(l, fw, job, json_array_get(resolved, i), &opts, &name, &err) !=
 		    0) {
 			kft_cli_error("%s", err.message);
 			return KFT_EXIT_FAILED;

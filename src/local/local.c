@@ -317,6 +317,35 @@ static int start_supervisor(kft_local *l, const char *ns, const char *name, kft_
 
 /* ---- submit --------------------------------------------------------------------- */
 
+/* Appends copies of the user's v1 Secrets and ConfigMaps in namespace ns
+ * (namespace set when absent) to the built objects: what a cluster would
+ * already hold when the TrainJob's pods start. */
+static int add_user_objects(json_t *objects, const json_t *user, const char *ns, kft_error *err)
+{
+	size_t i;
+	const json_t *o;
+	json_array_foreach(user, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		const char *av = json_string_value(json_object_get(o, "apiVersion"));
+		const json_t *meta = json_object_get(o, "metadata");
+		const char *ons = json_string_value(json_object_get(meta, "namespace"));
+		if (!kind || !av || strcmp(av, "v1") != 0 ||
+		    (strcmp(kind, "Secret") != 0 && strcmp(kind, "ConfigMap") != 0) ||
+		    !json_is_string(json_object_get(meta, "name")) || (ons && strcmp(ons, ns) != 0))
+			continue;
+		json_t *copy = json_deep_copy(o);
+		if (copy && json_object_set_new(json_object_get(copy, "metadata"), "namespace",
+		                                json_string(ns)) != 0) {
+			json_decref(copy);
+			copy = NULL;
+		}
+		if (!copy || json_array_append_new(objects, copy) != 0) /* steals copy */
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -341,6 +370,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	}
 	kft_local_backend_init(&b, uid, NULL);
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	if (rc == 0 && opts && opts->objects)
+		rc = add_user_objects(objects, opts->objects, ns, err);
 	if (rc == 0)
 		rc = kft_store_job_set_objects(l->store, ns, name, objects, err);
 	const char *wd = opts && opts->workdir ? opts->workdir : getcwd(cwd, sizeof(cwd));

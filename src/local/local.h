@@ -71,6 +71,12 @@ typedef struct kft_submit_opts {
 	char *const *base_env; /* "K=V" strings (NULL-terminated) standing in for the
 	                        * image's environment under each pod's env; NULL: a
 	                        * documented allow-list of the caller's environment */
+	const json_t *objects; /* array or NULL: the user's own Secrets and ConfigMaps
+	                        * (apiVersion v1) in the TrainJob's namespace, which
+	                        * its pods may reference as they would on a cluster
+	                        * (e.g. an initializer's secretRef); stored after the
+	                        * built objects, which win on a name clash. Other
+	                        * kinds and namespaces are ignored. */
 } kft_submit_opts;
 
 /*
