@@ -167,6 +167,17 @@ int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err);
 /* Frees the client. No call on it may still be running. kube may be NULL. */
 void kft_kube_free(kft_kube *kube);
 
+/*
+ * on = 1 cancels every call on kube: transfers in progress are abandoned
+ * within about a second (at once when data flows), rate-limiter waits and
+ * retry backoffs end, and new calls fail at once, all with
+ * KFT_EUNAVAILABLE ("... canceled"); watches end as if stopped. on = 0
+ * lets calls through again. For a prompt shutdown: cancel before joining
+ * the threads that make calls, un-cancel for last words (a lease release).
+ * Any thread; nothing to free.
+ */
+void kft_kube_cancel(kft_kube *kube, int on);
+
 /* The config's default namespace; owned by the client, valid until kft_kube_free. */
 const char *kft_kube_namespace(const kft_kube *kube);
 
@@ -220,6 +231,10 @@ typedef struct kft_list_opts {
 	const char *field_selector;   /* NULL: none */
 	const char *resource_version; /* NULL: most recent; "0": any (server cache) */
 	long page_size;               /* limit per request; 0: 500; < 0: no paging */
+	/* Optional (borrowed): when it becomes non-zero the listing ends
+	 * within about a second with KFT_EUNAVAILABLE, even mid-request or in
+	 * a retry's backoff, as kft_kube_cancel does for the whole client. */
+	const atomic_int *stop;
 } kft_list_opts;
 
 /*
@@ -394,6 +409,51 @@ int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft
  */
 int kft_kube_event(kft_kube *kube, const json_t *involved, const char *type, const char *reason,
                    const char *message, const char *component, kft_error *err);
+
+/* An events.k8s.io/v1 Event to record (every pointer borrowed). */
+typedef struct kft_event_v1 {
+	const json_t *regarding; /* required: an object with kind and metadata.name */
+	const json_t *related;   /* optional second object, or NULL */
+	const char *type;        /* "Normal" or "Warning" */
+	const char *reason;      /* required, at most 128 bytes */
+	const char *action;      /* required, at most 128 bytes (e.g. "Reconciling") */
+	const char *note;        /* the message; cut to 1024 bytes (the server's limit) */
+	const char *controller;  /* reportingController, required */
+	const char *instance;    /* reportingInstance; NULL: "<controller>-<hostname>" */
+} kft_event_v1;
+
+/*
+ * Records an events.k8s.io/v1 Event as client-go's tools/events recorder
+ * (what controller-runtime's GetEventRecorder hands out) writes it: name
+ * "<regarding name>.<hex nanoseconds>" in the regarding object's namespace
+ * ("default" for cluster-scoped objects), eventTime now (a MicroTime),
+ * regarding/related references (apiVersion, kind, namespace, name, uid,
+ * resourceVersion), type, reason, action, note, reportingController and
+ * reportingInstance. The call is synchronous (client-go's is not).
+ *
+ * Repeats are the recorder's "series": the same type, action, reason,
+ * reporting controller and instance about the same regarding and related
+ * references (resourceVersion included; the note is not compared) seen again
+ * within 6 minutes PATCHes the first Event with series {count: 2,
+ * lastObservedTime} (strategic merge patch; an Event deleted meanwhile is
+ * created again); later repeats only count in memory, and
+ * kft_kube_events_flush writes the count. Six quiet minutes end a series:
+ * the next occurrence creates a new Event. Bounded cache as kft_kube_event.
+ *
+ * Returns 0, KFT_EINVAL (missing kind/name, bad type, empty or over-long
+ * reason/action, no controller), KFT_ENOMEM, or a request error.
+ */
+int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_error *err);
+
+/*
+ * Writes the counts of events.k8s.io/v1 series that are due, as client-go's
+ * broadcaster does in the background: a series quiet for 6 minutes gets its
+ * final count (and is forgotten), a running one is rewritten every 30
+ * minutes; with `all` non-zero every series with an unwritten count is
+ * written now. Call it periodically (every few seconds is plenty). Returns
+ * 0 or the first request error (the others are still attempted).
+ */
+int kft_kube_events_flush(kft_kube *kube, int all, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Backoff                                                                   */

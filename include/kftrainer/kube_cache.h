@@ -27,12 +27,15 @@
  * own thread (one per informer / elector), never with an internal lock held,
  * so they may call back into the same object (get, by_index, queue adds).
  *
- * Objects: the cache shares one immutable jansson tree per object between
- * the cache and every reader (jansson's reference counts are atomic). Every
- * json_t handed out is a new reference the caller json_decref()s; callers
- * must NEVER modify it (json_deep_copy first when a mutable copy is needed).
- * Objects are stored without metadata.managedFields, which only the API
- * server needs and which is often the larger half of an object.
+ * Objects: the cache stores each object as compact JSON text and decodes a
+ * tree for each reader (a tree takes about eight times the memory of its
+ * text); with kft_informer_opts.keep_trees it shares one immutable tree per
+ * object between the cache and every reader instead (jansson's reference
+ * counts are atomic). Every json_t handed out is a new reference the caller
+ * json_decref()s; callers must NEVER modify it (it may be shared; use
+ * json_deep_copy when a mutable copy is needed). Objects are stored without
+ * metadata.managedFields, which only the API server needs and which is
+ * often the larger half of an object.
  *
  * Errors follow error.h: 0 or a negative kft_status, err filled when
  * non-NULL. Strings passed in are borrowed (copied when kept).
@@ -282,6 +285,10 @@ typedef struct kft_informer_opts {
 	 * change metadata.name/namespace/resourceVersion. */
 	void (*transform)(json_t *obj, void *ctx);
 	void *transform_ctx;
+	/* 0: store objects as compact JSON text, decoded on every read (the
+	 * least memory); 1: store one tree per object, shared with readers
+	 * (no decoding; for a few objects read on every reconcile). */
+	int keep_trees;
 } kft_informer_opts;
 
 /*
@@ -333,7 +340,7 @@ void kft_informer_free(kft_informer *inf);
 /*
  * Looks up one object. ns is NULL or "" for cluster-scoped kinds.
  * *out is a new reference (json_decref it; do not modify).
- * Errors: KFT_ENOTFOUND.
+ * Errors: KFT_ENOTFOUND; KFT_ENOMEM (it could not be decoded).
  */
 int kft_informer_get(kft_informer *inf, const char *ns, const char *name, json_t **out);
 
@@ -355,6 +362,14 @@ int kft_informer_list(kft_informer *inf, const char *ns, json_t **out);
  */
 int kft_informer_by_index(kft_informer *inf, const char *index, const char *value, json_t **out,
                           kft_error *err);
+
+/*
+ * How many objects index `index` has under `value` (0 when none), without
+ * decoding any: for callers that only need to know whether some exist.
+ * Errors: KFT_ENOTFOUND (no index of that name).
+ */
+int kft_informer_index_count(kft_informer *inf, const char *index, const char *value, size_t *count,
+                             kft_error *err);
 
 /* Informer state for logs, metrics and tests. */
 typedef struct kft_informer_stats {

@@ -458,12 +458,35 @@ int kft_kube_handle_setup(kft_kube *k, CURL *h, const char *url, const char *con
 	return 0;
 }
 
-void kft_kube_rate_wait(kft_kube *k)
+void kft_kube_cancel(kft_kube *k, int on)
+{
+	if (k)
+		atomic_store(&k->cancel, on ? 1 : 0);
+}
+
+int kft_kube_canceled(kft_kube *k, const atomic_int *stop)
+{
+	return atomic_load(&k->cancel) || (stop && atomic_load(stop));
+}
+
+int kft_kube_sleep(kft_kube *k, long ms, const atomic_int *stop)
+{
+	while (ms > 0 && !kft_kube_canceled(k, stop)) {
+		long step = ms > 50 ? 50 : ms;
+		kft_sleep_ms(step, NULL);
+		ms -= step;
+	}
+	return kft_kube_canceled(k, stop);
+}
+
+int kft_kube_rate_wait(kft_kube *k, const atomic_int *stop)
 {
 	double wait = 0;
 	struct timespec now;
+	if (kft_kube_canceled(k, stop))
+		return 1;
 	if (k->qps <= 0)
-		return;
+		return 0;
 	pthread_mutex_lock(&k->rate_mu);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	k->tokens += elapsed_sec(&k->rate_last, &now) * k->qps;
@@ -474,6 +497,12 @@ void kft_kube_rate_wait(kft_kube *k)
 	if (k->tokens < 0)
 		wait = -k->tokens / k->qps;
 	pthread_mutex_unlock(&k->rate_mu);
-	if (wait > 0)
-		kft_sleep_ms((long)(wait * 1000 + 0.5), NULL);
+	if (wait <= 0 || !kft_kube_sleep(k, (long)(wait * 1000 + 0.5), stop))
+		return 0;
+	/* Canceled: the reservation goes back, so later callers do not wait
+	 * for a request that was never sent. */
+	pthread_mutex_lock(&k->rate_mu);
+	k->tokens += 1;
+	pthread_mutex_unlock(&k->rate_mu);
+	return 1;
 }

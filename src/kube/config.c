@@ -198,26 +198,18 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
-/* Adds one file; missing files are skipped when `optional`. */
-static int kc_add(kc_set *s, const char *path, int optional, kft_error *err)
+/* Adds the text of one file named `path` (which relative paths in it are
+ * relative to). */
+static int kc_add_text(kc_set *s, const char *path, const char *text, size_t len, kft_error *err)
 {
-	kft_kube_blob blob;
-	int rc = kft_kube_read_file(path, KFT_KUBE_MAX_FILE_BYTES, "kubeconfig", &blob, err);
-	if (rc == KFT_ENOTFOUND && optional)
-		return 0;
-	if (rc)
-		return rc;
-	if (s->n == MAX_KUBECONFIG_FILES) {
-		free(blob.data);
+	if (s->n == MAX_KUBECONFIG_FILES)
 		return kft_error_set(err, KFT_ELIMIT, "more than %d kubeconfig files",
 		                     MAX_KUBECONFIG_FILES);
-	}
 	kc_file *f = &s->files[s->n];
 	memset(f, 0, sizeof(*f));
 	kft_error derr;
 	kft_error_clear(&derr);
-	rc = blob.len ? kft_decode(blob.data, blob.len, path, &f->docs, &derr) : 0;
-	free(blob.data);
+	int rc = len ? kft_decode(text, len, path, &f->docs, &derr) : 0;
 	/* a file of only comments is an empty config, as in kubectl */
 	if (rc == KFT_EINVAL && strstr(derr.message, "empty input"))
 		rc = 0;
@@ -234,6 +226,20 @@ static int kc_add(kc_set *s, const char *path, int optional, kft_error *err)
 			return kft_error_set(err, KFT_EINVAL, "kubeconfig %s: not a mapping", path);
 	}
 	return 0;
+}
+
+/* Adds one file; missing files are skipped when `optional`. */
+static int kc_add(kc_set *s, const char *path, int optional, kft_error *err)
+{
+	kft_kube_blob blob;
+	int rc = kft_kube_read_file(path, KFT_KUBE_MAX_FILE_BYTES, "kubeconfig", &blob, err);
+	if (rc == KFT_ENOTFOUND && optional)
+		return 0;
+	if (rc)
+		return rc;
+	rc = kc_add_text(s, path, blob.data, blob.len, err);
+	free(blob.data);
+	return rc;
 }
 
 static int kc_names(kc_set *s, kft_error *err)
@@ -535,24 +541,40 @@ static int resolve(const kc_set *s, const char *context, kft_kube_config *c, kft
 	return rc;
 }
 
-int kft_kube_config_load(const char *kubeconfig, const char *context, kft_kube_config **out,
-                         kft_error *err)
+/* Resolves context in an opened set into *out; frees the set either way. */
+static int load_set(kc_set *s, int rc, const char *context, kft_kube_config **out, kft_error *err)
 {
-	kc_set s = {0};
 	kft_kube_config *c = NULL;
-	*out = NULL;
-	int rc = kc_open(&s, kubeconfig, err);
 	if (!rc)
 		rc = kft_kube_config_new(&c, err);
 	if (!rc)
-		rc = resolve(&s, context, c, err);
-	kc_set_free(&s);
+		rc = resolve(s, context, c, err);
+	kc_set_free(s);
 	if (rc) {
 		kft_kube_config_free(c);
 		return rc;
 	}
 	*out = c;
 	return 0;
+}
+
+int kft_kube_config_load(const char *kubeconfig, const char *context, kft_kube_config **out,
+                         kft_error *err)
+{
+	kc_set s = {0};
+	*out = NULL;
+	return load_set(&s, kc_open(&s, kubeconfig, err), context, out, err);
+}
+
+int kft_kube_config_load_text(const char *text, size_t len, const char *path, const char *context,
+                              kft_kube_config **out, kft_error *err)
+{
+	kc_set s = {0};
+	*out = NULL;
+	int rc = kc_add_text(&s, path, text, len, err);
+	if (!rc)
+		rc = kc_names(&s, err);
+	return load_set(&s, rc, context, out, err);
 }
 
 /* Reads a small text file in the service-account directory, trimmed. */

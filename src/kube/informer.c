@@ -12,10 +12,17 @@
  *                                       last RV; a failed list is retried
  *                                       the same way
  *
- * The cache maps "ns/name" to one immutable jansson tree shared with every
- * reader (get/list hand out new references). Objects are copied out of the
- * client's buffers on arrival without metadata.managedFields, then passed
- * through the optional transform while still private.
+ * The cache maps "ns/name" to the object as compact JSON text, prefixed by
+ * its resourceVersion ("RV\0{...}"); readers get a tree decoded for them.
+ * A jansson tree costs about eight times its compact text (every value is
+ * a separate allocation, every object a hash table): 1,000 TrainJobs are
+ * 5.5 MB as trees and 0.7 MB as text, and the controller reads each one
+ * about once per reconcile, so decoding (microseconds) is the cheaper
+ * side. With opts.keep_trees the cache keeps one immutable tree per object
+ * instead and shares it with every reader (for a few objects read all the
+ * time). Objects are copied out of the client's buffers on arrival without
+ * metadata.managedFields, then passed through the optional transform while
+ * still private.
  *
  * Locks: a read/write lock guards the cache and its indexes; readers (the
  * controller's workers) never wait for a handler. Changes are applied under
@@ -76,6 +83,7 @@ struct kft_informer {
 	double max_backoff_s;
 	void (*transform)(json_t *obj, void *ctx);
 	void *transform_ctx;
+	int keep_trees;
 
 	kft_informer_handlers handlers[MAX_HANDLERS];
 	int nhandlers;
@@ -83,7 +91,7 @@ struct kft_informer {
 	int nindexes;
 
 	pthread_rwlock_t lock; /* items and indexes */
-	kft_smap items;        /* key -> json_t * */
+	kft_smap items;        /* key -> stored object (see item_make) */
 
 	pthread_t thread;
 	int started, joined;
@@ -265,34 +273,91 @@ static void indexes_update(kft_informer *inf, const char *key, const json_t *old
 	free(scratch.v);
 }
 
+/* ---- stored objects -------------------------------------------------------
+ */
+
+/* What the cache stores for obj (borrowed): a new reference to the tree
+ * (keep_trees), or "RV\0JSON" in one allocation. NULL: out of memory. */
+static void *item_make(const kft_informer *inf, json_t *obj)
+{
+	if (inf->keep_trees)
+		return json_incref(obj);
+	const char *rv = meta_str(obj, "resourceVersion");
+	size_t rvlen = rv ? strlen(rv) : 0;
+	size_t n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+	char *item = n ? malloc(rvlen + n + 2) : NULL;
+	if (!item)
+		return NULL;
+	memcpy(item, rv ? rv : "", rvlen + 1);
+	if (json_dumpb(obj, item + rvlen + 1, n, JSON_COMPACT) != n) {
+		free(item);
+		return NULL;
+	}
+	item[rvlen + 1 + n] = '\0';
+	return item;
+}
+
+/* A tree of a stored object: a new reference; NULL when out of memory. */
+static json_t *item_tree(const kft_informer *inf, const void *item)
+{
+	if (inf->keep_trees)
+		return json_incref((json_t *)item);
+	const char *text = item;
+	text += strlen(text) + 1;
+	return json_loads(text, JSON_ALLOW_NUL, NULL);
+}
+
+static const char *item_rv(const kft_informer *inf, const void *item)
+{
+	return inf->keep_trees ? meta_str(item, "resourceVersion") : item;
+}
+
+static void item_free(const kft_informer *inf, void *item)
+{
+	if (inf->keep_trees)
+		json_decref(item);
+	else
+		free(item);
+}
+
 /* ---- the cache (write lock held) ------------------------------------------
  */
 
-/* Stores obj (the reference is taken) under key; returns the previous
- * object (a reference the caller owns) or NULL. On allocation failure obj
- * is released and NULL returned: the cache misses the change, and the next
- * relist repairs it. */
-static json_t *cache_put(kft_informer *inf, const char *key, json_t *obj, int *failed)
+/* Stores item (taken) under key, indexed by obj, its tree (borrowed).
+ * Returns the previous object as a tree (a reference the caller owns) or
+ * NULL. On allocation failure item is freed and *failed set: the cache
+ * misses the change, and the next relist repairs it. */
+static json_t *cache_put(kft_informer *inf, const char *key, void *item, const json_t *obj,
+                         int *failed)
 {
 	int created;
 	kft_smap_entry *e = kft_smap_upsert(&inf->items, key, &created);
 	*failed = 0;
 	if (!e) {
-		json_decref(obj);
+		item_free(inf, item);
 		*failed = 1;
 		return NULL;
 	}
-	json_t *old = e->value;
-	e->value = obj;
+	void *old_item = e->value;
+	json_t *old = old_item ? item_tree(inf, old_item) : NULL;
+	e->value = item;
 	indexes_update(inf, key, old, obj);
+	if (old_item)
+		item_free(inf, old_item);
 	return old;
 }
 
+/* Removes key; returns its object as a tree (the caller's reference) or
+ * NULL when absent (or, out of memory, not decodable). */
 static json_t *cache_del(kft_informer *inf, const char *key)
 {
-	json_t *old = kft_smap_remove(&inf->items, key);
+	void *item = kft_smap_remove(&inf->items, key);
+	if (!item)
+		return NULL;
+	json_t *old = item_tree(inf, item);
 	if (old)
 		indexes_update(inf, key, old, NULL);
+	item_free(inf, item);
 	return old;
 }
 
@@ -427,64 +492,82 @@ static int on_list_item(void *ctx, const json_t *item)
 	if (kft_cache_key(item, key, sizeof(key)) != 0)
 		return 0; /* nameless: the server never sends one; ignore it */
 	json_t *obj = copy_in(lc->inf, item);
+	void *stored = obj ? item_make(lc->inf, obj) : NULL;
+	json_decref(obj);
 	int created;
-	kft_smap_entry *e = obj ? kft_smap_upsert(&lc->fresh, key, &created) : NULL;
+	kft_smap_entry *e = stored ? kft_smap_upsert(&lc->fresh, key, &created) : NULL;
 	if (!e) {
-		json_decref(obj);
+		if (stored)
+			item_free(lc->inf, stored);
 		lc->failed = 1;
 		return 1;
 	}
-	json_decref(e->value);
-	e->value = obj;
+	if (e->value)
+		item_free(lc->inf, e->value);
+	e->value = stored;
 	return 0;
 }
 
-static void fresh_free(kft_smap *fresh)
+static void items_free(const kft_informer *inf, kft_smap *m)
 {
 	kft_smap_iter it;
-	for (kft_smap_entry *e = kft_smap_first(fresh, &it); e; e = kft_smap_next(fresh, &it))
-		json_decref(e->value);
-	kft_smap_clear(fresh);
+	for (kft_smap_entry *e = kft_smap_first(m, &it); e; e = kft_smap_next(m, &it))
+		if (e->value)
+			item_free(inf, e->value);
+	kft_smap_clear(m);
 }
 
-static int same_version(const json_t *a, const json_t *b)
+static int same_version(const kft_informer *inf, const void *a, const void *b)
 {
-	const char *ra = meta_str(a, "resourceVersion"), *rb = meta_str(b, "resourceVersion");
-	return ra && rb && strcmp(ra, rb) == 0;
+	const char *ra = item_rv(inf, a), *rb = item_rv(inf, b);
+	return ra && rb && ra[0] && strcmp(ra, rb) == 0;
+}
+
+/* Stores one listed object (item taken) unless the cache has its version;
+ * records the add or update. */
+static void replace_one(kft_informer *inf, const char *key, void *item, int initial,
+                        inf_changes *ch)
+{
+	void *cur = kft_smap_get(&inf->items, key);
+	json_t *obj = NULL;
+	if ((cur && same_version(inf, cur, item)) || !(obj = item_tree(inf, item))) {
+		item_free(inf, item); /* unchanged; or out of memory: the next relist */
+		return;
+	}
+	int failed;
+	json_t *old = cache_put(inf, key, item, obj, &failed);
+	if (failed)
+		json_decref(obj);
+	else if (old)
+		changes_push(ch, CH_UPDATE, old, obj, 0);
+	else
+		changes_push(ch, CH_ADD, NULL, obj, initial);
 }
 
 /* Makes the cache equal to fresh (whose objects it takes) and records the
  * differences: new keys are adds, changed resourceVersions updates, keys
- * gone deletes whose final state is unknown. Unchanged objects keep their
- * old tree, so readers holding it see no difference. */
+ * gone deletes whose final state is unknown. Unchanged objects are kept as
+ * they are, so readers holding a shared tree see no difference. */
 static void replace_all(kft_informer *inf, kft_smap *fresh, int initial, inf_changes *ch)
 {
 	kft_smap_iter it;
 	pthread_rwlock_wrlock(&inf->lock);
 	for (kft_smap_entry *e = kft_smap_first(fresh, &it); e; e = kft_smap_next(fresh, &it)) {
-		json_t *obj = e->value, *cur = kft_smap_get(&inf->items, e->key);
+		void *item = e->value;
 		e->value = NULL;
-		if (cur && same_version(cur, obj)) {
-			json_decref(obj);
-			continue;
-		}
-		int failed;
-		json_t *old = cache_put(inf, e->key, json_incref(obj), &failed);
-		if (failed)
-			json_decref(obj);
-		else if (old)
-			changes_push(ch, CH_UPDATE, old, obj, 0);
-		else
-			changes_push(ch, CH_ADD, NULL, obj, initial);
+		replace_one(inf, e->key, item, initial, ch);
 	}
 	for (kft_smap_entry *e = kft_smap_first(&inf->items, &it); e;
 	     e = kft_smap_next(&inf->items, &it)) {
 		if (kft_smap_find(fresh, e->key))
 			continue;
-		json_t *old = e->value;
-		indexes_update(inf, e->key, old, NULL);
+		json_t *old = item_tree(inf, e->value);
+		if (old)
+			indexes_update(inf, e->key, old, NULL);
+		item_free(inf, e->value);
 		kft_smap_remove_iter(&inf->items, e->key);
-		changes_push(ch, CH_DELETE, old, NULL, 1);
+		if (old)
+			changes_push(ch, CH_DELETE, old, NULL, 1);
 	}
 	pthread_rwlock_unlock(&inf->lock);
 }
@@ -494,19 +577,20 @@ static int do_list(kft_informer *inf, int initial, kft_error *err)
 	list_ctx lc = {.inf = inf};
 	kft_list_opts lo = {.label_selector = inf->label_selector,
 	                    .field_selector = inf->field_selector,
-	                    .page_size = inf->page_size};
+	                    .page_size = inf->page_size,
+	                    .stop = &inf->stop};
 	char *rv = NULL;
 	int rc = kft_kube_list_each(inf->kube, inf->gvr, inf->ns, &lo, on_list_item, &lc, &rv, err);
 	if (rc == 0 && lc.failed)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory while listing");
 	if (rc != 0 || atomic_load(&inf->stop)) {
-		fresh_free(&lc.fresh);
+		items_free(inf, &lc.fresh);
 		free(rv);
 		return rc ? rc : 1;
 	}
 	inf_changes ch = {0};
 	replace_all(inf, &lc.fresh, initial, &ch);
-	fresh_free(&lc.fresh);
+	items_free(inf, &lc.fresh);
 	set_rv(inf, rv);
 	free(rv);
 	changes_deliver(inf, &ch);
@@ -521,16 +605,20 @@ typedef struct watch_ctx {
 	uint64_t events;
 } watch_ctx;
 
-static void apply_event(kft_informer *inf, const char *type, json_t *obj, const char *key)
+/* Returns KFT_ENOMEM when the change could not be stored. */
+static int apply_event(kft_informer *inf, const char *type, json_t *obj, const char *key)
 {
 	inf_change ch = {0};
-	int failed = 0;
+	int deleted = strcmp(type, "DELETED") == 0, failed = 0;
+	void *item = deleted ? NULL : item_make(inf, obj); /* encoded outside the lock */
+	if (!deleted && !item)
+		return KFT_ENOMEM;
 	pthread_rwlock_wrlock(&inf->lock);
-	if (strcmp(type, "DELETED") == 0) {
+	if (deleted) {
 		json_t *old = cache_del(inf, key);
 		ch = (inf_change){CH_DELETE, old ? old : json_incref(obj), NULL, 0};
 	} else {
-		json_t *old = cache_put(inf, key, json_incref(obj), &failed);
+		json_t *old = cache_put(inf, key, item, obj, &failed);
 		ch = (inf_change){old ? CH_UPDATE : CH_ADD, old, json_incref(obj), 0};
 	}
 	pthread_rwlock_unlock(&inf->lock);
@@ -538,6 +626,7 @@ static void apply_event(kft_informer *inf, const char *type, json_t *obj, const 
 		deliver(inf, &ch);
 	json_decref(ch.old_obj);
 	json_decref(ch.new_obj);
+	return failed ? KFT_ENOMEM : 0;
 }
 
 static int on_watch_event(void *ctx, const char *type, const json_t *object)
@@ -559,10 +648,11 @@ static int on_watch_event(void *ctx, const char *type, const json_t *object)
 	if (kft_cache_key(object, key, sizeof(key)) != 0)
 		return 0;
 	json_t *obj = copy_in(inf, object);
-	if (!obj)
-		return KFT_ENOMEM; /* ends the watch; the re-watch from the last RV replays it */
-	apply_event(inf, type, obj, key);
+	/* Out of memory ends the watch; the re-watch from the last RV replays it. */
+	int rc = obj ? apply_event(inf, type, obj, key) : KFT_ENOMEM;
 	json_decref(obj);
+	if (rc)
+		return rc;
 	set_rv(inf, rv);
 	wc->events++;
 	count(inf, &inf->stats.events);
@@ -729,6 +819,7 @@ int kft_informer_new(struct kft_kube *kube, const kft_informer_opts *opts, kft_i
 		inf->max_backoff_s = 0.001;
 	inf->transform = opts->transform;
 	inf->transform_ctx = opts->transform_ctx;
+	inf->keep_trees = opts->keep_trees;
 	inf->seed = (unsigned int)time(NULL) ^ (unsigned int)(uintptr_t)inf;
 	pthread_rwlock_init(&inf->lock, NULL);
 	pthread_mutex_init(&inf->mu, NULL);
@@ -862,7 +953,7 @@ void kft_informer_free(kft_informer *inf)
 	if (!inf)
 		return;
 	kft_informer_stop(inf);
-	fresh_free(&inf->items);
+	items_free(inf, &inf->items);
 	for (int i = 0; i < inf->nindexes; i++)
 		index_free(&inf->indexes[i]);
 	free(inf->ns);
@@ -881,10 +972,10 @@ int kft_informer_get_by_key(kft_informer *inf, const char *key, json_t **out)
 	if (!key)
 		return KFT_ENOTFOUND;
 	pthread_rwlock_rdlock(&inf->lock);
-	json_t *obj = kft_smap_get(&inf->items, key);
-	*out = json_incref(obj);
+	void *item = kft_smap_get(&inf->items, key);
+	*out = item ? item_tree(inf, item) : NULL;
 	pthread_rwlock_unlock(&inf->lock);
-	return obj ? 0 : KFT_ENOTFOUND;
+	return !item ? KFT_ENOTFOUND : *out ? 0 : KFT_ENOMEM;
 }
 
 int kft_informer_get(kft_informer *inf, const char *ns, const char *name, json_t **out)
@@ -900,15 +991,18 @@ int kft_informer_get(kft_informer *inf, const char *ns, const char *name, json_t
 	return kft_informer_get_by_key(inf, key, out);
 }
 
-/* Appends obj to arr when it is in namespace ns (NULL: any). */
-static int append_in_ns(json_t *arr, json_t *obj, const char *ns)
+/* Appends the stored object under key to arr when it is in namespace ns
+ * (NULL: any); the key's prefix says, so nothing is decoded in vain. */
+static int append_in_ns(const kft_informer *inf, json_t *arr, const char *key, const void *item,
+                        const char *ns)
 {
 	if (ns) {
-		const char *ons = meta_str(obj, "namespace");
-		if (!ons || strcmp(ons, ns) != 0)
+		size_t n = strlen(ns);
+		if (strncmp(key, ns, n) != 0 || key[n] != '/')
 			return 0;
 	}
-	return json_array_append(arr, obj);
+	json_t *obj = item_tree(inf, item);
+	return obj ? json_array_append_new(arr, obj) : -1;
 }
 
 int kft_informer_list(kft_informer *inf, const char *ns, json_t **out)
@@ -924,7 +1018,7 @@ int kft_informer_list(kft_informer *inf, const char *ns, json_t **out)
 	pthread_rwlock_rdlock(&inf->lock);
 	for (kft_smap_entry *e = kft_smap_first(&inf->items, &it); e && rc == 0;
 	     e = kft_smap_next(&inf->items, &it))
-		rc = append_in_ns(arr, e->value, ns);
+		rc = append_in_ns(inf, arr, e->key, e->value, ns);
 	pthread_rwlock_unlock(&inf->lock);
 	if (rc) {
 		json_decref(arr);
@@ -934,17 +1028,23 @@ int kft_informer_list(kft_informer *inf, const char *ns, json_t **out)
 	return 0;
 }
 
+static inf_index *find_index(kft_informer *inf, const char *index, kft_error *err)
+{
+	for (int i = 0; index && i < inf->nindexes; i++)
+		if (strcmp(inf->indexes[i].name, index) == 0)
+			return &inf->indexes[i];
+	kft_error_set(err, KFT_ENOTFOUND, "informer for %s has no index %s", inf->gvr->resource,
+	              index ? index : "(null)");
+	return NULL;
+}
+
 int kft_informer_by_index(kft_informer *inf, const char *index, const char *value, json_t **out,
                           kft_error *err)
 {
 	*out = NULL;
-	inf_index *ix = NULL;
-	for (int i = 0; index && i < inf->nindexes; i++)
-		if (strcmp(inf->indexes[i].name, index) == 0)
-			ix = &inf->indexes[i];
+	inf_index *ix = find_index(inf, index, err);
 	if (!ix)
-		return kft_error_set(err, KFT_ENOTFOUND, "informer for %s has no index %s",
-		                     inf->gvr->resource, index ? index : "(null)");
+		return KFT_ENOTFOUND;
 	json_t *arr = json_array();
 	if (!arr)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -954,9 +1054,9 @@ int kft_informer_by_index(kft_informer *inf, const char *index, const char *valu
 	kft_smap_iter it;
 	for (kft_smap_entry *e = set ? kft_smap_first(set, &it) : NULL; e && rc == 0;
 	     e = kft_smap_next(set, &it)) {
-		json_t *obj = kft_smap_get(&inf->items, e->key);
-		if (obj)
-			rc = json_array_append(arr, obj);
+		void *item = kft_smap_get(&inf->items, e->key);
+		if (item)
+			rc = append_in_ns(inf, arr, e->key, item, NULL);
 	}
 	pthread_rwlock_unlock(&inf->lock);
 	if (rc) {
@@ -964,6 +1064,20 @@ int kft_informer_by_index(kft_informer *inf, const char *index, const char *valu
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	*out = arr;
+	return 0;
+}
+
+int kft_informer_index_count(kft_informer *inf, const char *index, const char *value, size_t *count,
+                             kft_error *err)
+{
+	*count = 0;
+	inf_index *ix = find_index(inf, index, err);
+	if (!ix)
+		return KFT_ENOTFOUND;
+	pthread_rwlock_rdlock(&inf->lock);
+	kft_smap *set = value ? kft_smap_get(&ix->values, value) : NULL;
+	*count = set ? set->count : 0;
+	pthread_rwlock_unlock(&inf->lock);
 	return 0;
 }
 

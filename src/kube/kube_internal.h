@@ -11,6 +11,7 @@
 #define KFT_KUBE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -59,12 +60,36 @@ struct kft_kube {
 
 	pthread_mutex_t events_mu;
 	struct kft_event_cache *events;
+
+	atomic_int cancel; /* kft_kube_cancel */
 };
 
 /* Reads at most `max` bytes of `path` into a NUL-terminated heap blob.
  * `what` names the file in messages. KFT_EIO, KFT_ELIMIT, KFT_ENOMEM. */
 int kft_kube_read_file(const char *path, size_t max, const char *what, kft_kube_blob *out,
                        kft_error *err);
+
+/*
+ * kft_kube_config_load as if `text` (len bytes, not necessarily NUL-ended)
+ * were the whole content of the one kubeconfig file `path`; relative paths in
+ * it are resolved against path's directory, and nothing is read from disk.
+ * For fuzzing and tests. *out is a new config the caller frees with
+ * kft_kube_config_free, NULL on error. Errors as kft_kube_config_load.
+ */
+int kft_kube_config_load_text(const char *text, size_t len, const char *path, const char *context,
+                              kft_kube_config **out, kft_error *err);
+
+/*
+ * Runs a watch response body through the stream parser kft_kube_watch uses,
+ * as if the connection delivered chunks[0..n) (lens[i] bytes each) and then
+ * the transfer completed. Calls on_event as kft_kube_watch does. Returns 0
+ * when the stream ended cleanly between events, else the status
+ * kft_kube_watch would return (an ERROR event, a bad or oversized event, a
+ * stream cut mid-event, on_event's own non-zero value). Nothing is kept: the
+ * caller owns the chunks. For fuzzing and tests.
+ */
+int kft_kube_watch_parse(const kft_gvr *gvr, const char *const *chunks, const size_t *lens,
+                         size_t n, kft_watch_fn on_event, void *ctx, kft_error *err);
 
 /* A response body growing up to a bound. */
 typedef struct kft_kube_body {
@@ -80,6 +105,7 @@ typedef struct kft_kube_req {
 	const char *content_type; /* NULL when no body */
 	const char *body;
 	size_t body_len;
+	const atomic_int *stop; /* NULL, or ends the request as kft_kube_cancel */
 } kft_kube_req;
 
 /*
@@ -101,8 +127,15 @@ int kft_kube_handle_setup(kft_kube *kube, CURL *h, const char *url, const char *
 /* Makes the next request read the token file again (after a 401). */
 void kft_kube_token_expire(kft_kube *kube);
 
-/* Waits for the rate limiter. */
-void kft_kube_rate_wait(kft_kube *kube);
+/* Waits for the rate limiter. Returns 1 (the token given back) when the
+ * client is canceled or stop (may be NULL) is set meanwhile, else 0. */
+int kft_kube_rate_wait(kft_kube *kube, const atomic_int *stop);
+
+/* 1 when the client is canceled or stop (may be NULL) is set. */
+int kft_kube_canceled(kft_kube *kube, const atomic_int *stop);
+
+/* Sleeps ms, waking within 50 ms of kft_kube_canceled; returns it. */
+int kft_kube_sleep(kft_kube *kube, long ms, const atomic_int *stop);
 
 /* Maps an HTTP error answer (status code, body) to a kft_status with the
  * server's message. `what` ("GET URL") prefixes messages that are not the

@@ -97,9 +97,26 @@ static void set_method(CURL *h, const kft_kube_req *req)
 	}
 }
 
+typedef struct cancel_ctx {
+	kft_kube *k;
+	const atomic_int *stop;
+} cancel_ctx;
+
+/* curl calls it at least once a second during a transfer; non-zero aborts. */
+static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const cancel_ctx *c = ctx;
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return kft_kube_canceled(c->k, c->stop);
+}
+
 static int send_once(kft_kube *k, const kft_kube_req *req, const char *url, attempt *a,
                      kft_error *err)
 {
+	cancel_ctx cc = {k, req->stop};
 	struct curl_slist *headers = NULL;
 	CURL *h = kft_kube_handle_get(k);
 	if (!h)
@@ -116,6 +133,9 @@ static int send_once(kft_kube *k, const kft_kube_req *req, const char *url, atte
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a->body);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &cc);
 	if (k->timeout_ms)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, k->timeout_ms);
 	a->cc = curl_easy_perform(h);
@@ -198,12 +218,19 @@ static void attempt_reset(attempt *a)
 	a->retry_after = -1;
 }
 
-static void wait_before_retry(const attempt *a, kft_backoff *bo)
+/* Returns 1 when canceled during the wait. */
+static int wait_before_retry(kft_kube *k, const kft_kube_req *req, const attempt *a,
+                             kft_backoff *bo)
 {
 	long ms = kft_backoff_next(bo);
 	if (a->retry_after >= 0)
 		ms = a->retry_after * 1000;
-	kft_sleep_ms(ms, NULL);
+	return kft_kube_sleep(k, ms, req->stop);
+}
+
+static int canceled(const char *what, kft_error *err)
+{
+	return kft_error_set(err, KFT_EUNAVAILABLE, "%s: canceled (shutting down)", what);
 }
 
 static int gave_up(const char *what, const attempt *a, int retries, json_t **out, kft_error *err)
@@ -226,10 +253,17 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 	kft_backoff_init(&bo, RETRY_BASE_MS, RETRY_CAP_MS, 0.2);
 	for (;;) {
 		attempt_reset(&a);
-		kft_kube_rate_wait(k);
+		if (kft_kube_rate_wait(k, req->stop)) {
+			rc = canceled(what, err);
+			break;
+		}
 		rc = send_once(k, req, url, &a, err);
 		if (rc)
 			break;
+		if (a.cc == CURLE_ABORTED_BY_CALLBACK && kft_kube_canceled(k, req->stop)) {
+			rc = canceled(what, err);
+			break;
+		}
 		if (a.cc == CURLE_OK && a.code == 401 && reauth) {
 			reauth = 0; /* the token may have rotated since it was read */
 			kft_kube_token_expire(k);
@@ -241,7 +275,10 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 			break;
 		}
 		retries++;
-		wait_before_retry(&a, &bo);
+		if (wait_before_retry(k, req, &a, &bo)) {
+			rc = canceled(what, err);
+			break;
+		}
 	}
 	free(a.body.data);
 	return rc;

@@ -49,16 +49,22 @@ static int obj_key(kft_kube *k, const kft_gvr *gvr, const json_t *obj, int allow
 	return 0;
 }
 
-static int send_json(kft_kube *k, const char *method, const char *path, const char *ctype,
-                     const json_t *body, json_t **out, kft_error *err)
+static int send_json_stop(kft_kube *k, const char *method, const char *path, const char *ctype,
+                          const json_t *body, const atomic_int *stop, json_t **out, kft_error *err)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (body && !text)
 		return kft_error_set(err, KFT_ENOMEM, "serialising the request body failed");
-	kft_kube_req req = {method, path, body ? ctype : NULL, text, text ? strlen(text) : 0};
+	kft_kube_req req = {method, path, body ? ctype : NULL, text, text ? strlen(text) : 0, stop};
 	int rc = kft_kube_do(k, &req, out, err);
 	free(text);
 	return rc;
+}
+
+static int send_json(kft_kube *k, const char *method, const char *path, const char *ctype,
+                     const json_t *body, json_t **out, kft_error *err)
+{
+	return send_json_stop(k, method, path, ctype, body, NULL, out, err);
 }
 
 int kft_kube_get(kft_kube *k, const kft_gvr *gvr, const char *ns, const char *name, json_t **out,
@@ -155,7 +161,9 @@ int kft_kube_list_each(kft_kube *k, const kft_gvr *gvr, const char *ns, const kf
 		}
 		char *path = page_path(gvr, ns, opts, cont, err);
 		json_t *ans = NULL;
-		rc = path ? send_json(k, "GET", path, NULL, NULL, &ans, err) : KFT_ENOMEM;
+		rc = path ? send_json_stop(k, "GET", path, NULL, NULL, opts ? opts->stop : NULL,
+		                           &ans, err)
+		          : KFT_ENOMEM;
 		free(path);
 		if (rc == 0)
 			rc = take_page(gvr, ans, on_item, ctx, &rv, &cont, err);
@@ -396,6 +404,6 @@ int kft_kube_request(kft_kube *k, const char *method, const char *path, const ch
 		return kft_error_set(err, KFT_EINVAL,
 		                     "request: a method and a path starting with "
 		                     "'/' are required");
-	kft_kube_req req = {method, path, content_type, body, body ? body_len : 0};
+	kft_kube_req req = {method, path, content_type, body, body ? body_len : 0, NULL};
 	return kft_kube_do(k, &req, out, err);
 }

@@ -31,6 +31,7 @@ typedef struct wstate {
 	kft_watch_fn fn;
 	void *ctx;
 	const atomic_int *stop;
+	kft_kube *kube; /* its cancel ends the watch like stop */
 	CURL *h;
 	long code; /* HTTP status, read at the first body byte */
 	kft_strbuf line;
@@ -156,7 +157,7 @@ static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	(void)ut;
 	(void)un;
 	wstate *w = ctx;
-	return w->stop && atomic_load(w->stop) ? 1 : 0;
+	return kft_kube_canceled(w->kube, w->stop);
 }
 
 static char *watch_path(const kft_gvr *gvr, const char *ns, const kft_watch_opts *o, kft_error *err)
@@ -206,12 +207,22 @@ static void set_stream(wstate *w, const kft_watch_opts *opts, char *errbuf)
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, idle_seconds(opts));
 }
 
+/* A body that ended: cleanly only between events. */
+static int stream_end(wstate *w)
+{
+	if (w->line.len == 0)
+		return 0;
+	return kft_error_set(w->err, KFT_EUNAVAILABLE,
+	                     "watch %s: the stream ended in the middle of an event",
+	                     w->gvr->resource);
+}
+
 /* What the transfer's end means. */
 static int outcome(kft_kube *k, wstate *w, CURLcode cc, const char *url, const char *errbuf)
 {
 	if (w->done)
 		return w->result;
-	if (w->stop && atomic_load(w->stop))
+	if (kft_kube_canceled(k, w->stop))
 		return 0;
 	if (cc == CURLE_OK && w->code == 0)
 		curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &w->code);
@@ -223,12 +234,8 @@ static int outcome(kft_kube *k, wstate *w, CURLcode cc, const char *url, const c
 		return kft_kube_map_status(w->code, kft_strbuf_str(&w->errbody), w->errbody.len,
 		                           what, w->err);
 	}
-	if (cc == CURLE_OK && w->line.len == 0)
-		return 0;
 	if (cc == CURLE_OK)
-		return kft_error_set(w->err, KFT_EUNAVAILABLE,
-		                     "watch %s: the stream ended in the middle of an event",
-		                     w->gvr->resource);
+		return stream_end(w);
 	return kft_error_set(w->err, KFT_EUNAVAILABLE, "watch %s: %s", w->gvr->resource,
 	                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
 }
@@ -267,13 +274,24 @@ int kft_kube_watch(kft_kube *k, const kft_gvr *gvr, const char *ns, const kft_wa
 		kft_strbuf_free(&url);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
-	wstate w = {.gvr = gvr, .fn = on_event, .ctx = ctx, .stop = stop, .err = err};
+	wstate w = {.gvr = gvr, .fn = on_event, .ctx = ctx, .stop = stop, .kube = k, .err = err};
 	kft_strbuf_init(&w.line);
 	kft_strbuf_init(&w.errbody);
-	kft_kube_rate_wait(k);
-	int rc = run_watch(k, &w, url.buf, opts);
+	int rc = kft_kube_rate_wait(k, stop) ? 0 : run_watch(k, &w, url.buf, opts);
 	kft_strbuf_free(&w.line);
 	kft_strbuf_free(&w.errbody);
 	kft_strbuf_free(&url);
+	return rc;
+}
+
+int kft_kube_watch_parse(const kft_gvr *gvr, const char *const *chunks, const size_t *lens,
+                         size_t n, kft_watch_fn on_event, void *ctx, kft_error *err)
+{
+	wstate w = {.gvr = gvr, .fn = on_event, .ctx = ctx, .err = err};
+	kft_strbuf_init(&w.line);
+	for (size_t i = 0; i < n && !w.done; i++)
+		feed(&w, chunks[i], lens[i]);
+	int rc = w.done ? w.result : stream_end(&w);
+	kft_strbuf_free(&w.line);
 	return rc;
 }

@@ -633,6 +633,86 @@ static void backoff_sequence(void **state)
 	assert_int_equal(kft_sleep_ms(20, NULL), 0);
 }
 
+/* A GET on its own thread, so the test can cancel the client meanwhile. */
+typedef struct bg_get {
+	kft_kube *kube;
+	pthread_t t;
+	int rc;
+	kft_error err;
+	double took;
+} bg_get;
+
+static void *bg_get_main(void *arg)
+{
+	bg_get *g = arg;
+	json_t *out = NULL;
+	double t0 = ks_now();
+	g->rc = kft_kube_get(g->kube, trainjobs(), "ns", "x", &out, &g->err);
+	g->took = ks_now() - t0;
+	json_decref(out);
+	return NULL;
+}
+
+/* Starts a GET, cancels the client 300 ms later, and waits for the GET. */
+static void get_canceled(bg_get *g, kft_kube *kube)
+{
+	memset(g, 0, sizeof(*g));
+	g->kube = kube;
+	assert_int_equal(pthread_create(&g->t, NULL, bg_get_main, g), 0);
+	ks_sleep_ms(300);
+	kft_kube_cancel(kube, 1);
+	pthread_join(g->t, NULL);
+	kft_kube_cancel(kube, 0);
+	assert_int_equal(g->rc, KFT_EUNAVAILABLE);
+}
+
+/* Shutdown must not wait for the API server: a canceled client abandons
+ * a Retry-After wait (up to 60 s), a response that never comes, and a
+ * rate-limiter wait, and lets calls through again once un-canceled. */
+static void cancel_ends_waits(void **state)
+{
+	(void)state;
+	bg_get g;
+	ks_response throttle = {.status = 429, .retry_after = "30", .body = "{}"};
+	ks_push(&g_srv, throttle);
+	get_canceled(&g, g_kube);
+	assert_true(g.took < 2.0);
+	assert_non_null(strstr(g.err.message, "canceled"));
+	assert_int_equal(ks_count(&g_srv), 1);
+
+	ks_response silent = {.status = 200, .chunks = {"{\"metadata\":"}, .end = KS_END_HOLD};
+	ks_push(&g_srv, silent);
+	get_canceled(&g, g_kube);
+	assert_true(g.took < 2.5);
+	assert_non_null(strstr(g.err.message, "canceled"));
+	ks_release(&g_srv);
+
+	/* qps 0.1, burst 1: the second call would wait 10 s for its token. */
+	kft_kube *slow = make_client(g_srv.port, 0, 0.1, 1);
+	ks_fallback(&g_srv, 200, "{\"metadata\":{\"name\":\"x\"}}");
+	int before = ks_count(&g_srv);
+	json_t *out = NULL;
+	kft_error err;
+	assert_int_equal(kft_kube_get(slow, trainjobs(), "ns", "x", &out, &err), 0);
+	json_decref(out);
+	get_canceled(&g, slow);
+	assert_true(g.took < 1.0);
+	assert_int_equal(ks_count(&g_srv), before + 1); /* the canceled call was never sent */
+	kft_kube_free(slow);
+
+	assert_int_equal(kft_kube_get(g_kube, trainjobs(), "ns", "x", &out, &err), 0);
+	json_decref(out);
+
+	/* A list's own stop flag works the same, before any request. */
+	atomic_int stop = 1;
+	kft_list_opts lo = {.stop = &stop};
+	before = ks_count(&g_srv);
+	assert_int_equal(kft_kube_list(g_kube, trainjobs(), "ns", &lo, &out, &err),
+	                 KFT_EUNAVAILABLE);
+	assert_null(out);
+	assert_int_equal(ks_count(&g_srv), before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -650,6 +730,7 @@ int main(void)
 	        cmocka_unit_test_setup(events_recorded_and_counted, each_setup),
 	        cmocka_unit_test_setup(cluster_scoped_event_goes_to_default, each_setup),
 	        cmocka_unit_test(backoff_sequence),
+	        cmocka_unit_test_setup(cancel_ends_waits, each_setup),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
