@@ -22,10 +22,6 @@ static void log_warnings(kft_logger *lg, const kft_cm_config *cfg)
 	json_t *w;
 	json_array_foreach(cfg->warnings, i, w)
 	        KFT_LOG(lg, KFT_LOG_WARN, "setup", json_string_value(w), NULL);
-	if (cfg->metrics_secure_serving && strcmp(cfg->metrics_bind_address, "0") != 0)
-		KFT_LOG(lg, KFT_LOG_WARN, "setup",
-		        "metrics.secureServing is set, but /metrics is served over plain HTTP",
-		        json_pack("{s:s}", "bindAddress", cfg->metrics_bind_address));
 }
 
 static int load_config(kft_logger *lg, const kft_cm_flags *flags, kft_cm_config *cfg)

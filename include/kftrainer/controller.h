@@ -44,6 +44,20 @@ extern "C" {
 #define KFT_CM_SNAPSHOT_DATA_KEY "runtime"
 
 /*
+ * kftrainer's own feature gate (no upstream gate has this name):
+ * RuntimeInUseFinalizer brings back Trainer v2.2's resource-in-use
+ * finalizer on runtimes while TrainJobs use them. Off by default, and left
+ * alone by AllAlpha/AllBeta so that turning on upstream's gates never turns
+ * on an extension. The bit is well above the framework's KFT_FEATURE_*.
+ */
+#define KFT_FEATURE_RUNTIME_IN_USE_FINALIZER 0x100u
+/* The reporting controller of the TrainJob controller's events and the
+ * action they carry (upstream: GetEventRecorder("trainer-trainjob-controller"),
+ * Eventf(..., "Reconciling", ...)). */
+#define KFT_CM_TRAINJOB_RECORDER "trainer-trainjob-controller"
+#define KFT_CM_EVENT_ACTION      "Reconciling"
+
+/*
  * The whole configuration, defaulted. Every string is owned (free with
  * kft_cm_config_free). Durations are milliseconds.
  */
@@ -100,8 +114,9 @@ void kft_cm_config_free(kft_cm_config *cfg);
 
 /*
  * Applies a feature-gate list "Name=true,Other=false" (the --feature-gates
- * flag) to *features. Known gates: TrainJobStatus, plus AllAlpha and
- * AllBeta. Errors as k8s.io/component-base words them: "unrecognized
+ * flag) to *features. Known gates: TrainJobStatus, kftrainer's
+ * RuntimeInUseFinalizer, plus AllAlpha and AllBeta (which only reach
+ * upstream's gates). Errors as k8s.io/component-base words them: "unrecognized
  * feature gate: X", "missing bool value for X", "invalid value of X=Y".
  */
 int kft_cm_feature_gates_set(unsigned *features, const char *spec, kft_error *err);
@@ -248,6 +263,45 @@ typedef struct kft_cm_http kft_cm_http;
 int kft_cm_http_start(const char *health_addr, const char *liveness, const char *readiness,
                       const char *metrics_addr, kft_metrics *m, const volatile int *ready,
                       kft_cm_http **out, kft_error *err);
+/* TLS for the metrics server (borrowed strings; they must outlive the server). */
+typedef struct kft_cm_http_tls {
+	const char *cert_pem;   /* the server certificate (chain), PEM */
+	const char *key_pem;    /* its private key, PEM */
+	const char *priorities; /* GnuTLS priority string (kft_cm_tls_priorities) */
+} kft_cm_http_tls;
+
+/*
+ * kft_cm_http_start, with /metrics served over HTTPS when metrics_tls is
+ * non-NULL. KFT_EIO also when libmicrohttpd refuses the certificate, key or
+ * priorities, or was built without TLS (Debian's is built with GnuTLS).
+ */
+int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const char *readiness,
+                          const char *metrics_addr, const kft_cm_http_tls *metrics_tls,
+                          kft_metrics *m, const volatile int *ready, kft_cm_http **out,
+                          kft_error *err);
+
+/*
+ * A self-signed server certificate for localhost and 127.0.0.1 (RSA 2048,
+ * SHA-256, a year), as controller-runtime's metrics server falls back to.
+ * *cert_pem and *key_pem are new strings the caller frees. KFT_ENOMEM (any
+ * OpenSSL failure).
+ */
+int kft_cm_self_signed_cert(char **cert_pem, char **key_pem, kft_error *err);
+
+/*
+ * The metrics server's certificate: tls.crt and tls.key from dir (NULL:
+ * $TMPDIR/k8s-metrics-server/serving-certs, controller-runtime's default)
+ * when both exist, else a self-signed one (*generated = 1). Strings are new;
+ * the caller frees them. Errors: KFT_EINVAL (files that are not a matching
+ * PEM certificate and key), KFT_EIO, KFT_ELIMIT (over 1 MiB), KFT_ENOMEM.
+ */
+int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *generated,
+                        kft_error *err);
+
+/* The GnuTLS priority string for tls.minVersion ("1.0".."1.3"; NULL or ""
+ * is Go's server default, TLS 1.2 and up). Static. */
+const char *kft_cm_tls_priorities(const char *min_version);
+
 /* The bound port of the health (which=0) or metrics (which=1) server, 0 when none. */
 int kft_cm_http_port(const kft_cm_http *h, int which);
 void kft_cm_http_stop(kft_cm_http *h);
@@ -343,6 +397,39 @@ int kft_cm_trainjob_finish(json_t *job, const json_t *stored, const kft_framewor
 /* Whether a runtime carries the resource-in-use finalizer; *patch is the
  * merge patch removing it (metadata.finalizers without it), or NULL. */
 int kft_cm_runtime_finalizer_patch(const json_t *runtime, json_t **patch, kft_error *err);
+
+/*
+ * With the RuntimeInUseFinalizer gate, Trainer v2.2's rule for a runtime
+ * (borrowed) that `in_use` TrainJobs reference: add the finalizer when
+ * TrainJobs use it and it lacks it (not while it is being deleted: the API
+ * server forbids new finalizers then); remove it once the runtime is being
+ * deleted and no TrainJob uses it; otherwise leave it. *patch is the merge
+ * patch of metadata.finalizers to send, or NULL for nothing. KFT_ENOMEM.
+ */
+int kft_cm_runtime_in_use_patch(const json_t *runtime, size_t in_use, json_t **patch,
+                                kft_error *err);
+
+/*
+ * The runtime a TrainJob (borrowed) references, as the TrainJob informer's
+ * "runtime" index value: "TrainingRuntime/<namespace>/<name>" or
+ * "ClusterTrainingRuntime/<name>", for spec.runtimeRef with apiGroup
+ * trainer.kubeflow.org (upstream's RuntimeRefIsTrainingRuntime and
+ * RuntimeRefIsClusterTrainingRuntime). KFT_ENOTFOUND for any other
+ * reference, KFT_ELIMIT when buf is too small.
+ */
+int kft_cm_trainjob_runtime_key(const json_t *job, char *buf, size_t size);
+
+/*
+ * The runtimeClassName of every replicated job's pod template of a
+ * TrainingRuntime or ClusterTrainingRuntime (borrowed), as upstream's
+ * runtimeClass indexes list them: a new array of strings (duplicates
+ * kept once), empty when none; NULL on allocation failure.
+ */
+json_t *kft_cm_runtime_class_names(const json_t *runtime);
+
+/* Whether a TrainJob (borrowed) has spec.suspend true: the TrainJobs the
+ * PodGroup plugins' LimitRange and RuntimeClass watches requeue. */
+int kft_cm_trainjob_suspended(const json_t *job);
 
 /* ---- the manager ----------------------------------------------------------- */
 

@@ -20,7 +20,11 @@
 #include "kftrainer/kube_cache.h"
 
 #define KFT_CM_MAX_CHILD_KINDS 8
-#define KFT_CM_MAX_WORKERS     64
+/* Informer index names: TrainJobs by kft_cm_trainjob_runtime_key, and
+ * runtimes by kft_cm_runtime_class_names. */
+#define KFT_CM_INDEX_RUNTIME       "runtime"
+#define KFT_CM_INDEX_RUNTIME_CLASS "runtimeClass"
+#define KFT_CM_MAX_WORKERS         64
 
 typedef struct kft_cm kft_cm;
 
@@ -48,6 +52,10 @@ typedef struct kft_cm_controller {
 typedef struct kft_cm_child {
 	const kft_gvr *gvr;
 	kft_informer *inf;
+	/* Not waited for before the workers start (the LimitRange and
+	 * RuntimeClass watches): without the permission to list them the
+	 * controller still runs, only without their requeues. */
+	int optional;
 } kft_cm_child;
 
 /* Remembers the hash of what was last applied per object, so a desired
@@ -59,15 +67,6 @@ typedef struct kft_cm_applied {
 	uint64_t *hashes; /* FNV-1a of the desired object's canonical JSON */
 	size_t n, cap;
 } kft_cm_applied;
-
-/* Shared copies of large strings many cached objects hold (trim.c). */
-typedef struct kft_cm_intern {
-	pthread_mutex_t mu;
-	uint64_t *hashes;
-	json_t **strings;
-	size_t n;
-	int ready;
-} kft_cm_intern;
 
 struct kft_cm {
 	const kft_cm_config *cfg;
@@ -82,7 +81,7 @@ struct kft_cm {
 	kft_informer *configmaps; /* one of children, or NULL */
 	kft_cm_controller ctl[3]; /* trainjob, trainingruntime, clustertrainingruntime */
 	kft_cm_applied applied;
-	kft_cm_intern intern;
+	char *metrics_cert, *metrics_key; /* PEM, while /metrics is served over TLS */
 	atomic_int stop;
 	atomic_int fatal;
 	volatile int ready;
@@ -105,8 +104,6 @@ json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, con
 void kft_cm_applied_free(kft_cm_applied *a);
 
 /* trim.c */
-int kft_cm_intern_init(kft_cm_intern *t);
-void kft_cm_intern_free(kft_cm_intern *t);
 /* The informers' transform (ctx is the kft_cm). */
 void kft_cm_trim_object(json_t *obj, void *ctx);
 /* 1 for kinds whose cached copy lacks most of the spec (JobSets). */

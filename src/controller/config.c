@@ -11,7 +11,6 @@
  * statusServer, tls) are parsed and checked, and a warning records that they
  * have no effect here.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,11 +164,12 @@ static int get_int(const json_t *obj, const char *key, const char *path, int *ds
 	double d;
 	if (json_is_integer(v))
 		d = (double)json_integer_value(v);
-	else if (json_is_real(v) && (double)(long long)json_real_value(v) == json_real_value(v))
+	else if (json_is_real(v))
 		d = json_real_value(v);
 	else
 		return type_error(err, path, "int32", v);
-	if (d < -2147483648.0 || d > 2147483647.0)
+	/* Range before any integer cast: casting 1e300 or NaN is undefined. */
+	if (!(d >= -2147483648.0 && d <= 2147483647.0) || (double)(int)d != d)
 		return type_error(err, path, "int32", v);
 	*dst = (int)d;
 	return 0;
@@ -185,6 +185,30 @@ static int get_float(const json_t *obj, const char *key, const char *path, doubl
 		return type_error(err, path, "float32", v);
 	*dst = json_number_value(v);
 	return 0;
+}
+
+/* One number of a Go duration: digits, optionally '.' and more digits, at
+ * least one digit in all (Go's time.ParseDuration accepts no sign, exponent,
+ * hex, inf or nan here). Returns the text after it, or NULL. */
+static const char *duration_number(const char *s, double *out)
+{
+	double n = 0, scale = 1;
+	int digits = 0, frac = 0;
+	for (; (*s >= '0' && *s <= '9') || (*s == '.' && !frac); s++) {
+		if (*s == '.') {
+			frac = 1;
+			continue;
+		}
+		digits++;
+		if (frac)
+			n += (*s - '0') * (scale /= 10);
+		else if (n < 1e18)
+			n = n * 10 + (*s - '0');
+		else
+			return NULL; /* overflows Go's int64 nanoseconds anyway */
+	}
+	*out = n;
+	return digits ? s : NULL;
 }
 
 /* A Go time.Duration string ("15s", "1m30s", "500ms", "1.5h") in ms. */
@@ -206,12 +230,9 @@ static int parse_duration(const char *s, int64_t *ms)
 	if (!*s)
 		return -1;
 	while (*s) {
-		char *end;
-		errno = 0;
-		double n = strtod(s, &end);
-		if (end == s || errno || *s == '+' || *s == '-')
+		double n;
+		if ((s = duration_number(s, &n)) == NULL)
 			return -1;
-		s = end;
 		size_t best = 0, bi = 0;
 		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 			size_t l = strlen(units[i].unit);
@@ -485,6 +506,8 @@ static int read_tls(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 	return 0;
 }
 
+static int set_gate(unsigned *features, const char *name, const char *value, kft_error *err);
+
 static int read_features(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 {
 	const json_t *f;
@@ -495,11 +518,11 @@ static int read_features(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 	json_t *v;
 	json_object_foreach((json_t *)f, k, v)
 	{
-		char spec[300];
 		if (!json_is_boolean(v))
 			return type_error(err, "featureGates", "bool", v);
-		snprintf(spec, sizeof(spec), "%s=%s", k, json_is_true(v) ? "true" : "false");
-		if ((rc = kft_cm_feature_gates_set(&cfg->features, spec, err)))
+		/* One gate per key, as upstream's SetFromMap: a key is never split
+		 * on ',' or trimmed the way the --feature-gates flag is. */
+		if ((rc = set_gate(&cfg->features, k, json_is_true(v) ? "true" : "false", err)))
 			return rc;
 	}
 	return 0;
@@ -561,9 +584,11 @@ static int note_ignored(kft_cm_config *cfg, const json_t *doc)
 	if (json_is_true(json_object_get(json_object_get(doc, "certManagement"), "enable")))
 		rc |= warn(cfg, "certManagement: no webhook certificates are managed by this "
 		                "binary");
-	if (json_object_get(doc, "tls"))
-		rc |= warn(cfg, "tls: the health and metrics servers speak plain HTTP; the "
-		                "section is ignored");
+	const json_t *tls = json_object_get(doc, "tls");
+	if (json_object_get(tls, "cipherSuites") || json_object_get(tls, "nextProtos"))
+		rc |= warn(cfg,
+		           "tls: cipherSuites and nextProtos are ignored (the metrics server "
+		           "speaks HTTP/1.1 with GnuTLS's default suites); minVersion is used");
 	if (cfg->features & KFT_FEATURE_TRAINJOB_STATUS)
 		rc |= warn(cfg, "featureGates.TrainJobStatus: the TrainJobStatus plugin runs, but "
 		                "no runtime status server is started");
@@ -670,6 +695,14 @@ static int set_gate(unsigned *features, const char *name, const char *value, kft
 			*features |= KFT_FEATURE_TRAINJOB_STATUS;
 		else
 			*features &= ~KFT_FEATURE_TRAINJOB_STATUS;
+		return 0;
+	}
+	if (strcmp(name, "RuntimeInUseFinalizer") == 0) {
+		/* kftrainer's own gate: AllAlpha above does not reach it. */
+		if (on)
+			*features |= KFT_FEATURE_RUNTIME_IN_USE_FINALIZER;
+		else
+			*features &= ~KFT_FEATURE_RUNTIME_IN_USE_FINALIZER;
 		return 0;
 	}
 	if (strcmp(name, "AllBeta") == 0)

@@ -6,7 +6,11 @@
  *   2. informers for TrainJobs, both runtime kinds and the child kinds the
  *      plugins' watch_kinds name (a kind whose API the server does not
  *      serve is skipped with an error line, as upstream's plugins do), plus
- *      ConfigMaps for the runtime snapshots;
+ *      ConfigMaps for the runtime snapshots; with a PodGroup kind served,
+ *      LimitRanges and RuntimeClasses (metadata only) whose changes requeue
+ *      suspended TrainJobs, found through indexes of TrainJobs by runtime
+ *      and of runtimes by runtimeClassName; these two never hold back
+ *      readiness;
  *   3. with leader election, campaign for the Lease; the caches fill
  *      meanwhile, the reconcilers wait for leadership;
  *   4. once every cache synced (at most 2 minutes, controller-runtime's
@@ -19,7 +23,12 @@
  *
  * Signals are blocked in every thread and taken synchronously by the main
  * thread with sigtimedwait, which also polls the leader state and the cache
- * sync between signals.
+ * sync between signals, and every 5 s writes the counts of event series
+ * that went quiet (kft_kube_events_flush).
+ *
+ * With the RuntimeInUseFinalizer gate, every TrainJob event also queues its
+ * runtime (a second later) for the runtime controllers, as Trainer v2.2's
+ * TrainJob watchers did.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -59,12 +68,29 @@ static void log_trainjob_event(kft_cm *cm, const char *what, const json_t *obj)
 	                  "namespace", json_object_get(md, "namespace")));
 }
 
+/* The RuntimeInUseFinalizer gate: a TrainJob's create, update (its new
+ * state) and delete (its last state) look at its runtime again a second
+ * later, as Trainer v2.2's TrainJob watchers did. */
+static void notify_runtime(kft_cm *cm, const json_t *job)
+{
+	char key[KFT_CACHE_KEY_MAX + 64];
+	if (!(cm->cfg->features & KFT_FEATURE_RUNTIME_IN_USE_FINALIZER) ||
+	    kft_cm_trainjob_runtime_key(job, key, sizeof(key)) != 0)
+		return;
+	/* "TrainingRuntime/ns/name" -> queue key "ns/name"; cluster: "name". */
+	const char *slash = strchr(key, '/');
+	int cluster =
+	        strncmp(key, KFT_KIND_CLUSTER_RUNTIME "/", sizeof(KFT_KIND_CLUSTER_RUNTIME)) == 0;
+	kft_workqueue_add_after(cm->ctl[cluster ? 2 : 1].queue, slash + 1, 1.0);
+}
+
 static void trainjob_add(void *ctx, const json_t *obj, int initial)
 {
 	kft_cm *cm = ctx;
 	(void)initial;
 	log_trainjob_event(cm, "TrainJob create event", obj);
 	enqueue_key(cm->ctl[0].queue, obj);
+	notify_runtime(cm, obj);
 }
 
 static void trainjob_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
@@ -73,6 +99,7 @@ static void trainjob_update(void *ctx, const json_t *old_obj, const json_t *new_
 	(void)old_obj;
 	log_trainjob_event(cm, "TrainJob update event", new_obj);
 	enqueue_key(cm->ctl[0].queue, new_obj);
+	notify_runtime(cm, new_obj);
 }
 
 static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
@@ -81,6 +108,7 @@ static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
 	(void)unknown;
 	log_trainjob_event(cm, "TrainJob delete event", obj);
 	enqueue_key(cm->ctl[0].queue, obj);
+	notify_runtime(cm, obj);
 }
 
 /* Children enqueue the TrainJob that controls them (EnqueueRequestForOwner
@@ -121,6 +149,124 @@ static void runtime_update(void *ctx, const json_t *old_obj, const json_t *new_o
 {
 	(void)old_obj;
 	enqueue_key(ctx, new_obj);
+}
+
+/* ---- the PodGroup plugins' LimitRange and RuntimeClass watches ------------------------- */
+
+static void requeue_suspended(kft_cm *cm, const json_t *jobs)
+{
+	size_t i;
+	const json_t *job;
+	json_array_foreach(jobs, i, job)
+	{
+		if (kft_cm_trainjob_suspended(job))
+			enqueue_key(cm->ctl[0].queue, job);
+	}
+}
+
+/* A LimitRange changed: the suspended TrainJobs of its namespace (the
+ * PodGroup's minResources depend on the namespace's defaults). */
+static void limit_range_changed(kft_cm *cm, const json_t *lr)
+{
+	const json_t *ns = json_object_get(json_object_get(lr, "metadata"), "namespace");
+	json_t *jobs = NULL;
+	if (json_is_string(ns) &&
+	    kft_informer_list(cm->trainjobs, json_string_value(ns), &jobs) == 0)
+		requeue_suspended(cm, jobs);
+	json_decref(jobs);
+}
+
+static void requeue_runtime_users(kft_cm *cm, const char *kind, const json_t *runtimes)
+{
+	size_t i;
+	const json_t *rt;
+	json_array_foreach(runtimes, i, rt)
+	{
+		char key[KFT_CACHE_KEY_MAX], value[KFT_CACHE_KEY_MAX + 64];
+		json_t *jobs = NULL;
+		if (kft_cache_key(rt, key, sizeof(key)) != 0)
+			continue;
+		snprintf(value, sizeof(value), "%s/%s", kind, key);
+		if (kft_informer_by_index(cm->trainjobs, KFT_CM_INDEX_RUNTIME, value, &jobs,
+		                          NULL) == 0)
+			requeue_suspended(cm, jobs);
+		json_decref(jobs);
+	}
+}
+
+/* A RuntimeClass changed: the suspended TrainJobs whose runtime's pods use
+ * it (the PodGroup adds the RuntimeClass's pod overhead). Upstream matches
+ * TrainingRuntimes to TrainJobs by name in any namespace; the index here
+ * matches namespace and name, which requeues a subset of upstream's
+ * TrainJobs that contains every one whose PodGroup can change. */
+static void runtime_class_changed(kft_cm *cm, const json_t *rc)
+{
+	const json_t *name = json_object_get(json_object_get(rc, "metadata"), "name");
+	if (!json_is_string(name))
+		return;
+	json_t *rts = NULL, *crts = NULL;
+	if (kft_informer_by_index(cm->runtimes, KFT_CM_INDEX_RUNTIME_CLASS, json_string_value(name),
+	                          &rts, NULL) == 0)
+		requeue_runtime_users(cm, KFT_KIND_RUNTIME, rts);
+	if (kft_informer_by_index(cm->cluster_runtimes, KFT_CM_INDEX_RUNTIME_CLASS,
+	                          json_string_value(name), &crts, NULL) == 0)
+		requeue_runtime_users(cm, KFT_KIND_CLUSTER_RUNTIME, crts);
+	json_decref(rts);
+	json_decref(crts);
+}
+
+static void lr_add(void *ctx, const json_t *obj, int initial)
+{
+	(void)initial;
+	limit_range_changed(ctx, obj);
+}
+
+static void lr_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
+{
+	(void)old_obj;
+	limit_range_changed(ctx, new_obj);
+}
+
+static void lr_delete(void *ctx, const json_t *obj, int unknown)
+{
+	(void)unknown;
+	limit_range_changed(ctx, obj);
+}
+
+static void rc_add(void *ctx, const json_t *obj, int initial)
+{
+	(void)initial;
+	runtime_class_changed(ctx, obj);
+}
+
+static void rc_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
+{
+	(void)old_obj;
+	runtime_class_changed(ctx, new_obj);
+}
+
+static void rc_delete(void *ctx, const json_t *obj, int unknown)
+{
+	(void)unknown;
+	runtime_class_changed(ctx, obj);
+}
+
+/* Only the name and namespace of these objects matter here. */
+static void keep_metadata(json_t *obj, void *ctx)
+{
+	(void)ctx;
+	const char *k;
+	json_t *v;
+	void *tmp;
+	json_object_foreach_safe(obj, tmp, k, v)
+	{
+		if (strcmp(k, "metadata") != 0 && strcmp(k, "apiVersion") != 0 &&
+		    strcmp(k, "kind") != 0)
+			json_object_del(obj, k);
+	}
+	json_t *md = json_object_get(obj, "metadata");
+	json_object_del(md, "annotations");
+	json_object_del(md, "labels");
 }
 
 /* ---- informers ------------------------------------------------------------------------- */
@@ -208,6 +354,89 @@ static int add_child(kft_cm *cm, const char *api_kind, kft_error *err)
 	return 0;
 }
 
+static int index_runtime(const json_t *obj, kft_index_keys *keys, void *ctx)
+{
+	char key[KFT_CACHE_KEY_MAX + 64];
+	(void)ctx;
+	if (kft_cm_trainjob_runtime_key(obj, key, sizeof(key)) != 0)
+		return 0;
+	return kft_index_keys_add(keys, key);
+}
+
+static int index_runtime_class(const json_t *obj, kft_index_keys *keys, void *ctx)
+{
+	(void)ctx;
+	json_t *names = kft_cm_runtime_class_names(obj);
+	if (!names)
+		return KFT_ENOMEM;
+	int rc = 0;
+	size_t i;
+	const json_t *n;
+	json_array_foreach(names, i, n)
+	{
+		if (!rc)
+			rc = kft_index_keys_add(keys, json_string_value(n));
+	}
+	json_decref(names);
+	return rc;
+}
+
+static int add_indexes(kft_cm *cm, kft_error *err)
+{
+	int rc = kft_informer_add_index(cm->trainjobs, KFT_CM_INDEX_RUNTIME, index_runtime, NULL,
+	                                err);
+	if (!rc)
+		rc = kft_informer_add_index(cm->runtimes, KFT_CM_INDEX_RUNTIME_CLASS,
+		                            index_runtime_class, NULL, err);
+	if (!rc)
+		rc = kft_informer_add_index(cm->cluster_runtimes, KFT_CM_INDEX_RUNTIME_CLASS,
+		                            index_runtime_class, NULL, err);
+	return rc;
+}
+
+/* An informer of a kind the plugins need to hear about, cached as metadata. */
+static int add_watch(kft_cm *cm, const char *av, const char *kind, const kft_informer_handlers *h,
+                     kft_error *err)
+{
+	const kft_gvr *gvr = kft_gvr_lookup(av, kind);
+	if (!gvr || child_known(cm, gvr))
+		return 0;
+	if (cm->n_children == KFT_CM_MAX_CHILD_KINDS)
+		return kft_error_set(err, KFT_ELIMIT, "more than %d child kinds to watch",
+		                     KFT_CM_MAX_CHILD_KINDS);
+	kft_informer_opts o = {.gvr = gvr, .page_size = 100, .transform = keep_metadata};
+	kft_cm_child *c = &cm->children[cm->n_children];
+	int rc = kft_informer_new(cm->kube, &o, &c->inf, err);
+	if (rc == 0)
+		rc = kft_informer_add_handlers(c->inf, h, err);
+	if (rc) {
+		kft_informer_free(c->inf);
+		c->inf = NULL;
+		return rc;
+	}
+	c->gvr = gvr;
+	c->optional = 1;
+	cm->n_children++;
+	return 0;
+}
+
+/* Upstream's coscheduling and volcano plugins add LimitRange and
+ * RuntimeClass watches when their PodGroup kind is served. */
+static int add_podgroup_watches(kft_cm *cm, kft_error *err)
+{
+	int podgroups = 0;
+	for (size_t i = 0; i < cm->n_children; i++)
+		podgroups |= strcmp(cm->children[i].gvr->kind, "PodGroup") == 0;
+	if (!podgroups)
+		return 0;
+	kft_informer_handlers lr = {lr_add, lr_update, lr_delete, cm};
+	kft_informer_handlers rc = {rc_add, rc_update, rc_delete, cm};
+	int r = add_watch(cm, "v1", "LimitRange", &lr, err);
+	if (!r)
+		r = add_watch(cm, "node.k8s.io/v1", "RuntimeClass", &rc, err);
+	return r;
+}
+
 static int setup_informers(kft_cm *cm, kft_error *err)
 {
 	kft_informer_handlers tj = {trainjob_add, trainjob_update, trainjob_delete, cm};
@@ -221,6 +450,8 @@ static int setup_informers(kft_cm *cm, kft_error *err)
 	if (!rc)
 		rc = new_informer(cm, kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_CLUSTER_RUNTIME),
 		                  &crt, 1, &cm->cluster_runtimes, err);
+	if (!rc)
+		rc = add_indexes(cm, err);
 	for (size_t p = 0; !rc && p < kft_framework_plugin_count(cm->fw); p++) {
 		const char *const *kinds = kft_framework_plugin_at(cm->fw, p)->watch_kinds;
 		for (size_t k = 0; !rc && kinds && kinds[k]; k++)
@@ -229,6 +460,8 @@ static int setup_informers(kft_cm *cm, kft_error *err)
 	/* The runtime snapshots are ConfigMaps, whatever the plugins watch. */
 	if (!rc)
 		rc = add_child(cm, "v1/ConfigMap", err);
+	if (!rc)
+		rc = add_podgroup_watches(cm, err);
 	return rc;
 }
 
@@ -249,9 +482,26 @@ static int all_synced(kft_cm *cm)
 	    !kft_informer_has_synced(cm->cluster_runtimes))
 		return 0;
 	for (size_t i = 0; i < cm->n_children; i++)
-		if (!kft_informer_has_synced(cm->children[i].inf))
+		if (!cm->children[i].optional && !kft_informer_has_synced(cm->children[i].inf))
 			return 0;
 	return 1;
+}
+
+/* Says which optional watches are not working yet (typically: no RBAC
+ * permission to list them); they keep retrying on their own. */
+static void log_unsynced_optional(kft_cm *cm)
+{
+	for (size_t i = 0; i < cm->n_children; i++) {
+		const kft_cm_child *c = &cm->children[i];
+		if (!c->optional || kft_informer_has_synced(c->inf))
+			continue;
+		KFT_LOG_ERR(cm->lg, NULL,
+		            "Watch not synced; starting without it: suspended TrainJobs are not "
+		            "requeued on its changes until it syncs",
+		            "the list has not succeeded yet (RBAC needs list and watch on it)",
+		            json_pack("{s:s, s:s}", "group", c->gvr->group, "resource",
+		                      c->gvr->resource));
+	}
 }
 
 /* ---- controllers ------------------------------------------------------------------------ */
@@ -359,10 +609,41 @@ static int connect_api(kft_cm *cm, const kft_cm_flags *flags, kft_error *err)
 	return rc;
 }
 
+static int metrics_enabled(const char *addr)
+{
+	return addr && *addr && strcmp(addr, "0") != 0;
+}
+
+/* The probes, and /metrics over HTTPS when metrics.secureServing (the
+ * default), with the certificate controller-runtime would use. */
+static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
+{
+	const kft_cm_config *cfg = cm->cfg;
+	kft_cm_http_tls tls = {.priorities = kft_cm_tls_priorities(cfg->tls_min_version)};
+	int secure = cfg->metrics_secure_serving && metrics_enabled(cfg->metrics_bind_address);
+	int generated = 0;
+	if (secure) {
+		int rc = kft_cm_metrics_cert(NULL, &cm->metrics_cert, &cm->metrics_key, &generated,
+		                             err);
+		if (rc)
+			return rc;
+		tls.cert_pem = cm->metrics_cert;
+		tls.key_pem = cm->metrics_key;
+	}
+	int rc = kft_cm_http_start_tls(cfg->health_bind_address, cfg->liveness_endpoint,
+	                               cfg->readiness_endpoint, cfg->metrics_bind_address,
+	                               secure ? &tls : NULL, cm->metrics, &cm->ready, http, err);
+	if (rc == 0 && metrics_enabled(cfg->metrics_bind_address))
+		KFT_LOG(cm->lg, KFT_LOG_INFO, "controller-runtime.metrics",
+		        "Serving metrics server",
+		        json_pack("{s:s, s:b, s:b}", "bindAddress", cfg->metrics_bind_address,
+		                  "secure", secure, "selfSignedCertificate", generated));
+	return rc;
+}
+
 static int setup(kft_cm *cm, const kft_cm_flags *flags, kft_cm_http **http, kft_error *err)
 {
-	int rc = kft_cm_intern_init(&cm->intern) ? kft_error_set(err, KFT_ENOMEM, "out of memory")
-	                                         : connect_api(cm, flags, err);
+	int rc = connect_api(cm, flags, err);
 	if (!rc)
 		rc = kft_framework_new(cm->cfg->features, &cm->fw, err);
 	if (!rc && !(cm->metrics = kft_metrics_new()))
@@ -370,9 +651,7 @@ static int setup(kft_cm *cm, const kft_cm_flags *flags, kft_cm_http **http, kft_
 	if (rc)
 		return rc;
 	kft_cm_backend_init(&cm->backend, kft_cm_lookup, cm);
-	if ((rc = kft_cm_http_start(cm->cfg->health_bind_address, cm->cfg->liveness_endpoint,
-	                            cm->cfg->readiness_endpoint, cm->cfg->metrics_bind_address,
-	                            cm->metrics, &cm->ready, http, err)))
+	if ((rc = start_http(cm, http, err)))
 		return rc;
 	KFT_LOG(cm->lg, KFT_LOG_INFO, "setup",
 	        "Probe endpoints are configured on healthz and readyz",
@@ -413,10 +692,14 @@ static void stop_informers(kft_cm *cm)
 static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 {
 	atomic_store(&cm->stop, 1);
+	/* Requests in flight, retry backoffs and rate-limiter waits end now. */
+	kft_kube_cancel(cm->kube, 1);
 	for (int i = 0; i < 3; i++)
 		kft_cm_workers_stop(&cm->ctl[i]);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Stopping and waiting for caches", NULL);
 	stop_informers(cm);
+	/* The leader's lease release below must still reach the server. */
+	kft_kube_cancel(cm->kube, 0);
 	if (rs->leader)
 		KFT_LOG(cm->lg, KFT_LOG_INFO, NULL,
 		        "Stopping and waiting for leader election runnables", NULL);
@@ -425,6 +708,8 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 		kft_leader_free(rs->leader);
 	}
 	kft_cm_http_stop(http);
+	free(cm->metrics_cert);
+	free(cm->metrics_key);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Wait completed, proceeding to shutdown the manager",
 	        NULL);
 	for (int i = 0; i < 3; i++)
@@ -434,7 +719,6 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 	kft_kube_free(cm->kube);
 	kft_cm_applied_free(&cm->applied);
 	pthread_mutex_destroy(&cm->applied.mu);
-	kft_cm_intern_free(&cm->intern);
 }
 
 /* ---- the main loop --------------------------------------------------------------------- */
@@ -459,6 +743,7 @@ static int tick(kft_cm *cm, run_state *rs, kft_error *err)
 			return 0;
 		}
 		cm->ready = 1;
+		log_unsynced_optional(cm);
 		malloc_trim(0); /* hand back what parsing the initial lists used */
 		KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Caches synced; ready", NULL);
 	}
@@ -477,7 +762,10 @@ static int tick(kft_cm *cm, run_state *rs, kft_error *err)
 
 static int loop(kft_cm *cm, run_state *rs, const sigset_t *set, kft_error *err)
 {
-	for (;;) {
+	for (unsigned turn = 1;; turn++) {
+		/* Every 5 s: the counts of event series that went quiet. */
+		if (turn % 50 == 0)
+			kft_kube_events_flush(cm->kube, 0, NULL);
 		struct timespec wait = {0, 100 * 1000 * 1000};
 		int sig = sigtimedwait(set, NULL, &wait);
 		if (sig == SIGTERM || sig == SIGINT) {

@@ -22,8 +22,7 @@
 #include "kftrainer/conditions.h"
 #include "kftrainer/constants.h"
 
-#define TRAINJOB_RECORDER "trainer-trainjob-controller"
-#define APPLIED_MAX       (1u << 20)
+#define APPLIED_MAX (1u << 20)
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
@@ -312,8 +311,15 @@ static void record_failure(kft_cm *cm, const json_t *stored, const kft_error *e)
 {
 	char *msg = kft_trainjob_reconcile_failed_message(e->message);
 	kft_error ee = {0};
-	if (msg && kft_kube_event(cm->kube, stored, "Warning", KFT_EVENT_RESOURCES_CREATION_FAILED,
-	                          msg, TRAINJOB_RECORDER, &ee) != 0)
+	/* Upstream's recorder is the events.k8s.io one: Eventf(trainJob, nil,
+	 * Warning, reason, "Reconciling", message). */
+	kft_event_v1 ev = {.regarding = stored,
+	                   .type = "Warning",
+	                   .reason = KFT_EVENT_RESOURCES_CREATION_FAILED,
+	                   .action = KFT_CM_EVENT_ACTION,
+	                   .note = msg,
+	                   .controller = KFT_CM_TRAINJOB_RECORDER};
+	if (msg && kft_kube_event_v1(cm->kube, &ev, &ee) != 0)
 		KFT_LOG(cm->lg, -2, "trainjob-controller", "Failed to record an event",
 		        json_pack("{s:o, s:s}", "trainJob", kobj(stored), "error", ee.message));
 	free(msg);
@@ -409,6 +415,21 @@ void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcil
 
 /* ---- runtimes ------------------------------------------------------------------------- */
 
+/* The RuntimeInUseFinalizer gate: count the TrainJobs referencing this
+ * runtime through the TrainJob informer's runtime index. */
+static int in_use_patch(kft_cm *cm, const char *kind, const char *key, const json_t *rt,
+                        json_t **patch, kft_error *err)
+{
+	char value[KFT_CACHE_KEY_MAX + 64];
+	size_t n = 0;
+	snprintf(value, sizeof(value), "%s/%s", kind, key);
+	/* a count, not the objects: the cache would decode every TrainJob */
+	int rc = kft_informer_index_count(cm->trainjobs, KFT_CM_INDEX_RUNTIME, value, &n, err);
+	if (rc == 0)
+		rc = kft_cm_runtime_in_use_patch(rt, n, patch, err);
+	return rc;
+}
+
 static void reconcile_runtime(kft_cm *cm, kft_informer *inf, const char *kind, const char *key,
                               const char *reconcile_id, kft_cm_outcome *out)
 {
@@ -421,7 +442,10 @@ static void reconcile_runtime(kft_cm *cm, kft_informer *inf, const char *kind, c
 	KFT_LOG(cm->lg, -2, NULL, msg,
 	        json_pack("{s:s, s:s}", "reconcileID", reconcile_id, "runtime", key));
 	kft_error e = {0};
-	if (kft_cm_runtime_finalizer_patch(rt, &patch, &e) != 0)
+	int rc = (cm->cfg->features & KFT_FEATURE_RUNTIME_IN_USE_FINALIZER)
+	                 ? in_use_patch(cm, kind, key, rt, &patch, &e)
+	                 : kft_cm_runtime_finalizer_patch(rt, &patch, &e);
+	if (rc != 0)
 		join_error(out, &e);
 	else if (patch &&
 	         kft_kube_patch(cm->kube, kft_gvr_lookup(KFT_API_VERSION, kind),

@@ -13,84 +13,17 @@
  *     its data.
  *   - Every object: kubectl's last-applied-configuration annotation, a
  *     second copy of the object that no reconciler reads.
- *   - Runtime snapshots (ConfigMaps "<trainjob>-runtime-snapshot"): the
- *     YAML text is interned, so 1,000 TrainJobs of one runtime share one
- *     copy of it.
  *
- * The interned strings are jansson strings shared between cached trees;
- * the cache never modifies an object after this transform, and readers
- * must not either (kube_cache.h), so sharing is safe. The table is bounded:
- * past its size new texts are simply not shared.
+ * The informer stores what is left as compact JSON text (kube_cache.h), so
+ * the runtime snapshots' YAML costs its length once per TrainJob; sharing
+ * one copy between trees stopped paying when the cache stopped keeping
+ * trees.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm_internal.h"
 #include "kftrainer/constants.h"
-
-#define INTERN_MAX 4096
-
-static uint64_t hash_text(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-/* The shared string equal to v, or NULL when the table is full. */
-static json_t *intern(kft_cm_intern *t, const json_t *v)
-{
-	const char *s = json_string_value(v);
-	size_t n = json_string_length(v);
-	uint64_t h = hash_text(s, n);
-	json_t *found = NULL;
-	pthread_mutex_lock(&t->mu);
-	for (size_t i = 0; i < t->n && !found; i++)
-		if (t->hashes[i] == h && json_string_length(t->strings[i]) == n &&
-		    memcmp(json_string_value(t->strings[i]), s, n) == 0)
-			found = json_incref(t->strings[i]);
-	if (!found && t->n < INTERN_MAX) {
-		json_t *copy = json_stringn(s, n);
-		if (copy) {
-			t->hashes[t->n] = h;
-			t->strings[t->n++] = copy;
-			found = json_incref(copy);
-		}
-	}
-	pthread_mutex_unlock(&t->mu);
-	return found;
-}
-
-int kft_cm_intern_init(kft_cm_intern *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->hashes = calloc(INTERN_MAX, sizeof(*t->hashes));
-	t->strings = calloc(INTERN_MAX, sizeof(*t->strings));
-	if (!t->hashes || !t->strings || pthread_mutex_init(&t->mu, NULL) != 0) {
-		free(t->hashes);
-		free(t->strings);
-		t->hashes = NULL;
-		t->strings = NULL;
-		return KFT_ENOMEM;
-	}
-	t->ready = 1;
-	return 0;
-}
-
-void kft_cm_intern_free(kft_cm_intern *t)
-{
-	if (!t->ready)
-		return;
-	for (size_t i = 0; i < t->n; i++)
-		json_decref(t->strings[i]);
-	free(t->hashes);
-	free(t->strings);
-	pthread_mutex_destroy(&t->mu);
-	t->ready = 0;
-}
 
 static int owned_by_trainjob(const json_t *obj)
 {
@@ -99,14 +32,6 @@ static int owned_by_trainjob(const json_t *obj)
 	                                      sizeof(key)) == 0;
 }
 
-static int name_ends_with(const json_t *obj, const char *suffix)
-{
-	const json_t *n = json_object_get(json_object_get(obj, "metadata"), "name");
-	size_t ln = json_string_length(n), ls = strlen(suffix);
-	return json_is_string(n) && ln > ls && strcmp(json_string_value(n) + ln - ls, suffix) == 0;
-}
-
-/* Keeps only the members of obj named in keep (NULL-terminated). */
 static void keep_only(json_t *obj, const char *const *keep)
 {
 	if (!json_is_object(obj))
@@ -154,13 +79,6 @@ static void trim_data(kft_cm *cm, json_t *obj, int is_secret)
 		json_object_del(obj, "stringData");
 		return;
 	}
-	if (is_secret || !name_ends_with(obj, KFT_CM_SNAPSHOT_SUFFIX))
-		return;
-	json_t *data = json_object_get(obj, "data");
-	json_t *text = json_object_get(data, KFT_CM_SNAPSHOT_DATA_KEY);
-	json_t *shared = json_is_string(text) ? intern(&cm->intern, text) : NULL;
-	if (shared)
-		json_object_set_new(data, KFT_CM_SNAPSHOT_DATA_KEY, shared);
 }
 
 static void drop_last_applied(json_t *obj)

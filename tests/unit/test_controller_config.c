@@ -197,6 +197,28 @@ static void test_feature_gates(void **state)
 	expect_error(HEAD "featureGates:\n  Other: true\n", "unrecognized feature gate: Other");
 }
 
+/* Inputs the fuzzer (tests/fuzz/fuzz_controller_config.c) found: a huge or
+ * NaN number must be a clean error, a duration takes only what Go's
+ * time.ParseDuration takes, and a featureGates key is one gate name, as
+ * upstream's featuregate SetFromMap reads the map (never split or trimmed). */
+static void test_fuzz_findings(void **state)
+{
+	(void)state;
+	expect_error(HEAD "webhook:\n  port: 1e300\n", "webhook.port");
+	expect_error(HEAD "leaderElection:\n  retryPeriod: nanms\n", "invalid duration");
+	expect_error(HEAD "leaderElection:\n  retryPeriod: 1e3s\n", "invalid duration");
+	expect_error(HEAD "leaderElection:\n  retryPeriod: \" 0x5s\"\n", "invalid duration");
+	expect_error(HEAD "featureGates:\n  \"AllBeta=true,TrainJobStatus\": true\n",
+	             "unrecognized feature gate");
+	expect_error(HEAD "featureGates:\n  \" TrainJobStatus\": true\n",
+	             "unrecognized feature gate");
+	kft_cm_config cfg;
+	kft_error err = {0};
+	assert_int_equal(load_text(&cfg, HEAD "leaderElection:\n  retryPeriod: .5s\n", &err), 0);
+	assert_int_equal(cfg.le_retry_ms, 500);
+	kft_cm_config_free(&cfg);
+}
+
 static int parse(kft_cm_flags *f, kft_error *err, ...)
 {
 	char *argv[32] = {"kftrainer-controller-manager"};
@@ -320,6 +342,7 @@ int main(void)
 	        cmocka_unit_test(test_validation),
 	        cmocka_unit_test(test_strict_decoding),
 	        cmocka_unit_test(test_feature_gates),
+	        cmocka_unit_test(test_fuzz_findings),
 	        cmocka_unit_test(test_flags),
 	        cmocka_unit_test(test_flags_override_file),
 	        cmocka_unit_test(test_load_file),

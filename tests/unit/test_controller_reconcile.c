@@ -23,33 +23,11 @@
 
 #include <cmocka.h>
 
+#include "json_fixture.h"
+
 #include "kftrainer/conditions.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/framework.h"
-
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, 0, &e);
-	if (!v)
-		fail_msg("bad test JSON (%s): %s", e.text, text);
-	return v;
-}
-
-static void expect_json(const json_t *got, const char *want_text)
-{
-	json_t *want = parse(want_text);
-	if (!json_equal((json_t *)got, want)) {
-		char *g = json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		char *w = json_dumps(want, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		fprintf(stderr, "got:  %s\nwant: %s\n", g ? g : "(null)", w);
-		free(g);
-		free(w);
-		json_decref(want);
-		fail();
-	}
-	json_decref(want);
-}
 
 #define NOW "2025-01-01T10:00:00Z"
 
@@ -115,6 +93,15 @@ static void test_begin_finished_and_unsupported(void **state)
 	json_decref(job);
 }
 
+/* Both reconcile passes over job with no framework (only the status
+ * decisions), as if read at now; stored is the object as last written. The
+ * plan is the caller's to free. */
+static void run_status(json_t *job, const json_t *stored, const char *now, kft_cm_plan *plan)
+{
+	assert_int_equal(kft_cm_trainjob_begin(job, now, plan, NULL), 0);
+	assert_int_equal(kft_cm_trainjob_finish(job, stored, NULL, NULL, now, plan, NULL), 0);
+}
+
 /* trainjob_controller.go: suspend sets Suspended=True and the status is sent
  * as a merge patch of the status only; a second pass changes nothing. */
 static void test_suspend_then_resume(void **state)
@@ -123,8 +110,7 @@ static void test_suspend_then_resume(void **state)
 	kft_cm_plan plan;
 	json_t *stored = trainjob("\"suspend\":true", "");
 	json_t *job = json_deep_copy(stored);
-	assert_int_equal(kft_cm_trainjob_begin(job, NOW, &plan, NULL), 0);
-	assert_int_equal(kft_cm_trainjob_finish(job, stored, NULL, NULL, NOW, &plan, NULL), 0);
+	run_status(job, stored, NOW, &plan);
 	expect_json(plan.status_patch,
 	            "{\"status\":{\"conditions\":[{\"type\":\"Suspended\",\"status\":\"True\","
 	            "\"reason\":\"Suspended\",\"message\":\"TrainJob is suspended\","
@@ -134,8 +120,7 @@ static void test_suspend_then_resume(void **state)
 
 	/* the same again: the status is unchanged, nothing to write */
 	json_t *again = json_deep_copy(job);
-	assert_int_equal(kft_cm_trainjob_begin(again, NOW, &plan, NULL), 0);
-	assert_int_equal(kft_cm_trainjob_finish(again, job, NULL, NULL, NOW, &plan, NULL), 0);
+	run_status(again, job, NOW, &plan);
 	assert_null(plan.status_patch);
 	kft_cm_plan_free(&plan);
 	json_decref(again);
@@ -143,10 +128,7 @@ static void test_suspend_then_resume(void **state)
 	/* resumed: Suspended=False/Resumed, and the whole list is replaced */
 	json_object_set_new(json_object_get(job, "spec"), "suspend", json_false());
 	json_t *resumed = json_deep_copy(job);
-	assert_int_equal(kft_cm_trainjob_begin(resumed, "2025-01-01T11:00:00Z", &plan, NULL), 0);
-	assert_int_equal(kft_cm_trainjob_finish(resumed, job, NULL, NULL, "2025-01-01T11:00:00Z",
-	                                        &plan, NULL),
-	                 0);
+	run_status(resumed, job, "2025-01-01T11:00:00Z", &plan);
 	expect_json(plan.status_patch,
 	            "{\"status\":{\"conditions\":[{\"type\":\"Suspended\",\"status\":\"False\","
 	            "\"reason\":\"Resumed\",\"message\":\"TrainJob is resumed\","
@@ -165,8 +147,7 @@ static void test_deadline(void **state)
 	kft_cm_plan plan;
 	json_t *stored = trainjob("\"activeDeadlineSeconds\":7200", "");
 	json_t *job = json_deep_copy(stored);
-	assert_int_equal(kft_cm_trainjob_begin(job, NOW, &plan, NULL), 0);
-	assert_int_equal(kft_cm_trainjob_finish(job, stored, NULL, NULL, NOW, &plan, NULL), 0);
+	run_status(job, stored, NOW, &plan);
 	assert_false(plan.delete_jobset);
 	assert_int_equal(plan.requeue_after_ms, 3600 * 1000); /* created 09:00, now 10:00 */
 	assert_null(plan.status_patch);
@@ -174,10 +155,7 @@ static void test_deadline(void **state)
 	json_decref(job);
 
 	job = json_deep_copy(stored);
-	assert_int_equal(kft_cm_trainjob_begin(job, "2025-01-01T11:00:01Z", &plan, NULL), 0);
-	assert_int_equal(kft_cm_trainjob_finish(job, stored, NULL, NULL, "2025-01-01T11:00:01Z",
-	                                        &plan, NULL),
-	                 0);
+	run_status(job, stored, "2025-01-01T11:00:01Z", &plan);
 	assert_true(plan.delete_jobset);
 	assert_int_equal(plan.requeue_after_ms, 0);
 	expect_json(plan.status_patch,
