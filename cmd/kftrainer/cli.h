@@ -104,8 +104,18 @@ void kft_cli_not_found(const char *name);
  * -1 (reported) when writing fails. */
 int kft_cli_print_object(const json_t *obj, int yaml);
 
-/* A v1 List holding items (borrowed), as kubectl prints several objects:
- * new reference, NULL on ENOMEM. */
-json_t *kft_cli_list(const json_t *items);
+/* The -o/--output formats get and runtimes share; KFT_OUT_TABLE when none is
+ * given. */
+enum kft_cli_out_format { KFT_OUT_TABLE, KFT_OUT_WIDE, KFT_OUT_JSON, KFT_OUT_YAML, KFT_OUT_NAME };
+
+/* Sets *f to the format named s (wide, json, yaml or name). Returns 0, or
+ * KFT_EXIT_USAGE (reported on stderr) for any other name; *f is then
+ * unchanged. */
+int kft_cli_parse_format(const char *s, enum kft_cli_out_format *f);
+
+/* Prints a v1 List holding items (borrowed), as kubectl prints several
+ * objects, like kft_cli_print_object. Returns 0 or -1 (reported) when
+ * writing fails; -1 unreported on ENOMEM. */
+int kft_cli_print_list(const json_t *items, int yaml);
 
 #endif

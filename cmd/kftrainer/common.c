@@ -264,8 +264,24 @@ int kft_cli_print_object(const json_t *obj, int yaml)
 	return 0;
 }
 
-json_t *kft_cli_list(const json_t *items)
+int kft_cli_parse_format(const char *s, enum kft_cli_out_format *f)
 {
-	return json_pack("{s:s, s:O, s:s, s:{s:s}}", "apiVersion", "v1", "items", items, "kind",
-	                 "List", "metadata", "resourceVersion", "");
+	/* Indexed by the enum; the table format has no name of its own. */
+	static const char *const names[] = {"", "wide", "json", "yaml", "name"};
+	for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i]) == 0) {
+			*f = (enum kft_cli_out_format)i;
+			return 0;
+		}
+	kft_cli_error("--output: unsupported format \"%s\" (wide, json, yaml or name)", s);
+	return KFT_EXIT_USAGE;
+}
+
+int kft_cli_print_list(const json_t *items, int yaml)
+{
+	json_t *list = json_pack("{s:s, s:O, s:s, s:{s:s}}", "apiVersion", "v1", "items", items,
+	                         "kind", "List", "metadata", "resourceVersion", "");
+	int rc = list ? kft_cli_print_object(list, yaml) : -1;
+	json_decref(list);
+	return rc;
 }

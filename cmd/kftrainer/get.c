@@ -22,12 +22,10 @@
 #include "jobs.h"
 #include "kftrainer/constants.h"
 
-enum out_format { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME };
-
 typedef struct get_args {
 	const char *ns;
 	bool all_ns, no_headers;
-	enum out_format format;
+	enum kft_cli_out_format format;
 	char **names;
 	int nnames;
 } get_args;
@@ -54,18 +52,6 @@ static void get_usage(FILE *out)
 	      out);
 }
 
-static int parse_format(const char *s, enum out_format *f)
-{
-	static const char *const names[] = {"", "wide", "json", "yaml", "name"};
-	for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(s, names[i]) == 0) {
-			*f = (enum out_format)i;
-			return 0;
-		}
-	kft_cli_error("--output: unsupported format \"%s\" (wide, json, yaml or name)", s);
-	return KFT_EXIT_USAGE;
-}
-
 static int parse_args(int argc, char **argv, get_args *a)
 {
 	static const struct option opts[] = {
@@ -83,7 +69,7 @@ static int parse_args(int argc, char **argv, get_args *a)
 		case 'n': a->ns = optarg; break;
 		case 'A': a->all_ns = true; break;
 		case 'o':
-			if (parse_format(optarg, &a->format) != 0)
+			if (kft_cli_parse_format(optarg, &a->format) != 0)
 				return KFT_EXIT_USAGE;
 			break;
 		case 'H': a->no_headers = true; break;
@@ -180,7 +166,7 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	        message ? message : "-",
 	};
 	size_t first = a->all_ns ? 0 : 1;
-	kft_cli_table_row(rows, (a->format == OUT_WIDE ? 10 : 7) - first, cells + first);
+	kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 10 : 7) - first, cells + first);
 }
 
 static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
@@ -190,7 +176,8 @@ static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
 	json_t *rows = json_array();
 	size_t first = a->all_ns ? 0 : 1;
 	if (!a->no_headers)
-		kft_cli_table_row(rows, (a->format == OUT_WIDE ? 10 : 7) - first, header + first);
+		kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 10 : 7) - first,
+		                  header + first);
 	size_t i;
 	const json_t *job;
 	json_array_foreach(jobs, i, job) add_row(l, rows, job, a);
@@ -204,20 +191,16 @@ static int print_jobs(kft_local *l, const json_t *jobs, const get_args *a)
 	size_t i;
 	const json_t *job;
 	switch (a->format) {
-	case OUT_NAME:
+	case KFT_OUT_NAME:
 		json_array_foreach(jobs, i, job)
 		        printf(KFT_CLI_RESOURCE "/%s\n", kft_cli_job_name(job));
 		return 0;
-	case OUT_JSON:
-	case OUT_YAML:
+	case KFT_OUT_JSON:
+	case KFT_OUT_YAML:
 		if (a->nnames == 1 && json_array_size(jobs) == 1)
-			return kft_cli_print_object(json_array_get(jobs, 0), a->format == OUT_YAML);
-		{
-			json_t *list = kft_cli_list(jobs);
-			int rc = list ? kft_cli_print_object(list, a->format == OUT_YAML) : -1;
-			json_decref(list);
-			return rc;
-		}
+			return kft_cli_print_object(json_array_get(jobs, 0),
+			                            a->format == KFT_OUT_YAML);
+		return kft_cli_print_list(jobs, a->format == KFT_OUT_YAML);
 	default: return print_table(l, jobs, a);
 	}
 }
@@ -229,10 +212,8 @@ static int collect(kft_local *l, const get_args *a, json_t *jobs)
 	int rc = 0;
 	if (a->nnames == 0) {
 		json_t *all = NULL;
-		if (kft_local_list(l, a->all_ns ? NULL : a->ns, &all, &err) != 0) {
-			kft_cli_error("%s", err.message);
+		if (kft_cli_list_jobs(l, a->all_ns ? NULL : a->ns, &all) != 0)
 			return KFT_EXIT_FAILED;
-		}
 		json_array_extend(jobs, all);
 		json_decref(all);
 		return 0;
@@ -258,7 +239,7 @@ static int run_get(int argc, char **argv)
 		return rc;
 	json_t *jobs = json_array();
 	rc = collect(l, &a, jobs);
-	bool structured = a.format == OUT_JSON || a.format == OUT_YAML;
+	bool structured = a.format == KFT_OUT_JSON || a.format == KFT_OUT_YAML;
 	if (json_array_size(jobs) == 0 && !structured) {
 		if (a.nnames == 0 && rc == 0 && a.all_ns)
 			fprintf(stderr, "No resources found\n");

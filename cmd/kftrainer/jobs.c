@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -16,6 +17,16 @@ int kft_cli_open_local(kft_local **out)
 	kft_error err;
 	if (kft_local_open(NULL, NULL, out, &err) != 0) {
 		kft_cli_error("opening the local state: %s", err.message);
+		return KFT_EXIT_FAILED;
+	}
+	return 0;
+}
+
+int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out)
+{
+	kft_error err;
+	if (kft_local_list(l, ns, out, &err) != 0) {
+		kft_cli_error("%s", err.message);
 		return KFT_EXIT_FAILED;
 	}
 	return 0;
@@ -35,8 +46,10 @@ static const char *str_at(const json_t *obj, const char *a, const char *b)
 	return json_string_value(json_object_get(json_object_get(obj, a), b));
 }
 
-const json_t *kft_cli_condition_true(const json_t *job, const char *type)
+const json_t *kft_cli_condition_find(const json_t *job, const char *type, const char *status,
+                                     bool nocase)
 {
+	int (*cmp)(const char *, const char *) = nocase ? strcasecmp : strcmp;
 	const json_t *conds = json_object_get(json_object_get(job, "status"), "conditions");
 	size_t i;
 	const json_t *c;
@@ -44,10 +57,15 @@ const json_t *kft_cli_condition_true(const json_t *job, const char *type)
 	{
 		const char *t = json_string_value(json_object_get(c, "type"));
 		const char *s = json_string_value(json_object_get(c, "status"));
-		if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
+		if (t && s && cmp(t, type) == 0 && cmp(s, status) == 0)
 			return c;
 	}
 	return NULL;
+}
+
+const json_t *kft_cli_condition_true(const json_t *job, const char *type)
+{
+	return kft_cli_condition_find(job, type, "True", false);
 }
 
 const char *kft_cli_job_outcome(const json_t *job)

@@ -17,10 +17,20 @@
  * caller's to kft_local_close. Returns 0 or KFT_EXIT_FAILED (reported). */
 int kft_cli_open_local(kft_local **out);
 
+/* The TrainJobs of namespace ns (NULL: every namespace) into *out, an array
+ * the caller owns. Returns 0 or KFT_EXIT_FAILED (reported; *out untouched). */
+int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out);
+
 /* Reports a failure of a local-backend call about job `name`: kubectl's
  * NotFound line for KFT_ENOTFOUND, else "kftrainer: message". Returns
  * KFT_EXIT_FAILED. */
 int kft_cli_job_error(const char *name, const kft_error *err);
+
+/* The first condition of `type` whose status is `status`, or NULL (borrowed
+ * from job). With nocase both are compared without regard to case, as
+ * kubectl wait does. */
+const json_t *kft_cli_condition_find(const json_t *job, const char *type, const char *status,
+                                     bool nocase);
 
 /* The condition of `type` whose status is "True", or NULL (borrowed from
  * job). */

@@ -134,11 +134,8 @@ static int act(kft_local *l, const life_args *a, const char *name)
 static int act_all(kft_local *l, const life_args *a)
 {
 	json_t *jobs = NULL;
-	kft_error err;
-	if (kft_local_list(l, a->ns, &jobs, &err) != 0) {
-		kft_cli_error("%s", err.message);
+	if (kft_cli_list_jobs(l, a->ns, &jobs) != 0)
 		return KFT_EXIT_FAILED;
-	}
 	if (json_array_size(jobs) == 0)
 		fprintf(stderr, "No resources found\n");
 	int rc = 0;

@@ -21,8 +21,6 @@
 #include "jobinput.h"
 #include "kftrainer/constants.h"
 
-enum out_format { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME };
-
 static void runtimes_usage(FILE *out)
 {
 	fputs("Usage: kftrainer runtimes [-r RUNTIME.yaml|DIR ...] [-o wide|json|yaml|name]\n\n"
@@ -44,19 +42,7 @@ static void runtimes_usage(FILE *out)
 	      out);
 }
 
-static int parse_format(const char *s, enum out_format *f)
-{
-	static const char *const names[] = {"", "wide", "json", "yaml", "name"};
-	for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(s, names[i]) == 0) {
-			*f = (enum out_format)i;
-			return 0;
-		}
-	kft_cli_error("--output: unsupported format \"%s\" (wide, json, yaml or name)", s);
-	return KFT_EXIT_USAGE;
-}
-
-static int parse_args(int argc, char **argv, kft_paths *paths, enum out_format *f)
+static int parse_args(int argc, char **argv, kft_paths *paths, enum kft_cli_out_format *f)
 {
 	static const struct option opts[] = {
 	        {"runtimes", required_argument, NULL, 'r'},
@@ -73,7 +59,7 @@ static int parse_args(int argc, char **argv, kft_paths *paths, enum out_format *
 				return KFT_EXIT_INPUT;
 			break;
 		case 'o':
-			if (parse_format(optarg, f) != 0)
+			if (kft_cli_parse_format(optarg, f) != 0)
 				return KFT_EXIT_USAGE;
 			break;
 		case 'h': runtimes_usage(stdout); return -1;
@@ -202,17 +188,13 @@ static void add_row(json_t *rows, const json_t *rt, int wide)
 	kft_cli_table_row(rows, wide ? 9 : 6, cells);
 }
 
-static int print_runtimes(const json_t *runtimes, enum out_format f)
+static int print_runtimes(const json_t *runtimes, enum kft_cli_out_format f)
 {
-	if (f == OUT_JSON || f == OUT_YAML) {
-		json_t *list = kft_cli_list(runtimes);
-		int rc = list ? kft_cli_print_object(list, f == OUT_YAML) : -1;
-		json_decref(list);
-		return rc;
-	}
+	if (f == KFT_OUT_JSON || f == KFT_OUT_YAML)
+		return kft_cli_print_list(runtimes, f == KFT_OUT_YAML);
 	size_t i;
 	const json_t *rt;
-	if (f == OUT_NAME) {
+	if (f == KFT_OUT_NAME) {
 		json_array_foreach(runtimes, i, rt)
 		{
 			const char *kind = json_string_value(json_object_get(rt, "kind"));
@@ -228,8 +210,8 @@ static int print_runtimes(const json_t *runtimes, enum out_format f)
 	static const char *const header[] = {"NAME",  "FRAMEWORK", "ML-POLICY", "NODES", "PROCS",
 	                                     "IMAGE", "KIND",      "NAMESPACE", "STEPS"};
 	json_t *rows = json_array();
-	kft_cli_table_row(rows, f == OUT_WIDE ? 9 : 6, header);
-	json_array_foreach(runtimes, i, rt) add_row(rows, rt, f == OUT_WIDE);
+	kft_cli_table_row(rows, f == KFT_OUT_WIDE ? 9 : 6, header);
+	json_array_foreach(runtimes, i, rt) add_row(rows, rt, f == KFT_OUT_WIDE);
 	kft_cli_print_table(stdout, rows);
 	json_decref(rows);
 	return 0;
@@ -238,7 +220,7 @@ static int print_runtimes(const json_t *runtimes, enum out_format f)
 static int run_runtimes(int argc, char **argv)
 {
 	kft_paths paths = {0};
-	enum out_format f = OUT_TABLE;
+	enum kft_cli_out_format f = KFT_OUT_TABLE;
 	kft_jobinput in;
 	memset(&in, 0, sizeof(in));
 	int rc = parse_args(argc, argv, &paths, &f);
@@ -249,7 +231,7 @@ static int run_runtimes(int argc, char **argv)
 	if (rc == 0)
 		rc = kft_jobinput_read(&in, &paths, NULL);
 	if (rc == 0 || rc == KFT_EXIT_INVALID) {
-		if (json_array_size(in.runtimes) == 0 && f != OUT_JSON && f != OUT_YAML)
+		if (json_array_size(in.runtimes) == 0 && f != KFT_OUT_JSON && f != KFT_OUT_YAML)
 			fprintf(stderr, "No resources found\n");
 		else if (print_runtimes(in.runtimes, f) != 0)
 			rc = KFT_EXIT_FAILED;

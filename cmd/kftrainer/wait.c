@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "cli.h"
@@ -139,17 +138,7 @@ static long long now_ms(void)
  * both without regard to case). */
 static bool met(const json_t *job, const wait_args *a)
 {
-	const json_t *conds = json_object_get(json_object_get(job, "status"), "conditions");
-	size_t i;
-	const json_t *c;
-	json_array_foreach(conds, i, c)
-	{
-		const char *t = json_string_value(json_object_get(c, "type"));
-		const char *s = json_string_value(json_object_get(c, "status"));
-		if (t && s && strcasecmp(t, a->cond) == 0 && strcasecmp(s, a->value) == 0)
-			return true;
-	}
-	return false;
+	return kft_cli_condition_find(job, a->cond, a->value, true) != NULL;
 }
 
 /* A finished job that does not meet the condition never will. */

@@ -111,6 +111,22 @@ wait_for() {
 	"$@" >/dev/null 2>&1
 }
 
+# trainjob_file FILE NAME RUNTIME: writes a TrainJob manifest named NAME that runs `true` on
+# the ClusterTrainingRuntime RUNTIME, for cases that only care which runtime it names.
+trainjob_file() {
+	cat >"$1" <<YAML
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: $2
+spec:
+  runtimeRef:
+    name: $3
+  trainer:
+    command: ["true"]
+YAML
+}
+
 # The job's TrainJob as JSON (kftrainer get NAME -o json).
 job_json() { kft get "$1" -o json 2>/dev/null; }
 

@@ -23,31 +23,9 @@
 
 #include <cmocka.h>
 
+#include "json_fixture.h"
+
 #include "kftrainer/conditions.h"
-
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, 0, &e);
-	if (!v)
-		fail_msg("bad test JSON (%s): %s", e.text, text);
-	return v;
-}
-
-static void expect_json(const json_t *got, const char *want_text)
-{
-	json_t *want = parse(want_text);
-	if (!json_equal((json_t *)got, want)) {
-		char *g = json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		char *w = json_dumps(want, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		fprintf(stderr, "got:  %s\nwant: %s\n", g ? g : "(null)", w);
-		free(g);
-		free(w);
-		json_decref(want);
-		fail();
-	}
-	json_decref(want);
-}
 
 #define BEFORE "2025-01-01T09:00:00Z" /* "one hour before" */
 #define NOW    "2025-01-01T10:00:00Z"

@@ -19,19 +19,12 @@
 
 #include <cmocka.h>
 
+#include "json_fixture.h"
+
 #include "kftrainer/framework.h"
 #include "plugins/builtin.h"
 
 /* ---- fixtures ------------------------------------------------------------- */
-
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, 0, &e);
-	if (!v)
-		fail_msg("bad test JSON (%s): %s", e.text, text);
-	return v;
-}
 
 /* A backend whose cluster holds the objects of a JSON array (self), and
  * whose TrainJob UID is metadata.uid. */
@@ -156,21 +149,6 @@ static int build(fixture *f, kft_runtime_info *info, kft_error *err)
 {
 	return kft_plugin_trainjobstatus.component_builder(&f->ctx, info, job_of(f), f->objects,
 	                                                   err);
-}
-
-static void expect_json(const json_t *got, const char *want_text)
-{
-	json_t *want = parse(want_text);
-	if (!json_equal((json_t *)got, want)) {
-		char *g = json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		char *w = json_dumps(want, JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		fprintf(stderr, "got:  %s\nwant: %s\n", g, w);
-		free(g);
-		free(w);
-		json_decref(want);
-		fail();
-	}
-	json_decref(want);
 }
 
 #define TEST_JOB                                                                                   \

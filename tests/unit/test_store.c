@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_fixture.h"
 #include "kftrainer/store.h"
 
 struct fixture {
@@ -35,15 +36,6 @@ struct fixture {
 	char dir[128]; /* state dir: a not-yet-existing child of root */
 	kft_store *s;
 };
-
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, 0, &e);
-	if (!v)
-		fail_msg("bad test JSON (%s): %s", e.text, text);
-	return v;
-}
 
 static json_t *trainjob(const char *ns, const char *name)
 {

@@ -37,28 +37,11 @@
 #include "kftrainer/kube.h"
 #include "kftrainer/kube_cache.h"
 
-static int failures;
+#define CHECK_WHAT "cache"
+#include "check_common.h"
+
 static kft_kube *kube;
 static const char *ns;
-
-static void report(int ok, const char *name, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static void report(int ok, const char *name, const char *fmt, ...)
-{
-	if (ok) {
-		printf("PASS: cache: %s\n", name);
-	} else {
-		va_list ap;
-		printf("FAIL: cache: %s: ", name);
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-		printf("\n");
-		failures++;
-	}
-	fflush(stdout);
-}
 
 static double mono(void)
 {

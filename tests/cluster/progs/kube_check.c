@@ -22,7 +22,6 @@
  * delete precondition on a wrong uid is 409.
  */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,28 +31,11 @@
 
 #include "kftrainer/kube.h"
 
-static int failures;
+#define CHECK_WHAT "kube client"
+#include "check_common.h"
+
 static const char *ns;
 static kft_kube *kube;
-
-static void report(int ok, const char *name, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static void report(int ok, const char *name, const char *fmt, ...)
-{
-	if (ok) {
-		printf("PASS: kube client: %s\n", name);
-	} else {
-		va_list ap;
-		printf("FAIL: kube client: %s: ", name);
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-		printf("\n");
-		failures++;
-	}
-	fflush(stdout);
-}
 
 static const kft_gvr *gvr(const char *av, const char *kind)
 {

@@ -11,11 +11,9 @@
 #               suspension, events for a TrainJob whose runtime is missing, the deadline's JobSet
 #               deletion, a leftover runtime finalizer removed; its log has no "forbidden"
 #
-# Upstream v2.3.0 watches LimitRanges and RuntimeClasses as well (its coscheduling and Volcano
-# plugins' WatchExtension requeue suspended TrainJobs on their changes) and its own ClusterRole
-# grants those; kftrainer does not watch them, so these manifests do not grant them. Against
-# upstream this test adds exactly that read access in a separate ClusterRole (named in the PASS
-# line), so the check still says whether the rest of the RBAC is sufficient.
+# LimitRanges and RuntimeClasses are read as upstream v2.3.0 reads them (the coscheduling and
+# Volcano plugins' WatchExtension requeues suspended TrainJobs on their changes), so the same
+# manifests serve both controllers.
 # Runs against KFT_CONTROLLER (ours or upstream; see controller.sh).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/controller.sh"
@@ -36,7 +34,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/kft-rbac.XXXXXX")
 cleanup() {
 	ctrl_stop_all
 	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-	kubectl delete clusterrole,clusterrolebinding kftrainer-tier-upstream-extra >/dev/null 2>&1
 	# The Deployment's pod would only be a kwok stand-in; keep the rest for later tests.
 	kubectl -n "$SYS" delete deployment "$SA" --wait=false >/dev/null 2>&1
 	rm -rf "$work"
@@ -102,14 +99,6 @@ contexts:
 current-context: sa
 EOF
 chmod 600 "$STATE/controllers-sa.kubeconfig"
-extra=""
-if [ "$(ctrl_flavour)" = upstream ]; then
-	kubectl create clusterrole kftrainer-tier-upstream-extra --verb get,list,watch \
-		--resource limitranges,runtimeclasses.node.k8s.io >/dev/null &&
-		kubectl create clusterrolebinding kftrainer-tier-upstream-extra \
-			--clusterrole kftrainer-tier-upstream-extra --serviceaccount "$SYS:$SA" >/dev/null
-	extra=", plus limitranges and runtimeclasses read for upstream"
-fi
 install_builtin_runtimes
 for c in mpi-coscheduling torch-custom-volcano; do
 	to_namespace "$KFT_REPO_ROOT/tests/golden/cases/$c/runtimes/runtime.yaml" "$ns" | kubectl apply --server-side -f - >/dev/null
@@ -149,7 +138,7 @@ wait_slowly 30 nofin || problems+=("mpi-gang: finalizer not removed")
 forbidden=$(grep -i forbidden "$(ctrl_logfile sa)" | head -n 5 | cut -c1-300)
 [ -z "$forbidden" ] || problems+=("forbidden in the log: $forbidden")
 if [ "${#problems[@]}" = 0 ]; then
-	pass "$name$extra"
+	pass "$name"
 else
 	fail "$name" "$(printf '%s; ' "${problems[@]}")"
 	ctrl_log_tail sa

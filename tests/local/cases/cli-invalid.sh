@@ -36,17 +36,7 @@ expect_eq "train shortcut: the same lines for <command line>" \
 	"${want//$KFT_CASE_TMP\/bad.yaml/<command line>}" "$KFT_ERR"
 
 # An unknown runtime: render's error, field spec.runtimeRef.
-cat >"$KFT_CASE_TMP/ghost.yaml" <<'YAML'
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: ghost
-spec:
-  runtimeRef:
-    name: no-such-runtime
-  trainer:
-    command: ["true"]
-YAML
+trainjob_file "$KFT_CASE_TMP/ghost.yaml" ghost no-such-runtime
 run_capture kft render -f "$KFT_CASE_TMP/ghost.yaml"
 want=$KFT_OUT
 run_capture kft train -f "$KFT_CASE_TMP/ghost.yaml"

@@ -9,17 +9,7 @@ expect_exit "train --runtime no-such-runtime exits 1" 1 \
 	kft train --runtime no-such-runtime --name ghost -- true
 expect_contains "the error names the runtime" "$KFT_OUT$KFT_ERR" '"no-such-runtime" not found'
 
-cat >"$KFT_CASE_TMP/job.yaml" <<'YAML'
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: ghost-file
-spec:
-  runtimeRef:
-    name: no-such-runtime
-  trainer:
-    command: ["true"]
-YAML
+trainjob_file "$KFT_CASE_TMP/job.yaml" ghost-file no-such-runtime
 expect_exit "train -f with an unknown runtimeRef exits 1" 1 kft train -f "$KFT_CASE_TMP/job.yaml"
 expect_contains "the error names the runtime and the kind" "$KFT_OUT$KFT_ERR" \
 	'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found: specified clusterTrainingRuntime must be created before the TrainJob is created'
