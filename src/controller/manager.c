@@ -21,9 +21,11 @@
  *      stop, the Lease is released, servers stop; exit 0. Losing the Lease
  *      ends the run with an error instead, so the Deployment restarts us.
  *
- * Signals are blocked in every thread and taken synchronously by the main
- * thread with sigtimedwait, which also polls the leader state and the cache
- * sync between signals, and every 5 s writes the counts of event series
+ * Signals are blocked in every thread and taken by one thread with sigwait,
+ * from before the first API call: it cancels the client's calls at once, so
+ * a SIGTERM during a start-up stuck on an unreachable server is not held up
+ * by retries. The main thread polls for it every 100 ms, with the leader
+ * state and the cache sync, and every 5 s writes the counts of event series
  * that went quiet (kft_kube_events_flush).
  *
  * With the RuntimeInUseFinalizer gate, every TrainJob event also queues its
@@ -641,11 +643,10 @@ static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 	return rc;
 }
 
-static int setup(kft_cm *cm, const kft_cm_flags *flags, kft_cm_http **http, kft_error *err)
+/* After connect_api: the rest of start-up, which may wait on the server. */
+static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
-	int rc = connect_api(cm, flags, err);
-	if (!rc)
-		rc = kft_framework_new(cm->cfg->features, &cm->fw, err);
+	int rc = kft_framework_new(cm->cfg->features, &cm->fw, err);
 	if (!rc && !(cm->metrics = kft_metrics_new()))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc)
@@ -760,14 +761,76 @@ static int tick(kft_cm *cm, run_state *rs, kft_error *err)
 	return 0;
 }
 
-static int loop(kft_cm *cm, run_state *rs, const sigset_t *set, kft_error *err)
+/* SIGTERM and SIGINT are taken by one thread from the start, so a signal
+ * that arrives while start-up still waits on an unreachable API server
+ * (discovery and the first lists retry for minutes) cancels those calls at
+ * once; Kubernetes kills a pod 30 s after SIGTERM by default. */
+typedef struct sig_watch {
+	pthread_t thread;
+	sigset_t set;
+	pthread_mutex_t mu;
+	kft_kube *kube; /* cancelled when the signal comes; set once it exists */
+	int sig;        /* the signal taken, 0 none */
+	int leaving;    /* kft_cm_run is done: the next wake-up ends the thread */
+} sig_watch;
+
+static void *watch_signals(void *arg)
+{
+	sig_watch *w = arg;
+	for (;;) {
+		int sig = 0;
+		if (sigwait(&w->set, &sig) != 0)
+			return NULL;
+		pthread_mutex_lock(&w->mu);
+		int leaving = w->leaving;
+		if (!leaving && !w->sig) {
+			w->sig = sig;
+			if (w->kube)
+				kft_kube_cancel(w->kube, 1);
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (leaving)
+			return NULL;
+	}
+}
+
+static void sig_watch_kube(sig_watch *w, kft_kube *kube)
+{
+	pthread_mutex_lock(&w->mu);
+	w->kube = kube;
+	if (w->sig && kube)
+		kft_kube_cancel(kube, 1);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int sig_watch_taken(sig_watch *w)
+{
+	pthread_mutex_lock(&w->mu);
+	int sig = w->sig;
+	pthread_mutex_unlock(&w->mu);
+	return sig;
+}
+
+static void sig_watch_end(sig_watch *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->leaving = 1;
+	w->kube = NULL;
+	pthread_mutex_unlock(&w->mu);
+	pthread_kill(w->thread, SIGTERM); /* blocked everywhere: only sigwait sees it */
+	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->mu);
+}
+
+static int loop(kft_cm *cm, run_state *rs, sig_watch *w, kft_error *err)
 {
 	for (unsigned turn = 1;; turn++) {
 		/* Every 5 s: the counts of event series that went quiet. */
 		if (turn % 50 == 0)
 			kft_kube_events_flush(cm->kube, 0, NULL);
 		struct timespec wait = {0, 100 * 1000 * 1000};
-		int sig = sigtimedwait(set, NULL, &wait);
+		nanosleep(&wait, NULL);
+		int sig = sig_watch_taken(w);
 		if (sig == SIGTERM || sig == SIGINT) {
 			KFT_LOG(cm->lg, KFT_LOG_INFO, NULL,
 			        "Stopping and waiting for non leader election runnables",
@@ -797,15 +860,32 @@ int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *
 	cm.lg = lg;
 	pthread_mutex_init(&cm.applied.mu, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &rs.started);
-	int rc = setup(&cm, flags, &http, err);
+	sig_watch w = {.set = set};
+	pthread_mutex_init(&w.mu, NULL);
+	if (pthread_create(&w.thread, NULL, watch_signals, &w) != 0) {
+		pthread_mutex_destroy(&w.mu);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return kft_error_set(err, KFT_ENOMEM, "cannot start the signal thread");
+	}
+	int rc = connect_api(&cm, flags, err);
+	sig_watch_kube(&w, cm.kube);
+	if (!rc)
+		rc = setup(&cm, &http, err);
 	if (!rc)
 		rc = start_informers(&cm, err);
 	if (!rc && cfg->leader_elect)
 		rc = start_leader(&cm, &rs, err);
 	if (!rc) {
 		KFT_LOG(lg, KFT_LOG_INFO, "setup", "Starting manager", NULL);
-		rc = loop(&cm, &rs, &set, err);
+		rc = loop(&cm, &rs, &w, err);
 	}
+	if (rc && sig_watch_taken(&w)) {
+		/* start-up cut short by SIGTERM/SIGINT: a clean stop, not a failure */
+		KFT_LOG(lg, KFT_LOG_INFO, "setup", "Start-up interrupted by a signal",
+		        json_pack("{s:s}", "reason", err ? err->message : ""));
+		rc = 0;
+	}
+	sig_watch_end(&w);
 	teardown(&cm, &rs, http);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
