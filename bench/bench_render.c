@@ -79,21 +79,21 @@ static json_t *checked(json_t *obj)
 
 static json_t *trainjob(const char *runtime, int nodes)
 {
-	json_t *job = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s}, s:{s:i, s:[s,s]}}}",
-				"apiVersion", "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob",
-				"metadata", "name", "bench", "namespace", "default", "spec",
-				"runtimeRef", "name", runtime, "trainer", "numNodes", nodes, "command",
-				"python", "train.py");
+	json_t *job =
+	        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s}, s:{s:i, s:[s,s]}}}", "apiVersion",
+	                  "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata", "name",
+	                  "bench", "namespace", "default", "spec", "runtimeRef", "name", runtime,
+	                  "trainer", "numNodes", nodes, "command", "python", "train.py");
 	return checked(job);
 }
 
 static void bench_build(const kft_framework *fw, const char *what, const char *runtime_file,
-			int nodes, int iters)
+                        int nodes, int iters)
 {
 	json_t *runtime = checked(load_one(runtime_file, "ClusterTrainingRuntime"));
-	json_t *job = trainjob(json_string_value(json_object_get(
-				       json_object_get(runtime, "metadata"), "name")),
-			       nodes);
+	json_t *job = trainjob(
+	        json_string_value(json_object_get(json_object_get(runtime, "metadata"), "name")),
+	        nodes);
 	double *t = calloc((size_t)iters, sizeof(double));
 	for (int i = 0; i < iters; i++) {
 		json_t *objects = NULL;
@@ -144,9 +144,9 @@ int main(int argc, char **argv)
 	}
 	printf("kftrainer render pipeline, in process, %d iterations each\n", iters);
 	bench_build(fw, "torch-distributed, 4 nodes", "manifests/runtimes/torch-distributed.yaml",
-		    4, iters);
+	            4, iters);
 	bench_build(fw, "deepspeed-distributed (MPI), 16 nodes",
-		    "manifests/runtimes/deepspeed-distributed.yaml", 16, iters / 10 + 10);
+	            "manifests/runtimes/deepspeed-distributed.yaml", 16, iters / 10 + 10);
 	bench_sshkey(iters / 10 + 10);
 	kft_framework_free(fw);
 	return 0;

@@ -8,7 +8,7 @@
 #include "kftrainer/framework.h"
 
 /* RuntimeInfo for job against runtime, before any plugin has run. */
-int kft_runtime_info_build(const json_t *runtime, const kft_trainjob *job,
-			   kft_runtime_info **out, kft_error *err);
+int kft_runtime_info_build(const json_t *runtime, const kft_trainjob *job, kft_runtime_info **out,
+                           kft_error *err);
 
 #endif

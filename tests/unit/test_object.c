@@ -107,9 +107,8 @@ static void test_immutable_fields_on_update(void **state)
 	        run(TRAINJOB("{runtimeRef: {name: other}, trainer: {numNodes: 2}, suspend: true}"),
 	            old);
 	/* suspend is mutable; runtimeRef and trainer are not. */
-	assert_string_equal(changed.text,
-	                    "spec.runtimeRef: Invalid value: field is immutable\n"
-	                    "spec.trainer: Invalid value: field is immutable");
+	assert_string_equal(changed.text, "spec.runtimeRef: Invalid value: field is immutable\n"
+	                                  "spec.trainer: Invalid value: field is immutable");
 }
 
 static void test_metadata_is_strict(void **state)
@@ -159,7 +158,8 @@ static void test_runtime_webhook_checks_and_deprecation(void **state)
 	        "spec.template.spec.replicatedJobs[0].replicas: Invalid value: 2: always must "
 	        "be 1\n"
 	        "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers: "
-	        "Invalid value: [{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{}}]: must contain the "
+	        "Invalid value: [{\"name\":\"main\",\"image\":\"busybox\",\"resources\":{}}]: must "
+	        "contain the "
 	        "required container for the ancestor: trainer");
 	assert_int_equal(r.nwarnings, 1);
 }

@@ -24,7 +24,7 @@
 #endif
 
 static void require_label(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
-			  const json_t *old_job, const json_t *new_job, kft_field_errors *errs)
+                          const json_t *old_job, const json_t *new_job, kft_field_errors *errs)
 {
 	(void)ctx;
 	(void)info;
@@ -32,14 +32,15 @@ static void require_label(const kft_plugin_ctx *ctx, const kft_runtime_info *inf
 	const json_t *labels = json_object_get(json_object_get(new_job, "metadata"), "labels");
 	const json_t *team = json_object_get(labels, REQUIRED_LABEL);
 	if (!json_is_string(team) || json_string_length(team) == 0)
-		kft_field_errors_add(errs, KFT_FIELD_REQUIRED, "metadata.labels[" REQUIRED_LABEL "]",
-				     NULL, "every TrainJob must name its owning team");
+		kft_field_errors_add(errs, KFT_FIELD_REQUIRED,
+		                     "metadata.labels[" REQUIRED_LABEL "]", NULL,
+		                     "every TrainJob must name its owning team");
 }
 
 static const kft_plugin plugin = {
-	.abi_version = PLUGIN_ABI_VERSION,
-	.name = "RequireTeamLabel",
-	.custom_validation = require_label,
+        .abi_version = PLUGIN_ABI_VERSION,
+        .name = "RequireTeamLabel",
+        .custom_validation = require_label,
 };
 
 const kft_plugin *kft_plugin_entry(void);
