@@ -93,8 +93,9 @@ static int component_builder(const kft_plugin_ctx *ctx, const kft_runtime_info *
 	return 0;
 }
 
-/* Only the PodGroups it owns. Upstream also watches LimitRanges and
- * RuntimeClasses to requeue suspended TrainJobs; those are not children. */
+/* Only the PodGroups it owns. The LimitRange and RuntimeClass watches that
+ * requeue suspended TrainJobs (as upstream's do) are not children: the
+ * controller sets them up (src/controller/manager.c, runtime_refs.c). */
 static const char *const watch_kinds[] = {POD_GROUP_API_VERSION "/" POD_GROUP_KIND, NULL};
 
 const kft_plugin kft_plugin_coscheduling = {

@@ -72,97 +72,13 @@ static void assert_yaml(const json_t *got, const char *want_text)
 	json_decref(want);
 }
 
-/* The cluster is a JSON array of objects (self); the UID is metadata.uid. */
-static json_t *fake_get(void *self, const char *api_version, const char *kind, const char *ns,
-                        const char *name)
-{
-	size_t i;
-	json_t *o;
-	json_array_foreach((json_t *)self, i, o)
-	{
-		const json_t *m = json_object_get(o, "metadata");
-		const char *ons = json_string_value(json_object_get(m, "namespace"));
-		if (strcmp(json_string_value(json_object_get(o, "apiVersion")), api_version) == 0 &&
-		    strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0 &&
-		    strcmp(json_string_value(json_object_get(m, "name")), name) == 0 && ons &&
-		    strcmp(ons, ns) == 0)
-			return json_incref(o);
-	}
-	return NULL;
-}
-
-static const char *fake_uid(void *self, const json_t *trainjob)
-{
-	return json_string_value(json_object_get(json_object_get(trainjob, "metadata"), "uid"));
-}
-
-typedef struct fixture {
-	json_t *cluster;
-	kft_backend backend;
-	kft_plugin_ctx ctx;
-	json_t *job_obj;
-	kft_trainjob job;
-	kft_runtime_info *info;
-	json_t *runtime; /* what info borrows its policies from */
-	json_t *objects;
-} fixture;
-
-static void fixture_init(fixture *f, const char *trainjob, const char *cluster)
-{
-	memset(f, 0, sizeof(*f));
-	f->cluster = yaml(cluster ? cluster : "[]");
-	f->backend = (kft_backend){.name = "test",
-	                           .self = f->cluster,
-	                           .pod_address = kft_backend_default()->pod_address,
-	                           .service_port = kft_backend_default()->service_port,
-	                           .get_object = fake_get,
-	                           .trainjob_uid = fake_uid};
-	f->ctx = (kft_plugin_ctx){.backend = &f->backend};
-	if (trainjob) {
-		f->job_obj = yaml(trainjob);
-		assert_int_equal(kft_trainjob_view(f->job_obj, &f->job, NULL), 0);
-	}
-	f->info = calloc(1, sizeof(*f->info));
-	f->info->labels = json_object();
-	f->info->annotations = json_object();
-	f->info->scheduler_pod_labels = json_object();
-	f->info->scheduler_pod_annotations = json_object();
-	f->info->template_spec = json_object();
-	f->objects = json_array();
-}
-
-static void fixture_free(fixture *f)
-{
-	kft_runtime_info_free(f->info);
-	json_decref(f->objects);
-	json_decref(f->job_obj);
-	json_decref(f->runtime);
-	json_decref(f->cluster);
-}
-
-static const kft_trainjob *job_of(fixture *f)
-{
-	return f->job_obj ? &f->job : NULL;
-}
+#define FIXTURE_PARSE yaml
+#include "backend_fixture.h"
 
 static void set_template(fixture *f, const char *spec)
 {
 	json_decref(f->info->template_spec);
 	f->info->template_spec = yaml(spec);
-}
-
-static kft_pod_set *add_pod_set(kft_runtime_info *info, const char *name, int32_t count)
-{
-	info->pod_sets = realloc(info->pod_sets, (info->n_pod_sets + 1) * sizeof(kft_pod_set));
-	assert_non_null(info->pod_sets);
-	kft_pod_set *ps = &info->pod_sets[info->n_pod_sets++];
-	memset(ps, 0, sizeof(*ps));
-	ps->name = strdup(name);
-	ps->count = count;
-	ps->replicas = 1;
-	ps->volumes = json_array();
-	ps->single_pod_requests = json_object();
-	return ps;
 }
 
 /* A container of a pod set; the lists are flow YAML or NULL for none. */
@@ -219,7 +135,7 @@ static void test_network_nil_trainjob(void **state)
 	fixture_init(&f, NULL, NULL);
 	json_object_set_new(f.info->labels, "key", json_string("value"));
 	set_template(&f, "{replicatedJobs: [{name: node}]}");
-	add_pod_set(f.info, "node", 1);
+	add_pod_set(f.info, "node", 1, NULL);
 	run_pod_network(&f, f.info);
 	assert_int_equal(f.info->pod_sets[0].n_endpoints, 0);
 	assert_yaml(f.info->labels, "{key: value}");
@@ -238,8 +154,8 @@ static void test_network_node_count(void **state)
 	fixture f;
 	fixture_init(&f, "{metadata: {name: trainJob}, spec: {}}", NULL);
 	set_template(&f, LAUNCHER_AND_NODE("2"));
-	add_pod_set(f.info, "launcher", 1);
-	add_pod_set(f.info, "node", 2);
+	add_pod_set(f.info, "launcher", 1, NULL);
+	add_pod_set(f.info, "node", 2, NULL);
 	run_pod_network(&f, f.info);
 	assert_endpoints(&f.info->pod_sets[0],
 	                 (const char *const[]){"trainJob-launcher-0-0.trainJob", NULL});
@@ -257,8 +173,8 @@ static void test_network_subdomain(void **state)
 	set_template(&f, "{network: {subdomain: kubeflow.org}, replicatedJobs: [{name: launcher, "
 	                 "template: {spec: {parallelism: 1}}}, {name: node, template: {spec: "
 	                 "{parallelism: 1}}}]}");
-	add_pod_set(f.info, "launcher", 1);
-	add_pod_set(f.info, "node", 1);
+	add_pod_set(f.info, "launcher", 1, NULL);
+	add_pod_set(f.info, "node", 1, NULL);
 	run_pod_network(&f, f.info);
 	assert_endpoints(&f.info->pod_sets[0],
 	                 (const char *const[]){"trainJob-launcher-0-0.kubeflow.org", NULL});
@@ -283,8 +199,8 @@ static void test_network_replicas_and_backend(void **state)
 	fixture f;
 	fixture_init(&f, "{metadata: {name: tj}, spec: {}}", NULL);
 	set_template(&f, "{replicatedJobs: [{name: w, replicas: 2}, {name: z, replicas: 0}]}");
-	add_pod_set(f.info, "w", 2);
-	add_pod_set(f.info, "z", 1);
+	add_pod_set(f.info, "w", 2, NULL);
+	add_pod_set(f.info, "z", 1, NULL);
 	run_pod_network(&f, f.info);
 	assert_endpoints(&f.info->pod_sets[0],
 	                 (const char *const[]){"tj-w-0-0.tj", "tj-w-0-1.tj", "tj-w-1-0.tj",
@@ -304,7 +220,7 @@ static void test_network_limit(void **state)
 	fixture f;
 	fixture_init(&f, "{metadata: {name: tj}, spec: {}}", NULL);
 	set_template(&f, "{replicatedJobs: [{name: w, replicas: 100000}]}");
-	add_pod_set(f.info, "w", 100000);
+	add_pod_set(f.info, "w", 100000, NULL);
 	kft_error err = {0};
 	assert_int_equal(kft_plugin_jobset.pod_network(&f.ctx, f.info, &f.job, &err), KFT_ELIMIT);
 	assert_int_equal(f.info->pod_sets[0].n_endpoints, 0);
@@ -337,7 +253,7 @@ static void test_sync_one(void **state)
 	fixture_init(&f, NULL, NULL);
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {parallelism: 1, "
 	                 "completions: 1, template: {spec: {containers: [{name: node}]}}}}}]}");
-	add_pod_set(f.info, "node", 4);
+	add_pod_set(f.info, "node", 4, NULL);
 	run_sync(&f, f.info);
 	assert_yaml(
 	        f.info->template_spec,
@@ -354,8 +270,8 @@ static void test_sync_many(void **state)
 	set_template(&f, "{replicatedJobs: [{name: launcher, template: {spec: {parallelism: 1, "
 	                 "completions: 1}}}, {name: node, template: {spec: {parallelism: 2, "
 	                 "completions: 2}}}]}");
-	add_pod_set(f.info, "launcher", 1);
-	add_pod_set(f.info, "node", 5);
+	add_pod_set(f.info, "launcher", 1, NULL);
+	add_pod_set(f.info, "node", 5, NULL);
 	run_sync(&f, f.info);
 	assert_yaml(f.info->template_spec,
 	            "{replicatedJobs: [{name: launcher, template: {spec: {parallelism: 1, "
@@ -372,8 +288,8 @@ static void test_sync_unmatched(void **state)
 	fixture_init(&f, NULL, NULL);
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {parallelism: 1, "
 	                 "completions: 1}}}, {name: bare}]}");
-	add_pod_set(f.info, "non-existent", 3);
-	add_pod_set(f.info, "bare", 2);
+	add_pod_set(f.info, "non-existent", 3, NULL);
+	add_pod_set(f.info, "bare", 2, NULL);
 	run_sync(&f, f.info);
 	assert_yaml(f.info->template_spec,
 	            "{replicatedJobs: [{name: node, template: {spec: {parallelism: 1, "
@@ -411,7 +327,7 @@ static void test_build_init_containers(void **state)
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {template: {spec: "
 	                 "{initContainers: [{name: preflight-check}], containers: [{name: "
 	                 "node}]}}}}}]}");
-	kft_pod_set *ps = add_pod_set(f.info, "node", 2);
+	kft_pod_set *ps = add_pod_set(f.info, "node", 2, NULL);
 	add_container(ps, 1, "preflight-check", "preflight:latest", "[/bin/sh, -c]",
 	              "[{name: PET_NNODES, value: '2'}, {name: PET_MASTER_ADDR, value: "
 	              "test-job-node-0-0.test-job}]",
@@ -442,7 +358,7 @@ static void test_build_init_ports_mounts(void **state)
 	set_template(&f,
 	             "{replicatedJobs: [{name: node, template: {spec: {template: {spec: "
 	             "{initContainers: [{name: nccl-check}], containers: [{name: node}]}}}}}]}");
-	kft_pod_set *ps = add_pod_set(f.info, "node", 1);
+	kft_pod_set *ps = add_pod_set(f.info, "node", 1, NULL);
 	add_container(ps, 1, "nccl-check", "nccl-test:latest", "[/nccl-test]", NULL,
 	              "[{containerPort: 8080, name: http}]", "[{name: mount, mountPath: /data}]");
 	add_container(ps, 0, "node", "train:latest", NULL, NULL, NULL, NULL);
@@ -464,7 +380,7 @@ static void test_build_many_init_containers(void **state)
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {template: {spec: "
 	                 "{initContainers: [{name: driver-check}, {name: nccl-check}], containers: "
 	                 "[{name: node}]}}}}}]}");
-	kft_pod_set *ps = add_pod_set(f.info, "node", 3);
+	kft_pod_set *ps = add_pod_set(f.info, "node", 3, NULL);
 	add_container(ps, 1, "driver-check", "driver:latest", "[/check-driver]", NULL, NULL, NULL);
 	add_container(ps, 1, "nccl-check", "nccl:latest", "[/check-nccl]", NULL, NULL, NULL);
 	add_container(ps, 0, "node", "train:latest", NULL, NULL, NULL, NULL);
@@ -485,7 +401,7 @@ static void test_build_append_init_container(void **state)
 	fixture_init(&f, "{metadata: {name: trainJob, namespace: default}, spec: {}}", NULL);
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {template: {spec: "
 	                 "{containers: [{name: node}]}}}}}]}");
-	kft_pod_set *ps = add_pod_set(f.info, "node", 1);
+	kft_pod_set *ps = add_pod_set(f.info, "node", 1, NULL);
 	add_container(ps, 1, "preflight-check", "check:latest", "[/run-check]", NULL, NULL, NULL);
 	add_container(ps, 0, "node", NULL, NULL, NULL, NULL, NULL);
 	run_build(&f);
@@ -876,7 +792,7 @@ static void test_build_member_order(void **state)
 	fixture_init(&f, TRAINJOB("{}"), NULL);
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {backoffLimit: 0, "
 	                 "template: {spec: {containers: [{name: node}]}}}}}]}");
-	add_pod_set(f.info, "node", 3);
+	add_pod_set(f.info, "node", 3, NULL);
 	run_sync(&f, f.info);
 	const json_t *spec = built_spec(&f);
 	const json_t *job_spec = json_object_get(
@@ -947,7 +863,7 @@ static void test_build_port_and_volume_upsert(void **state)
 	set_template(&f, "{replicatedJobs: [{name: node, template: {spec: {template: {spec: "
 	                 "{volumes: [{name: v, emptyDir: {}}], containers: [{name: node, ports: "
 	                 "[{containerPort: 8080}, {containerPort: 9090, name: metrics}]}]}}}}}]}");
-	kft_pod_set *ps = add_pod_set(f.info, "node", 1);
+	kft_pod_set *ps = add_pod_set(f.info, "node", 1, NULL);
 	json_decref(ps->volumes);
 	ps->volumes = yaml("[{name: v, secret: {secretName: s}}, {name: w, emptyDir: {}}]");
 	add_container(ps, 0, "node", NULL, NULL, NULL, "[{containerPort: 29500}]", NULL);
@@ -967,8 +883,8 @@ static void test_build_errors(void **state)
 	fixture f;
 	fixture_init(&f, TRAINJOB("{}"), NULL);
 	set_template(&f, "{replicatedJobs: [{name: a}]}");
-	add_pod_set(f.info, "a", 1);
-	add_pod_set(f.info, "b", 1);
+	add_pod_set(f.info, "a", 1, NULL);
+	add_pod_set(f.info, "b", 1, NULL);
 	kft_error err = {0};
 	assert_int_equal(
 	        kft_plugin_jobset.component_builder(&f.ctx, f.info, &f.job, f.objects, &err),
