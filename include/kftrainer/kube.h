@@ -14,7 +14,8 @@
  * once. Connections are kept alive and reused by later calls (one call at a
  * time per connection, HTTP/1.1); DNS answers and TLS sessions are shared. An
  * optional token bucket (qps/burst) limits the request rate of the whole
- * client, as client-go's does.
+ * client, as client-go's does, or of each API resource on its own, as
+ * controller-runtime's does (rate_per_resource).
  *
  * Failures map the server's answer to a kft_status and carry the server's own
  * message (it names the fields and is what users see):
@@ -84,9 +85,13 @@ typedef struct kft_kube_config {
 	char *proxy_url;         /* HTTP(S) proxy; NULL: libcurl's environment rules */
 	char *default_namespace; /* never NULL after loading ("default") */
 	char *user_agent;        /* NULL: "kftrainer" */
-	int insecure;    /* skip server certificate verification (insecure-skip-tls-verify) */
-	double qps;      /* steady request rate; <= 0 disables the limiter */
-	int burst;       /* bucket size; < 1 reads as 1 when qps > 0 */
+	int insecure; /* skip server certificate verification (insecure-skip-tls-verify) */
+	double qps;   /* steady request rate; <= 0 disables the limiter */
+	int burst;    /* bucket size; < 1 reads as 1 when qps > 0 */
+	/* 0: one qps/burst bucket for the whole client (client-go's clientset);
+	 * 1: one per API resource, subresources included (controller-runtime's
+	 * client, which makes a REST client and limiter per kind) */
+	int rate_per_resource;
 	int max_retries; /* retries for 429 / 5xx / connection errors; < 0 = none */
 	long timeout_ms; /* whole-request bound for non-watch calls; 0 = none */
 } kft_kube_config;

@@ -604,6 +604,9 @@ static int connect_api(kft_cm *cm, const kft_cm_flags *flags, kft_error *err)
 		return rc;
 	kc->qps = cm->cfg->qps;
 	kc->burst = cm->cfg->burst;
+	/* clientConnection's qps/burst hold for each kind on its own in
+	 * upstream (controller-runtime builds a limiter per REST client) */
+	kc->rate_per_resource = 1;
 	rc = kft_kube_new(kc, &cm->kube, err);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, "setup", "Creating manager",
 	        json_pack("{s:f, s:i}", "qps", cm->cfg->qps, "burst", cm->cfg->burst));

@@ -17,7 +17,9 @@
  * The rate limiter is a token bucket like client-go's: `burst` requests may
  * go at once, then `qps` per second. A caller reserves a token under the lock
  * (the count may go negative, which queues callers fairly) and sleeps outside
- * it for as long as its reservation needs.
+ * it for as long as its reservation needs. A client has one bucket, or with
+ * rate_per_resource one per API resource, as controller-runtime's client
+ * has: it makes a REST client, and so a limiter, for each kind it touches.
  */
 #include "kube/kube_internal.h"
 
@@ -242,8 +244,8 @@ static void init_limits(kft_kube *k, const kft_kube_config *cfg)
 	k->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 0;
 	k->qps = cfg->qps > 0 ? cfg->qps : 0;
 	k->burst = cfg->burst < 1 ? 1 : cfg->burst;
-	k->tokens = k->burst;
-	clock_gettime(CLOCK_MONOTONIC, &k->rate_last);
+	k->rate_per_resource = cfg->rate_per_resource;
+	k->n_buckets = 0;
 }
 
 int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err)
@@ -479,7 +481,57 @@ int kft_kube_sleep(kft_kube *k, long ms, const atomic_int *stop)
 	return kft_kube_canceled(k, stop);
 }
 
-int kft_kube_rate_wait(kft_kube *k, const atomic_int *stop)
+void kft_kube_rate_key(const char *path, char *key, size_t size)
+{
+	/* /api/v1/[namespaces/NS/]RES[/...] or /apis/G/V/[namespaces/NS/]RES[/...] */
+	const char *seg[7] = {0};
+	size_t len[7] = {0};
+	int n = 0;
+	const char *p = path ? path : "";
+	while (*p == '/' && n < 7) {
+		const char *e = p + 1 + strcspn(p + 1, "/?");
+		seg[n] = p + 1;
+		len[n++] = (size_t)(e - p - 1);
+		p = e;
+		if (*p == '?')
+			break;
+	}
+	key[0] = '\0';
+	int core = n >= 1 && len[0] == 3 && strncmp(seg[0], "api", 3) == 0;
+	int named = n >= 1 && len[0] == 4 && strncmp(seg[0], "apis", 4) == 0;
+	int r = core ? 2 : named ? 3 : -1; /* index of the first segment after the version */
+	if (r < 0 || n <= r)
+		return;
+	/* namespaces/NS/RES...: the resource is RES; "namespaces/NS" alone is
+	 * the namespaces resource itself */
+	if (n > r + 2 && len[r] == 10 && strncmp(seg[r], "namespaces", 10) == 0)
+		r += 2;
+	if (core)
+		snprintf(key, size, "/%.*s/%.*s", (int)len[1], seg[1], (int)len[r], seg[r]);
+	else
+		snprintf(key, size, "%.*s/%.*s/%.*s", (int)len[1], seg[1], (int)len[2], seg[2],
+		         (int)len[r], seg[r]);
+}
+
+/* The bucket for path, made full on first use. Called with rate_mu held. */
+static kft_kube_bucket *bucket_for(kft_kube *k, const char *path)
+{
+	char key[sizeof(k->buckets[0].key)] = "";
+	if (k->rate_per_resource)
+		kft_kube_rate_key(path, key, sizeof(key));
+	for (int i = 0; i < k->n_buckets; i++)
+		if (strcmp(k->buckets[i].key, key) == 0)
+			return &k->buckets[i];
+	if (k->n_buckets == KFT_KUBE_BUCKETS_MAX)
+		return &k->buckets[KFT_KUBE_BUCKETS_MAX - 1];
+	kft_kube_bucket *b = &k->buckets[k->n_buckets++];
+	snprintf(b->key, sizeof(b->key), "%s", key);
+	b->tokens = k->burst;
+	clock_gettime(CLOCK_MONOTONIC, &b->last);
+	return b;
+}
+
+int kft_kube_rate_wait(kft_kube *k, const char *path, const atomic_int *stop)
 {
 	double wait = 0;
 	struct timespec now;
@@ -488,21 +540,23 @@ int kft_kube_rate_wait(kft_kube *k, const atomic_int *stop)
 	if (k->qps <= 0)
 		return 0;
 	pthread_mutex_lock(&k->rate_mu);
+	kft_kube_bucket *b = bucket_for(k, path);
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	k->tokens += elapsed_sec(&k->rate_last, &now) * k->qps;
-	if (k->tokens > k->burst)
-		k->tokens = k->burst;
-	k->rate_last = now;
-	k->tokens -= 1;
-	if (k->tokens < 0)
-		wait = -k->tokens / k->qps;
+	b->tokens += elapsed_sec(&b->last, &now) * k->qps;
+	if (b->tokens > k->burst)
+		b->tokens = k->burst;
+	b->last = now;
+	b->tokens -= 1;
+	if (b->tokens < 0)
+		wait = -b->tokens / k->qps;
 	pthread_mutex_unlock(&k->rate_mu);
 	if (wait <= 0 || !kft_kube_sleep(k, (long)(wait * 1000 + 0.5), stop))
 		return 0;
 	/* Canceled: the reservation goes back, so later callers do not wait
-	 * for a request that was never sent. */
+	 * for a request that was never sent. Buckets are never removed, so b
+	 * is still this path's. */
 	pthread_mutex_lock(&k->rate_mu);
-	k->tokens += 1;
+	b->tokens += 1;
 	pthread_mutex_unlock(&k->rate_mu);
 	return 1;
 }

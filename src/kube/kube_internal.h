@@ -30,6 +30,18 @@ typedef struct kft_kube_blob {
 
 struct kft_event_cache; /* events.c */
 
+/* How many per-resource token buckets a client keeps (rate_per_resource);
+ * resources beyond that share the last one. */
+#define KFT_KUBE_BUCKETS_MAX 32
+
+/* One token bucket: `key` is "group/version/resource" when the client limits
+ * each resource on its own, "" for the whole client. */
+typedef struct kft_kube_bucket {
+	char key[96];
+	double tokens;
+	struct timespec last; /* CLOCK_MONOTONIC of the last refill */
+} kft_kube_bucket;
+
 struct kft_kube {
 	char *server;                  /* no trailing '/' */
 	struct curl_slist *connect_to; /* CURLOPT_CONNECT_TO for tls_server_name, or NULL */
@@ -48,8 +60,10 @@ struct kft_kube {
 	struct timespec token_read_at; /* CLOCK_MONOTONIC */
 
 	pthread_mutex_t rate_mu;
-	double qps, burst, tokens;
-	struct timespec rate_last;
+	double qps, burst;
+	int rate_per_resource;
+	kft_kube_bucket buckets[KFT_KUBE_BUCKETS_MAX];
+	int n_buckets;
 
 	CURLSH *share;
 	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
@@ -127,9 +141,16 @@ int kft_kube_handle_setup(kft_kube *kube, CURL *h, const char *url, const char *
 /* Makes the next request read the token file again (after a 401). */
 void kft_kube_token_expire(kft_kube *kube);
 
-/* Waits for the rate limiter. Returns 1 (the token given back) when the
- * client is canceled or stop (may be NULL) is set meanwhile, else 0. */
-int kft_kube_rate_wait(kft_kube *kube, const atomic_int *stop);
+/* Waits for the rate limiter of the resource `path` ("/api/v1/...", query
+ * allowed) belongs to: the client's one bucket, or that resource's with
+ * rate_per_resource. Returns 1 (the token given back) when the client is
+ * canceled or stop (may be NULL) is set meanwhile, else 0. */
+int kft_kube_rate_wait(kft_kube *kube, const char *path, const atomic_int *stop);
+
+/* The bucket key of an API path: "group/version/resource" ("/v1/pods" for
+ * the core group); the status and other subresources count as their
+ * resource. Writes "" when the path is not an API resource path. */
+void kft_kube_rate_key(const char *path, char *key, size_t size);
 
 /* 1 when the client is canceled or stop (may be NULL) is set. */
 int kft_kube_canceled(kft_kube *kube, const atomic_int *stop);

@@ -253,7 +253,7 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 	kft_backoff_init(&bo, RETRY_BASE_MS, RETRY_CAP_MS, 0.2);
 	for (;;) {
 		attempt_reset(&a);
-		if (kft_kube_rate_wait(k, req->stop)) {
+		if (kft_kube_rate_wait(k, req->path, req->stop)) {
 			rc = canceled(what, err);
 			break;
 		}

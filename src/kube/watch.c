@@ -269,15 +269,16 @@ int kft_kube_watch(kft_kube *k, const kft_gvr *gvr, const char *ns, const kft_wa
 	kft_strbuf url;
 	kft_strbuf_init(&url);
 	kft_strbuf_printf(&url, "%s%s", k->server, path);
-	free(path);
 	if (url.failed) {
+		free(path);
 		kft_strbuf_free(&url);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	wstate w = {.gvr = gvr, .fn = on_event, .ctx = ctx, .stop = stop, .kube = k, .err = err};
 	kft_strbuf_init(&w.line);
 	kft_strbuf_init(&w.errbody);
-	int rc = kft_kube_rate_wait(k, stop) ? 0 : run_watch(k, &w, url.buf, opts);
+	int rc = kft_kube_rate_wait(k, path, stop) ? 0 : run_watch(k, &w, url.buf, opts);
+	free(path);
 	kft_strbuf_free(&w.line);
 	kft_strbuf_free(&w.errbody);
 	kft_strbuf_free(&url);

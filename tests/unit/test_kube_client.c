@@ -34,6 +34,7 @@
 #include "kube_server_fixture.h"
 
 #include "kftrainer/kube.h"
+#include "kube/kube_internal.h"
 
 static ks_pki g_pki;
 static ks_server g_srv;
@@ -518,6 +519,78 @@ static void rate_limiter(void **state)
 	kft_kube_free(k);
 }
 
+/* controller-runtime's client makes one REST client, so one token bucket, per
+ * kind (pkg/client/client_rest_resources.go, rest.RESTClientForConfigAndClient):
+ * with rate_per_resource, a busy kind does not hold another back. qps 0.5 and
+ * burst 1: one request per kind goes at once, a second to the same kind waits
+ * about 2 s, and with one shared bucket the second kind would have waited. */
+static kft_kube *make_per_resource_client(int port)
+{
+	kft_kube_config *cfg = NULL;
+	kft_kube *k = NULL;
+	assert_int_equal(kft_kube_config_new(&cfg, NULL), 0);
+	assert_true(asprintf(&cfg->server, "https://127.0.0.1:%d", port) > 0);
+	cfg->ca_file = strdup(g_pki.ca.cert_path);
+	cfg->qps = 0.5;
+	cfg->burst = 1;
+	cfg->rate_per_resource = 1;
+	assert_int_equal(kft_kube_new(cfg, &k, NULL), 0);
+	kft_kube_config_free(cfg);
+	return k;
+}
+
+static void rate_limiter_per_resource(void **state)
+{
+	(void)state;
+	ks_fallback(&g_srv, 200, "{}");
+	kft_kube *k = make_per_resource_client(g_srv.port);
+	const char *paths[] = {
+	        "/apis/jobset.x-k8s.io/v1alpha2/namespaces/a/jobsets/x",
+	        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/a/trainjobs/x/status",
+	        "/api/v1/namespaces/b/configmaps?limit=5"};
+	double t0 = ks_now();
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(kft_kube_request(k, "GET", paths[i], NULL, NULL, 0, NULL, NULL),
+		                 0);
+	assert_true(ks_now() - t0 < 1.5);
+	/* the same kind again (status counts as its resource): waits its turn */
+	assert_int_equal(kft_kube_request(k, "GET",
+	                                  "/apis/trainer.kubeflow.org/v1alpha1/"
+	                                  "namespaces/b/trainjobs",
+	                                  NULL, NULL, 0, NULL, NULL),
+	                 0);
+	assert_true(ks_now() - t0 >= 1.5);
+	kft_kube_free(k);
+}
+
+static void rate_keys(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+	        {"/api/v1/namespaces/ns/configmaps/x", "/v1/configmaps"},
+	        {"/api/v1/configmaps?watch=true", "/v1/configmaps"},
+	        {"/api/v1/namespaces/ns", "/v1/namespaces"},
+	        {"/api/v1/namespaces", "/v1/namespaces"},
+	        {"/api/v1/nodes/n1/status", "/v1/nodes"},
+	        {"/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/j/status",
+	         "trainer.kubeflow.org/v1alpha1/trainjobs"},
+	        {"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/r",
+	         "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"},
+	        {"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l",
+	         "coordination.k8s.io/v1/leases"},
+	        {"/version", ""},
+	        {"/apis/g", ""},
+	        {"", ""},
+	};
+	char key[96];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		kft_kube_rate_key(cases[i][0], key, sizeof(key));
+		assert_string_equal(key, cases[i][1]);
+	}
+	kft_kube_rate_key(NULL, key, sizeof(key));
+	assert_string_equal(key, "");
+}
+
 static void events_recorded_and_counted(void **state)
 {
 	(void)state;
@@ -727,6 +800,8 @@ int main(void)
 	        cmocka_unit_test_setup(list_each_stops, each_setup),
 	        cmocka_unit_test_setup(concurrent_calls_reuse_connections, each_setup),
 	        cmocka_unit_test_setup(rate_limiter, each_setup),
+	        cmocka_unit_test_setup(rate_limiter_per_resource, each_setup),
+	        cmocka_unit_test(rate_keys),
 	        cmocka_unit_test_setup(events_recorded_and_counted, each_setup),
 	        cmocka_unit_test_setup(cluster_scoped_event_goes_to_default, each_setup),
 	        cmocka_unit_test(backoff_sequence),
