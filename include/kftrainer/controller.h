@@ -242,6 +242,15 @@ typedef int (*kft_queue_sampler)(void *ctx, const char *controller, kft_queue_sa
 /* Called for every registered controller on each scrape (may be NULL). */
 void kft_metrics_set_queue_sampler(kft_metrics *m, kft_queue_sampler fn, void *ctx);
 
+/* The API server's host[:port], the host label of rest_client_requests_total
+ * (NULL: "none", as client-go says when it has no base URL). */
+void kft_metrics_set_client_host(kft_metrics *m, const char *host);
+
+/* Counts one exchange with the API server in rest_client_requests_total, as
+ * client-go counts each attempt: code is the HTTP status, or 0 for none
+ * (labelled "<error>"). A kft_kube_observer in the manager calls it. */
+void kft_metrics_request(kft_metrics *m, const char *method, long code);
+
 /* The exposition text (Prometheus text format 0.0.4) of every family,
  * followed by process_* metrics read from /proc/self. Caller frees; NULL
  * on allocation failure. */

@@ -183,6 +183,19 @@ void kft_kube_free(kft_kube *kube);
  */
 void kft_kube_cancel(kft_kube *kube, int on);
 
+/*
+ * A function told of every HTTP exchange the client has with the server,
+ * retries and watches included: the method ("GET", "PATCH", ...) and the
+ * status code, or 0 when no answer came (connection or TLS failure). It runs
+ * on the calling thread and must be quick and thread-safe. Set it before the
+ * client is shared between threads; fn NULL removes it.
+ */
+/* The server URL the client talks to ("https://host:port"); owned by kube. */
+const char *kft_kube_server(const kft_kube *kube);
+
+typedef void (*kft_kube_observer)(void *ctx, const char *method, long code);
+void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
+
 /* The config's default namespace; owned by the client, valid until kft_kube_free. */
 const char *kft_kube_namespace(const kft_kube *kube);
 

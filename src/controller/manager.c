@@ -646,6 +646,24 @@ static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 	return rc;
 }
 
+static void count_request(void *ctx, const char *method, long code)
+{
+	kft_metrics_request(ctx, method, code);
+}
+
+/* rest_client_requests_total: every exchange with the API server, labelled
+ * with its host[:port] as client-go labels it. */
+static void count_requests(kft_cm *cm)
+{
+	const char *url = kft_kube_server(cm->kube);
+	const char *host = strstr(url, "://");
+	host = host ? host + 3 : url;
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(host, "/"), host);
+	kft_metrics_set_client_host(cm->metrics, buf);
+	kft_kube_set_observer(cm->kube, count_request, cm->metrics);
+}
+
 /* After connect_api: the rest of start-up, which may wait on the server. */
 static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
@@ -654,6 +672,7 @@ static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc)
 		return rc;
+	count_requests(cm);
 	kft_cm_backend_init(&cm->backend, kft_cm_lookup, cm);
 	if ((rc = start_http(cm, http, err)))
 		return rc;

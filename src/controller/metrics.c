@@ -48,10 +48,22 @@ typedef struct ctl_metrics {
 	double sum;
 } ctl_metrics;
 
+/* rest_client_requests_total, one series per (code, method); the host is
+ * the one API server the manager talks to. */
+#define MAX_REQUEST_SERIES 64
+typedef struct req_series {
+	char code[8]; /* "200", or "<error>" when no answer came */
+	char method[8];
+	uint64_t n;
+} req_series;
+
 struct kft_metrics {
 	pthread_mutex_t mu;
 	ctl_metrics ctl[MAX_CONTROLLERS];
 	size_t n;
+	req_series req[MAX_REQUEST_SERIES];
+	size_t n_req;
+	char host[128];
 	kft_queue_sampler sampler;
 	void *sampler_ctx;
 	double start_time;
@@ -169,6 +181,36 @@ void kft_metrics_active(kft_metrics *m, const char *controller, int delta)
 	ctl_metrics *c = find(m, controller);
 	if (c)
 		c->active += delta;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void kft_metrics_set_client_host(kft_metrics *m, const char *host)
+{
+	pthread_mutex_lock(&m->mu);
+	snprintf(m->host, sizeof(m->host), "%s", host ? host : "none");
+	pthread_mutex_unlock(&m->mu);
+}
+
+void kft_metrics_request(kft_metrics *m, const char *method, long code)
+{
+	char c[8];
+	if (code > 0 && code < 1000)
+		snprintf(c, sizeof(c), "%ld", code);
+	else
+		snprintf(c, sizeof(c), "<error>");
+	pthread_mutex_lock(&m->mu);
+	size_t i = 0;
+	while (i < m->n_req &&
+	       (strcmp(m->req[i].code, c) != 0 ||
+	        strncmp(m->req[i].method, method, sizeof(m->req[i].method) - 1) != 0))
+		i++;
+	if (i == m->n_req && m->n_req < MAX_REQUEST_SERIES) {
+		snprintf(m->req[i].code, sizeof(m->req[i].code), "%s", c);
+		snprintf(m->req[i].method, sizeof(m->req[i].method), "%s", method);
+		m->n_req++;
+	}
+	if (i < m->n_req)
+		m->req[i].n++;
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -432,6 +474,28 @@ static void process(kft_strbuf *b, const kft_metrics *m)
 	put_value(b, vsize);
 }
 
+static int req_order(const void *a, const void *b)
+{
+	const req_series *x = a, *y = b;
+	int c = strcmp(x->code, y->code);
+	return c ? c : strcmp(x->method, y->method);
+}
+
+static void requests(kft_strbuf *b, kft_metrics *m)
+{
+	if (m->n_req == 0)
+		return;
+	qsort(m->req, m->n_req, sizeof(m->req[0]), req_order);
+	header(b, "rest_client_requests_total", "counter",
+	       "Number of HTTP requests, partitioned by status code, method, and host.");
+	for (size_t i = 0; i < m->n_req; i++) {
+		kft_strbuf_printf(
+		        b, "rest_client_requests_total{code=\"%s\",host=\"%s\",method=\"%s\"}",
+		        m->req[i].code, m->host[0] ? m->host : "none", m->req[i].method);
+		put_value(b, (double)m->req[i].n);
+	}
+}
+
 char *kft_metrics_render(kft_metrics *m)
 {
 	kft_strbuf b;
@@ -452,6 +516,7 @@ char *kft_metrics_render(kft_metrics *m)
 	ctl_family(&b, m, "controller_runtime_terminal_reconcile_errors_total", "counter",
 	           "Terminal reconciliation errors per controller.", pick_zero);
 	process(&b, m);
+	requests(&b, m);
 	queues(&b, m);
 	pthread_mutex_unlock(&m->mu);
 	return kft_strbuf_detach(&b);

@@ -481,6 +481,23 @@ int kft_kube_sleep(kft_kube *k, long ms, const atomic_int *stop)
 	return kft_kube_canceled(k, stop);
 }
 
+const char *kft_kube_server(const kft_kube *k)
+{
+	return k->server;
+}
+
+void kft_kube_set_observer(kft_kube *k, kft_kube_observer fn, void *ctx)
+{
+	k->observe = fn;
+	k->observe_ctx = ctx;
+}
+
+void kft_kube_observe(kft_kube *k, const char *method, long code)
+{
+	if (k->observe)
+		k->observe(k->observe_ctx, method, code);
+}
+
 void kft_kube_rate_key(const char *path, char *key, size_t size)
 {
 	/* /api/v1/[namespaces/NS/]RES[/...] or /apis/G/V/[namespaces/NS/]RES[/...] */

@@ -59,6 +59,9 @@ struct kft_kube {
 	char *token_file;
 	struct timespec token_read_at; /* CLOCK_MONOTONIC */
 
+	kft_kube_observer observe; /* kft_kube_set_observer */
+	void *observe_ctx;
+
 	pthread_mutex_t rate_mu;
 	double qps, burst;
 	int rate_per_resource;
@@ -151,6 +154,9 @@ int kft_kube_rate_wait(kft_kube *kube, const char *path, const atomic_int *stop)
  * the core group); the status and other subresources count as their
  * resource. Writes "" when the path is not an API resource path. */
 void kft_kube_rate_key(const char *path, char *key, size_t size);
+
+/* Tells the observer, if any, of one exchange (code 0: no answer). */
+void kft_kube_observe(kft_kube *kube, const char *method, long code);
 
 /* 1 when the client is canceled or stop (may be NULL) is set. */
 int kft_kube_canceled(kft_kube *kube, const atomic_int *stop);

@@ -140,8 +140,11 @@ static int send_once(kft_kube *k, const kft_kube_req *req, const char *url, atte
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, k->timeout_ms);
 	a->cc = curl_easy_perform(h);
 	a->code = 0;
+	long answered = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &answered);
 	if (a->cc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->code);
+		a->code = answered;
+	kft_kube_observe(k, req->method, answered);
 	kft_kube_handle_put(k, h);
 	curl_slist_free_all(headers);
 	return 0;

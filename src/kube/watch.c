@@ -251,6 +251,9 @@ static int run_watch(kft_kube *k, wstate *w, const char *url, const kft_watch_op
 	if (rc == 0) {
 		set_stream(w, opts, errbuf);
 		CURLcode cc = curl_easy_perform(w->h);
+		long answered = 0;
+		curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &answered);
+		kft_kube_observe(k, "GET", answered);
 		rc = outcome(k, w, cc, url, errbuf);
 	}
 	kft_kube_handle_put(k, w->h);

@@ -62,9 +62,22 @@ static void test_metrics_text(void **state)
 	kft_metrics_reconcile(m, "trainjob_controller", KFT_RESULT_REQUEUE_AFTER, 100);
 	kft_metrics_reconcile(m, "unknown", KFT_RESULT_ERROR, 1);
 	kft_metrics_active(m, "trainjob_controller", 1);
+	kft_metrics_set_client_host(m, "10.96.0.1:443");
+	kft_metrics_request(m, "PATCH", 200);
+	kft_metrics_request(m, "GET", 200);
+	kft_metrics_request(m, "GET", 200);
+	kft_metrics_request(m, "GET", 0);
 	char *t = kft_metrics_render(m);
 	assert_non_null(t);
 	expect_line(t, "# TYPE controller_runtime_reconcile_total counter");
+	/* controller-runtime's client-go adapter: code, host, method */
+	expect_line(t, "# TYPE rest_client_requests_total counter");
+	expect_line(t, "rest_client_requests_total{code=\"200\",host=\"10.96.0.1:443\","
+	               "method=\"GET\"} 2");
+	expect_line(t, "rest_client_requests_total{code=\"200\",host=\"10.96.0.1:443\","
+	               "method=\"PATCH\"} 1");
+	expect_line(t, "rest_client_requests_total{code=\"<error>\",host=\"10.96.0.1:443\","
+	               "method=\"GET\"} 1");
 	expect_line(t, "controller_runtime_reconcile_total{controller=\"trainjob_controller\","
 	               "result=\"success\"} 1");
 	expect_line(t, "controller_runtime_reconcile_total{controller=\"trainjob_controller\","

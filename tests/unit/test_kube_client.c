@@ -361,10 +361,9 @@ static void retry_5xx(void **state)
 	assert_string_equal(err.message, "etcd is down (gave up after 3 retries)");
 }
 
-static void connection_refused(void **state)
+/* A port nothing listens on: bind one, note it, close it. */
+static int closed_port(void)
 {
-	(void)state;
-	/* a port nothing listens on: bind one, note it, close it */
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -372,11 +371,60 @@ static void connection_refused(void **state)
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
 	close(fd);
-	kft_kube *k = make_client(ntohs(a.sin_port), 1, 0, 0);
+	return ntohs(a.sin_port);
+}
+
+static void connection_refused(void **state)
+{
+	(void)state;
+	kft_kube *k = make_client(closed_port(), 1, 0, 0);
 	kft_error err;
 	json_t *out = NULL;
 	assert_int_equal(kft_kube_get(k, trainjobs(), "ns", "x", &out, &err), KFT_EUNAVAILABLE);
 	assert_non_null(strstr(err.message, "gave up after 1 retries"));
+	kft_kube_free(k);
+}
+
+typedef struct exchanges {
+	int n;
+	char last[4][16];
+} exchanges;
+
+static void observe(void *ctx, const char *method, long code)
+{
+	exchanges *s = ctx;
+	if (s->n < 4)
+		snprintf(s->last[s->n], sizeof(s->last[0]), "%s %ld", method, code);
+	s->n++;
+}
+
+/* client-go counts every attempt in rest_client_requests_total, retries
+ * included, and "<error>" (our 0) when no answer came (rest/request.go,
+ * updateRequestResultMetric). */
+static void observer_sees_each_exchange(void **state)
+{
+	(void)state;
+	exchanges s = {0};
+	kft_kube *k = make_client(g_srv.port, 2, 0, 0);
+	kft_kube_set_observer(k, observe, &s);
+	assert_non_null(strstr(kft_kube_server(k), "https://127.0.0.1:"));
+	ks_push_body(&g_srv, 503, "{\"kind\":\"Status\",\"code\":503}");
+	ks_push_body(&g_srv, 200, "{}");
+	assert_int_equal(kft_kube_request(k, "PATCH", "/api/v1/namespaces/a/configmaps/b",
+	                                  "application/merge-patch+json", "{}", 2, NULL, NULL),
+	                 0);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.last[0], "PATCH 503");
+	assert_string_equal(s.last[1], "PATCH 200");
+	kft_kube_free(k);
+
+	/* nobody listening: one exchange per attempt, no answer */
+	s.n = 0;
+	k = make_client(closed_port(), 0, 0, 0);
+	kft_kube_set_observer(k, observe, &s);
+	assert_int_not_equal(kft_kube_request(k, "GET", "/version", NULL, NULL, 0, NULL, NULL), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.last[0], "GET 0");
 	kft_kube_free(k);
 }
 
@@ -802,6 +850,7 @@ int main(void)
 	        cmocka_unit_test_setup(rate_limiter, each_setup),
 	        cmocka_unit_test_setup(rate_limiter_per_resource, each_setup),
 	        cmocka_unit_test(rate_keys),
+	        cmocka_unit_test_setup(observer_sees_each_exchange, each_setup),
 	        cmocka_unit_test_setup(events_recorded_and_counted, each_setup),
 	        cmocka_unit_test_setup(cluster_scoped_event_goes_to_default, each_setup),
 	        cmocka_unit_test(backoff_sequence),
