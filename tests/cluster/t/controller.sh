@@ -15,6 +15,7 @@
 # where controller-runtime looks for one ($TMPDIR/k8s-webhook-server/serving-certs); its webhooks
 # are not registered with the API server, so both controllers see the same, unchecked objects.
 # Ours also gets the bind addresses and --leader-elect as flags, which it documents.
+# KFT_CTRL_EXTRA_CONFIG, when set, is appended to the Configuration (top-level YAML keys).
 #
 # A controller is a tier process like the others: started with start_proc under the name
 # ctrl-<name>, its pid file in $STATE/pids (so `down` stops it too), its log in
@@ -125,6 +126,7 @@ certManagement:
 clientConnection:
   qps: $qps
   burst: $burst
+${KFT_CTRL_EXTRA_CONFIG:-}
 EOF
 	: >"$STATE/logs/ctrl-$name.log"
 	if [ "$(ctrl_flavour)" = upstream ]; then
