@@ -132,6 +132,21 @@ int kft_child_exists(const kft_plugin_ctx *ctx, const kft_trainjob *job, const c
 int kft_pod_group_size(const kft_runtime_info *info, int32_t *min_member, json_t **min_res,
                        kft_error *err);
 
+/* Makes a PodGroup of the gang's size for job; consumes min_res whatever
+ * happens. NULL on allocation failure. */
+typedef json_t *(*kft_pod_group_maker)(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+                                       const kft_trainjob *job, int32_t min_member,
+                                       json_t *min_res);
+
+/* The ComponentBuilder of the gang-scheduling plugins, once their policy is
+ * set: nothing while the job runs and its PodGroup (of api_version) exists,
+ * as upstream leaves a running gang's PodGroup alone; otherwise the
+ * PodGroup `make` builds from kft_pod_group_size is appended to objects.
+ * Returns 0, or kft_pod_group_size's error, or KFT_ENOMEM. */
+int kft_build_pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+                        const kft_trainjob *job, const char *api_version, kft_pod_group_maker make,
+                        json_t *objects, kft_error *err);
+
 /* Upstream's port upsert: replaces the port with the same containerPort, or
  * the first unnamed one (two unnamed ports count as the same name), else
  * appends. Returns 0 or KFT_ENOMEM. */

@@ -134,3 +134,21 @@ int kft_pod_group_size(const kft_runtime_info *info, int32_t *min_member, json_t
 	json_decref(t.index);
 	return rc;
 }
+
+int kft_build_pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+                        const kft_trainjob *job, const char *api_version, kft_pod_group_maker make,
+                        json_t *objects, kft_error *err)
+{
+	int32_t min_member = 0;
+	json_t *min_res = NULL;
+	if (!job ||
+	    (!job->suspend && kft_child_exists(ctx, job, api_version, "PodGroup", job->name)))
+		return 0;
+	int rc = kft_pod_group_size(info, &min_member, &min_res, err);
+	if (rc != 0)
+		return rc;
+	json_t *pg = make(ctx, info, job, min_member, min_res);
+	if (!pg || json_array_append_new(objects, pg) != 0)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return 0;
+}

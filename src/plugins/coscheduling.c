@@ -59,8 +59,9 @@ static json_int_t schedule_timeout(const json_t *policy)
 	return json_is_integer(t) ? json_integer_value(t) : DEFAULT_SCHEDULE_TIMEOUT;
 }
 
-static json_t *pod_group(const kft_plugin_ctx *ctx, const kft_trainjob *job, const json_t *policy,
-                         int32_t min_member, json_t *min_res)
+/* The PodGroup (a kft_pod_group_maker); min_res is consumed whatever happens. */
+static json_t *pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+                         const kft_trainjob *job, int32_t min_member, json_t *min_res)
 {
 	json_t *owner = kft_owner_reference(ctx, job);
 	if (!owner) {
@@ -71,26 +72,15 @@ static json_t *pod_group(const kft_plugin_ctx *ctx, const kft_trainjob *job, con
 	                 POD_GROUP_API_VERSION, "kind", POD_GROUP_KIND, "metadata", "name",
 	                 job->name, "namespace", job->ns, "ownerReferences", owner, "spec",
 	                 "minMember", (int)min_member, "minResources", min_res,
-	                 "scheduleTimeoutSeconds", schedule_timeout(policy));
+	                 "scheduleTimeoutSeconds", schedule_timeout(coscheduling_policy(info)));
 }
 
 static int component_builder(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
                              const kft_trainjob *job, json_t *objects, kft_error *err)
 {
-	const json_t *policy = coscheduling_policy(info);
-	int32_t min_member = 0;
-	json_t *min_res = NULL;
-	if (!policy || !job ||
-	    (!job->suspend &&
-	     kft_child_exists(ctx, job, POD_GROUP_API_VERSION, POD_GROUP_KIND, job->name)))
+	if (!coscheduling_policy(info))
 		return 0;
-	int rc = kft_pod_group_size(info, &min_member, &min_res, err);
-	if (rc != 0)
-		return rc;
-	json_t *pg = pod_group(ctx, job, policy, min_member, min_res);
-	if (!pg || json_array_append_new(objects, pg) != 0)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	return 0;
+	return kft_build_pod_group(ctx, info, job, POD_GROUP_API_VERSION, pod_group, objects, err);
 }
 
 /* Only the PodGroups it owns. The LimitRange and RuntimeClass watches that

@@ -188,7 +188,7 @@ static int fill_spec(json_t *spec, const kft_runtime_info *info, json_t *min_res
 	return bad ? KFT_ENOMEM : 0;
 }
 
-/* The PodGroup; min_res is consumed whatever happens. */
+/* The PodGroup (a kft_pod_group_maker); min_res is consumed whatever happens. */
 static json_t *pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
                          const kft_trainjob *job, int32_t min_member, json_t *min_res)
 {
@@ -210,19 +210,9 @@ static json_t *pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info
 static int component_builder(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
                              const kft_trainjob *job, json_t *objects, kft_error *err)
 {
-	int32_t min_member = 0;
-	json_t *min_res = NULL;
-	if (!volcano_policy(info) || !job ||
-	    (!job->suspend &&
-	     kft_child_exists(ctx, job, POD_GROUP_API_VERSION, POD_GROUP_KIND, job->name)))
+	if (!volcano_policy(info))
 		return 0;
-	int rc = kft_pod_group_size(info, &min_member, &min_res, err);
-	if (rc != 0)
-		return rc;
-	json_t *pg = pod_group(ctx, info, job, min_member, min_res);
-	if (!pg || json_array_append_new(objects, pg) != 0)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	return 0;
+	return kft_build_pod_group(ctx, info, job, POD_GROUP_API_VERSION, pod_group, objects, err);
 }
 
 /* Only the PodGroups it owns. The LimitRange and RuntimeClass watches that
