@@ -41,6 +41,27 @@ foreach(src ${KFT_UNIT_TESTS})
   endforeach()
 endforeach()
 
+# The kube client's TLS and authentication tests once more over the
+# controller's libcurl (mbedTLS, kftrainer_slim), where client.c adds its own
+# IP-address host check (KFT_TEST_CURL_MBEDTLS switches on the cases only that
+# build is held to). Plain builds only: the slim archive has no sanitized twin.
+if(KFT_SLIM)
+  foreach(name test_kube_tls test_kube_config test_kube_client)
+    if(NOT EXISTS ${CMAKE_SOURCE_DIR}/tests/unit/${name}.c)
+      continue()
+    endif()
+    add_executable(${name}_slim tests/unit/${name}.c)
+    set_target_properties(${name}_slim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+    target_include_directories(${name}_slim PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/unit)
+    target_compile_options(${name}_slim PRIVATE ${KFT_WARNINGS})
+    target_compile_definitions(${name}_slim PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+      KFT_TEST_CURL_MBEDTLS)
+    target_link_libraries(${name}_slim PRIVATE kftrainer_slim PkgConfig::CMOCKA PkgConfig::MHD)
+    add_test(NAME ${name}_slim COMMAND ${name}_slim WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(${name}_slim PROPERTIES LABELS unit)
+  endforeach()
+endif()
+
 # Tiers driven by scripts: each tests/<tier>/run-tier prints its own
 # "N passed, N failed" line and exits non-zero on failure.
 foreach(tier validate golden plugins local python deploy cluster)

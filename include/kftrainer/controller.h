@@ -261,28 +261,33 @@ char *kft_metrics_render(kft_metrics *m);
 typedef struct kft_cm_http kft_cm_http;
 
 /*
- * Starts HTTP servers (libmicrohttpd, own threads) on a health address
- * serving /<liveness> (always "ok") and /<readiness> ("ok" once
- * *ready is non-zero, else 500), and a metrics address serving /metrics.
+ * Starts HTTP/1.1 servers (our own, one thread each; see src/controller/
+ * httpd.c) on a health address serving /<liveness> (always "ok") and
+ * /<readiness> ("ok" once *ready is non-zero, else 500), and a metrics
+ * address serving /metrics. GET and HEAD; other methods on those paths get
+ * 405, other paths 404; each connection is closed after one answer.
  * Addresses are Go listen strings (":8081", "127.0.0.1:0", "[::1]:8080");
  * "0" or "" skips that server. A port 0 picks a free port (see
  * kft_cm_http_port). KFT_EINVAL for a malformed address, KFT_EIO when the
  * port cannot be bound. m and ready are borrowed and must outlive the server.
+ * *out is set only on success; free it with kft_cm_http_stop.
  */
 int kft_cm_http_start(const char *health_addr, const char *liveness, const char *readiness,
                       const char *metrics_addr, kft_metrics *m, const volatile int *ready,
                       kft_cm_http **out, kft_error *err);
-/* TLS for the metrics server (borrowed strings; they must outlive the server). */
+/* TLS for the metrics server. The strings are borrowed and only read while
+ * kft_cm_http_start_tls runs (the server keeps its own parsed copies). */
 typedef struct kft_cm_http_tls {
-	const char *cert_pem;   /* the server certificate (chain), PEM */
-	const char *key_pem;    /* its private key, PEM */
-	const char *priorities; /* GnuTLS priority string (kft_cm_tls_priorities) */
+	const char *cert_pem;    /* the server certificate (chain), PEM */
+	const char *key_pem;     /* its private key, PEM (RSA or ECDSA, unencrypted) */
+	const char *min_version; /* tls.minVersion, "1.0".."1.2"; NULL or "" is 1.2 */
 } kft_cm_http_tls;
 
 /*
- * kft_cm_http_start, with /metrics served over HTTPS when metrics_tls is
- * non-NULL. KFT_EIO also when libmicrohttpd refuses the certificate, key or
- * priorities, or was built without TLS (Debian's is built with GnuTLS).
+ * kft_cm_http_start, with /metrics served over HTTPS (mbedTLS, TLS 1.2 at
+ * most) when metrics_tls is non-NULL. KFT_EINVAL when min_version is not
+ * one kft_cm_tls_min_version accepts (the message names tls.minVersion);
+ * KFT_EIO also when the certificate or key cannot be loaded or do not match.
  */
 int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const char *readiness,
                           const char *metrics_addr, const kft_cm_http_tls *metrics_tls,
@@ -291,9 +296,9 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
 
 /*
  * A self-signed server certificate for localhost and 127.0.0.1 (RSA 2048,
- * SHA-256, a year), as controller-runtime's metrics server falls back to.
- * *cert_pem and *key_pem are new strings the caller frees. KFT_ENOMEM (any
- * OpenSSL failure).
+ * SHA-256, a year), as controller-runtime's metrics server falls back to,
+ * made with mbedTLS. *cert_pem and *key_pem are new strings the caller
+ * frees (both NULL on error). KFT_ENOMEM, or KFT_EIO for an mbedTLS failure.
  */
 int kft_cm_self_signed_cert(char **cert_pem, char **key_pem, kft_error *err);
 
@@ -302,18 +307,34 @@ int kft_cm_self_signed_cert(char **cert_pem, char **key_pem, kft_error *err);
  * $TMPDIR/k8s-metrics-server/serving-certs, controller-runtime's default)
  * when both exist, else a self-signed one (*generated = 1). Strings are new;
  * the caller frees them. Errors: KFT_EINVAL (files that are not a matching
- * PEM certificate and key), KFT_EIO, KFT_ELIMIT (over 1 MiB), KFT_ENOMEM.
+ * PEM certificate and key mbedTLS can load), KFT_EIO, KFT_ELIMIT (over
+ * 1 MiB), KFT_ENOMEM.
  */
 int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *generated,
                         kft_error *err);
 
-/* The GnuTLS priority string for tls.minVersion ("1.0".."1.3"; NULL or ""
- * is Go's server default, TLS 1.2 and up). Static. */
-const char *kft_cm_tls_priorities(const char *min_version);
+/*
+ * tls.minVersion as the minor number x of TLS 1.x the metrics server
+ * accepts at least: 0, 1 or 2 (NULL or "" is 2, Go's server default).
+ * "1.3" is refused with KFT_EINVAL naming tls.minVersion: the server's TLS
+ * (mbedTLS 2.28) stops at TLS 1.2, so such a configuration could serve no
+ * client. Any other string is KFT_EINVAL too.
+ */
+int kft_cm_tls_min_version(const char *min_version, kft_error *err);
 
 /* The bound port of the health (which=0) or metrics (which=1) server, 0 when none. */
 int kft_cm_http_port(const kft_cm_http *h, int which);
+/* Stops both servers (at once, even mid-request: no wait for a client),
+ * joins their threads, closes every socket and frees h. NULL is a no-op. */
 void kft_cm_http_stop(kft_cm_http *h);
+
+/* Parses a request head (NUL-terminated, as the servers read it: at most
+ * 8 KiB, ending with the blank line) into its method (upper-case token of
+ * at most 15 letters) and its path, percent-decoded and without the query,
+ * written into `path` (at least strlen(head) + 1 bytes). Returns 0, 400 for
+ * a malformed request line or header line, or 505 for an HTTP version other
+ * than 1.0/1.1. */
+int kft_cm_http_parse(const char *head, char method[16], char *path);
 
 /* Parses a Go listen address into host (NULL/"" = every interface) and
  * port. Returns 0 or KFT_EINVAL. host is written into hostbuf. */

@@ -588,7 +588,7 @@ static int note_ignored(kft_cm_config *cfg, const json_t *doc)
 	if (json_object_get(tls, "cipherSuites") || json_object_get(tls, "nextProtos"))
 		rc |= warn(cfg,
 		           "tls: cipherSuites and nextProtos are ignored (the metrics server "
-		           "speaks HTTP/1.1 with GnuTLS's default suites); minVersion is used");
+		           "speaks HTTP/1.1 with mbedTLS's default suites); minVersion is used");
 	if (cfg->features & KFT_FEATURE_TRAINJOB_STATUS)
 		rc |= warn(cfg, "featureGates.TrainJobStatus: the TrainJobStatus plugin runs, but "
 		                "no runtime status server is started");

@@ -3,30 +3,87 @@
  * (/healthz, /readyz, named as the configuration says) and Prometheus
  * /metrics, each on its own address as controller-runtime serves them.
  *
- * libmicrohttpd runs each server on one internal polling thread; answers are
- * built in memory per request (the metrics text is a few tens of KiB). The
- * liveness check is controller-runtime's healthz.Ping (always ok); the
+ * The servers are written here rather than taken from a library because
+ * they answer three fixed paths and must stay small: the controller is a
+ * static binary that holds to a tenth of upstream's memory, and the HTTP
+ * libraries at hand each bring a large TLS library with them.
+ *
+ * Each server is one thread running a poll() loop over its listening socket
+ * and the read end of a pipe that stop() writes to. Connections are served
+ * one after another: read the request head (at most 8 KiB, within 5 s),
+ * answer, close. Closing after every answer keeps the server stateless; a
+ * probe or a scrape is one request per connection anyway. A client that
+ * sends nothing holds its server for the 5 s and no longer; the two servers
+ * have separate threads, so a stuck scrape never delays a probe. Every wait
+ * also watches the pipe, so stop() returns at once even mid-request.
+ *
+ * After answering we shut our side down and read what the client still
+ * sends (bounded in time and bytes) before closing: closing a socket with
+ * unread input makes the kernel send a reset, which can destroy the answer
+ * before the client reads it, e.g. the 431 for a request head too large.
+ *
+ * The liveness check is controller-runtime's healthz.Ping (always ok); the
  * readiness check says ok once the flag the manager sets after the caches
  * synced is non-zero. Like controller-runtime, "/healthz/" and "/readyz/"
- * prefixes list the individual checks ("[+]ping ok").
+ * prefixes list the individual checks ("[+]ping ok"). Paths are
+ * percent-decoded and the query is ignored, as net/http muxes match them.
  *
- * With metrics.secureServing, /metrics is served over TLS (libmicrohttpd's
- * GnuTLS support) with the certificate manager.c finds or makes (tls.c).
- * As in upstream v2.3.0, which sets no FilterProvider, the endpoint asks
- * for no authentication.
+ * With metrics.secureServing, /metrics is served over TLS through mbedTLS's
+ * server API with the certificate manager.c finds or makes (tls.c); its
+ * socket callbacks are the same deadline-and-pipe waits. As in upstream
+ * v2.3.0, which sets no FilterProvider, the endpoint asks for no
+ * authentication.
  */
+
 #include <arpa/inet.h>
-#include <microhttpd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/error.h>
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/ssl.h>
+#include <mbedtls/x509_crt.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kftrainer/controller.h"
 
+#define HEAD_MAX         8192
+#define HEAD_TIMEOUT_MS  5000
+#define WRITE_TIMEOUT_MS 5000
+#define LINGER_MS        500
+#define LINGER_MAX       (256 * 1024)
+#define THREAD_STACK     (256 * 1024)
+
+typedef struct tls_server {
+	mbedtls_ssl_config conf;
+	mbedtls_x509_crt crt;
+	mbedtls_pk_context key;
+	mbedtls_entropy_context entropy;
+	mbedtls_ctr_drbg_context drbg;
+} tls_server;
+
 typedef struct server {
-	struct MHD_Daemon *d;
+	kft_cm_http *h;
+	int is_metrics;
+	int lfd;
+	int wake[2]; /* stop() writes to [1]; every wait polls [0] */
+	int running; /* the thread exists and must be joined */
+	pthread_t thread;
 	int port;
+	tls_server *tls;
+	char *head; /* HEAD_MAX + 1: the request head being read */
+	char *path; /* HEAD_MAX + 1: its decoded path */
 } server;
 
 struct kft_cm_http {
@@ -36,24 +93,299 @@ struct kft_cm_http {
 	const volatile int *ready;
 };
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *ctype, char *body,
-                             int owned)
+/* One connection being served. */
+typedef struct conn {
+	server *s;
+	int fd;
+	long long deadline; /* CLOCK_MONOTONIC ms */
+	mbedtls_ssl_context *ssl;
+} conn;
+
+/* An answer. body is freed when owned. */
+typedef struct answer {
+	int code;
+	const char *ctype;
+	char *body;
+	int owned;
+	int head_only;
+} answer;
+
+static long long now_ms(void)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-	        strlen(body), body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (!r) {
-		if (owned)
-			free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", ctype);
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	enum MHD_Result ret = MHD_queue_response(c, code, r);
-	MHD_destroy_response(r);
-	return ret;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* "/name" answers "ok"; "/name/" (or with ?verbose) lists the checks. */
+/* Waits until fd is ready for `events`. 1 ready, 0 when the deadline
+ * passed or the server is stopping, -1 on a poll error. */
+static int wait_fd(const conn *c, short events)
+{
+	for (;;) {
+		long long left = c->deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p[2] = {{c->fd, events, 0}, {c->s->wake[0], POLLIN, 0}};
+		int n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (p[1].revents)
+			return 0;
+		if (p[0].revents)
+			return 1;
+	}
+}
+
+/* recv with the connection's deadline: bytes read, 0 at end of input, -1
+ * on error, timeout or stop. */
+static int raw_recv(const conn *c, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = recv(c->fd, buf, len, 0);
+		if (n >= 0)
+			return (int)n;
+		if (errno == EINTR)
+			continue;
+		if ((errno != EAGAIN && errno != EWOULDBLOCK) || wait_fd(c, POLLIN) <= 0)
+			return -1;
+	}
+}
+
+/* send with the connection's deadline: bytes sent (> 0) or -1. */
+static int raw_send(const conn *c, const void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+		if (n > 0)
+			return (int)n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || wait_fd(c, POLLOUT) <= 0)
+			return -1;
+	}
+}
+
+static int bio_send(void *ctx, const unsigned char *buf, size_t len)
+{
+	int n = raw_send(ctx, buf, len);
+	return n < 0 ? MBEDTLS_ERR_NET_SEND_FAILED : n;
+}
+
+static int bio_recv(void *ctx, unsigned char *buf, size_t len)
+{
+	int n = raw_recv(ctx, buf, len);
+	return n < 0 ? MBEDTLS_ERR_NET_RECV_FAILED : n;
+}
+
+/* Reads application bytes: count, 0 at end of input, -1 otherwise. */
+static int conn_read(const conn *c, char *buf, size_t len)
+{
+	if (!c->ssl)
+		return raw_recv(c, buf, len);
+	for (;;) {
+		int n = mbedtls_ssl_read(c->ssl, (unsigned char *)buf, len);
+		if (n == MBEDTLS_ERR_SSL_WANT_READ || n == MBEDTLS_ERR_SSL_WANT_WRITE)
+			continue;
+		if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
+			return 0;
+		return n < 0 ? -1 : n;
+	}
+}
+
+static int conn_write(const conn *c, const char *buf, size_t len)
+{
+	while (len > 0) {
+		int n = c->ssl ? mbedtls_ssl_write(c->ssl, (const unsigned char *)buf, len)
+		               : raw_send(c, buf, len);
+		if (n == MBEDTLS_ERR_SSL_WANT_READ || n == MBEDTLS_ERR_SSL_WANT_WRITE)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The end of the head in buf[0..n): just past the blank line, or 0. */
+static size_t head_end(const char *buf, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (buf[i] != '\n')
+			continue;
+		if (buf[i + 1] == '\n')
+			return i + 2;
+		if (i + 2 < n && buf[i + 1] == '\r' && buf[i + 2] == '\n')
+			return i + 3;
+	}
+	return 0;
+}
+
+/* Whether buf[0..n) can still become a request: no NUL bytes, and an
+ * upper-case method of at most 15 letters before the first space. Lets
+ * garbage be answered at once instead of after the head timeout. */
+static int plausible(const char *buf, size_t n)
+{
+	if (memchr(buf, '\0', n))
+		return 0;
+	size_t i = 0;
+	while (i < n && i < 16 && buf[i] >= 'A' && buf[i] <= 'Z')
+		i++;
+	return i == n || (i > 0 && i < 16 && buf[i] == ' ');
+}
+
+/* Reads the request head into s->head, NUL-terminated. 0 when complete,
+ * 400 when it cannot be a request, 431 when it does not fit, -1 when the
+ * client went away or was too slow. */
+static int read_head(const conn *c)
+{
+	size_t n = 0;
+	while (n < HEAD_MAX) {
+		int r = conn_read(c, c->s->head + n, HEAD_MAX - n);
+		if (r <= 0)
+			return -1;
+		size_t from = n > 2 ? n - 2 : 0;
+		n += (size_t)r;
+		size_t end = head_end(c->s->head + from, n - from);
+		if (end) {
+			c->s->head[from + end] = '\0';
+			return plausible(c->s->head, from + end) ? 0 : 400;
+		}
+		if (!plausible(c->s->head, n))
+			return 400;
+	}
+	return 431;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* The target's path, percent-decoded, query dropped, into out. 0 or 400. */
+static int decode_path(const char *t, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && t[i] != '?' && t[i] != '#'; i++) {
+		if (t[i] != '%') {
+			out[o++] = t[i];
+			continue;
+		}
+		int hi = i + 2 < len ? hexval(t[i + 1]) : -1, lo = hi >= 0 ? hexval(t[i + 2]) : -1;
+		if (lo < 0 || (hi == 0 && lo == 0))
+			return 400;
+		out[o++] = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* Header lines are "name: value"; anything else is a malformed request. */
+static int check_fields(const char *p)
+{
+	while (*p && *p != '\r' && *p != '\n') {
+		size_t name = strcspn(p, ":\r\n");
+		if (name == 0 || p[name] != ':')
+			return 400;
+		for (size_t i = 0; i < name; i++)
+			if (p[i] <= ' ' || p[i] == 0x7f)
+				return 400;
+		p += strcspn(p, "\n");
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+int kft_cm_http_parse(const char *head, char method[16], char *path)
+{
+	const char *p = head;
+	size_t ml = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+	if (ml == 0 || ml > 15 || p[ml] != ' ')
+		return 400;
+	memcpy(method, p, ml);
+	method[ml] = '\0';
+	const char *target = p + ml + 1;
+	size_t tl = strcspn(target, " \r\n");
+	const char *version = target + tl;
+	if (tl == 0 || *version != ' ' || target[0] != '/')
+		return 400;
+	version++;
+	size_t vl = strcspn(version, "\r\n");
+	if (vl != 8 || strncmp(version, "HTTP/", 5) != 0)
+		return 400;
+	if (strncmp(version, "HTTP/1.1", 8) != 0 && strncmp(version, "HTTP/1.0", 8) != 0)
+		return 505;
+	const char *fields = version + vl;
+	fields += strspn(fields, "\r");
+	if (*fields == '\n')
+		fields++;
+	int rc = check_fields(fields);
+	return rc ? rc : decode_path(target, tl, path);
+}
+
+static const char *reason(int code)
+{
+	switch (code) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 431: return "Request Header Fields Too Large";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Internal Server Error";
+	}
+}
+
+/* Writes the status line, headers and (unless HEAD) the body in one buffer,
+ * so the answer leaves in as few segments as possible. */
+static int send_answer(const conn *c, const answer *a)
+{
+	char date[64];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	size_t blen = strlen(a->body);
+	char head[512];
+	int hl = snprintf(head, sizeof(head),
+	                  "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nX-Content-Type-Options: "
+	                  "nosniff\r\nContent-Length: %zu\r\nDate: %s\r\n%sConnection: "
+	                  "close\r\n\r\n",
+	                  a->code, reason(a->code), a->ctype, blen, date,
+	                  a->code == 405 ? "Allow: GET, HEAD\r\n" : "");
+	if (hl < 0 || (size_t)hl >= sizeof(head))
+		return -1;
+	size_t total = (size_t)hl + (a->head_only ? 0 : blen);
+	char *out = malloc(total);
+	if (!out)
+		return -1;
+	memcpy(out, head, (size_t)hl);
+	if (!a->head_only)
+		memcpy(out + hl, a->body, blen);
+	int rc = conn_write(c, out, total);
+	free(out);
+	return rc;
+}
+
+static void set_text(answer *a, int code, const char *body)
+{
+	a->code = code;
+	a->ctype = "text/plain; charset=utf-8";
+	a->body = (char *)body;
+	a->owned = 0;
+}
+
+/* "/name" answers "ok"; "/name/" lists the checks. */
 static int probe_path(const char *url, const char *name, int *verbose)
 {
 	size_t n = strlen(name);
@@ -64,58 +396,161 @@ static int probe_path(const char *url, const char *name, int *verbose)
 	return *rest == '\0' || strcmp(rest, "/") == 0;
 }
 
-static enum MHD_Result probe(struct MHD_Connection *c, const char *check, int ok, int verbose)
+static void probe(answer *a, const char *check, int ok, int verbose)
 {
-	static char ok_body[] = "ok";
 	char body[128];
-	if (!verbose && ok)
-		return reply(c, MHD_HTTP_OK, "text/plain; charset=utf-8", ok_body, 0);
+	if (!verbose && ok) {
+		set_text(a, 200, "ok");
+		return;
+	}
 	snprintf(body, sizeof(body), "[%c]%s %s\n%s check %s\n", ok ? '+' : '-', check,
 	         ok ? "ok" : "failed: reason withheld", "health", ok ? "passed" : "failed");
 	char *copy = strdup(body);
-	if (!copy)
-		return MHD_NO;
-	return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR,
-	             "text/plain; charset=utf-8", copy, 1);
+	if (!copy) {
+		set_text(a, 500, "out of memory\n");
+		return;
+	}
+	set_text(a, ok ? 200 : 500, copy);
+	a->owned = 1;
 }
 
-static enum MHD_Result on_health(void *cls, struct MHD_Connection *c, const char *url,
-                                 const char *method, const char *version, const char *data,
-                                 size_t *size, void **state)
+/* The answer for a well-formed request: 404 for unknown paths, 405 for
+ * known paths with a method other than GET and HEAD. */
+static void route(const server *s, const char *method, const char *path, answer *a)
 {
-	(void)version;
-	(void)data;
-	(void)size;
-	(void)state;
-	kft_cm_http *h = cls;
-	static char not_found[] = "404 page not found\n";
-	int verbose = 0;
-	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", not_found, 0);
-	if (probe_path(url, h->liveness, &verbose))
-		return probe(c, "ping", 1, verbose);
-	if (probe_path(url, h->readiness, &verbose))
-		return probe(c, "readyz", h->ready && *h->ready, verbose);
-	return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found, 0);
-}
-
-static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *data,
-                                  size_t *size, void **state)
-{
-	(void)version;
-	(void)data;
-	(void)size;
-	(void)state;
-	kft_cm_http *h = cls;
-	static char not_found[] = "404 page not found\n";
-	if (strcmp(url, "/metrics") != 0 ||
-	    (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
-		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found, 0);
+	const kft_cm_http *h = s->h;
+	int verbose = 0, live = 0, ready = 0, metrics = 0;
+	if (s->is_metrics)
+		metrics = strcmp(path, "/metrics") == 0;
+	else if (!(live = probe_path(path, h->liveness, &verbose)))
+		ready = probe_path(path, h->readiness, &verbose);
+	a->head_only = strcmp(method, "HEAD") == 0;
+	if (!live && !ready && !metrics) {
+		set_text(a, 404, "404 page not found\n");
+		return;
+	}
+	if (!a->head_only && strcmp(method, "GET") != 0) {
+		set_text(a, 405, "405 method not allowed\n");
+		return;
+	}
+	if (live || ready) {
+		probe(a, live ? "ping" : "readyz", live || (h->ready && *h->ready), verbose);
+		return;
+	}
 	char *text = kft_metrics_render(h->m);
-	if (!text)
-		return MHD_NO;
-	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, 1);
+	if (!text) {
+		set_text(a, 500, "out of memory\n");
+		return;
+	}
+	set_text(a, 200, text);
+	a->owned = 1;
+	a->ctype = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* Reads what the client still sends after our answer, for at most
+ * LINGER_MS and LINGER_MAX bytes, so closing does not reset the answer. */
+static void linger(conn *c)
+{
+	char sink[4096];
+	size_t total = 0;
+	shutdown(c->fd, SHUT_WR);
+	c->deadline = now_ms() + LINGER_MS;
+	while (total < LINGER_MAX) {
+		int n = raw_recv(c, sink, sizeof(sink));
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+	}
+}
+
+/* Reads one request from an open connection and answers it. */
+static void exchange(conn *c)
+{
+	server *s = c->s;
+	char method[16] = "GET";
+	answer a = {0};
+	int rc = read_head(c);
+	if (rc < 0)
+		return; /* gone, or too slow: nothing to answer */
+	if (rc == 0)
+		rc = kft_cm_http_parse(s->head, method, s->path);
+	if (rc == 431)
+		set_text(&a, rc, "431 request header fields too large\n");
+	else if (rc == 505)
+		set_text(&a, rc, "505 HTTP version not supported\n");
+	else if (rc)
+		set_text(&a, rc, "400 bad request\n");
+	else
+		route(s, method, s->path, &a);
+	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
+	int sent = send_answer(c, &a);
+	if (a.owned)
+		free(a.body);
+	if (sent == 0 && c->ssl)
+		mbedtls_ssl_close_notify(c->ssl);
+	if (sent == 0)
+		linger(c);
+}
+
+static void serve_tls(conn *c)
+{
+	mbedtls_ssl_context ssl;
+	mbedtls_ssl_init(&ssl);
+	if (mbedtls_ssl_setup(&ssl, &c->s->tls->conf) == 0) {
+		mbedtls_ssl_set_bio(&ssl, c, bio_send, bio_recv, NULL);
+		c->ssl = &ssl;
+		int rc;
+		do
+			rc = mbedtls_ssl_handshake(&ssl);
+		while (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE);
+		if (rc == 0)
+			exchange(c);
+		c->ssl = NULL;
+	}
+	mbedtls_ssl_free(&ssl);
+}
+
+static void serve_conn(server *s, int fd)
+{
+	conn c = {.s = s, .fd = fd, .deadline = now_ms() + HEAD_TIMEOUT_MS};
+	if (s->tls)
+		serve_tls(&c);
+	else
+		exchange(&c);
+}
+
+/* Sleeps up to ms unless stop() is called; 1 when it was. */
+static int nap(server *s, int ms)
+{
+	struct pollfd p = {s->wake[0], POLLIN, 0};
+	return poll(&p, 1, ms) > 0;
+}
+
+static void *serve(void *arg)
+{
+	server *s = arg;
+	for (;;) {
+		struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+		int n = poll(p, 2, -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n < 0)
+			continue;
+		if (p[1].revents)
+			break;
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			serve_conn(s, fd);
+			close(fd);
+		} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		           errno == ENOMEM) {
+			/* out of descriptors: the pending connection stays
+			 * readable, so wait instead of spinning on it */
+			if (nap(s, 100))
+				break;
+		}
+	}
+	return NULL;
 }
 
 int kft_cm_parse_listen(const char *addr, char *hostbuf, size_t hostsize, int *port, kft_error *err)
@@ -142,70 +577,216 @@ int kft_cm_parse_listen(const char *addr, char *hostbuf, size_t hostsize, int *p
 	return 0;
 }
 
-/* The daemon's options: timeout, address, TLS. Returns the count used. */
-static size_t daemon_options(struct MHD_OptionItem *o, const struct sockaddr *sa,
-                             const kft_cm_http_tls *tls)
+/* The socket address for a parsed host: "" is every interface (IPv6 with
+ * IPv4 mapped in), "localhost" is 127.0.0.1, else an IP literal. */
+static int listen_sockaddr(const char *addr, const char *host, int port,
+                           struct sockaddr_storage *ss, socklen_t *len, kft_error *err)
 {
-	size_t n = 0;
-	o[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL};
-	if (sa)
-		o[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)sa};
-	if (tls) {
-		o[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)tls->key_pem};
-		o[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-		                                 (void *)tls->cert_pem};
-		if (tls->priorities)
-			o[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-			                                 (void *)tls->priorities};
-	}
-	o[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-	return n;
-}
-
-static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls,
-                     MHD_AccessHandlerCallback cb, void *cls, kft_error *err)
-{
-	char host[256];
-	int port;
-	int rc = kft_cm_parse_listen(addr, host, sizeof(host), &port, err);
-	if (rc)
-		return rc;
-	struct sockaddr_in6 a6;
-	struct sockaddr_in a4;
-	memset(&a6, 0, sizeof(a6));
-	memset(&a4, 0, sizeof(a4));
-	const struct sockaddr *sa = NULL;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	memset(ss, 0, sizeof(*ss));
 	if (!host[0]) {
-		flags |= MHD_USE_DUAL_STACK;
-	} else if (strcmp(host, "localhost") == 0 || inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_addr = in6addr_any;
+		a6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*a6);
+	} else if (strcmp(host, "localhost") == 0 || inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
 		if (strcmp(host, "localhost") == 0)
-			inet_pton(AF_INET, "127.0.0.1", &a4.sin_addr);
-		a4.sin_family = AF_INET;
-		a4.sin_port = htons((uint16_t)port);
-		sa = (const struct sockaddr *)&a4;
-	} else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
-		a6.sin6_family = AF_INET6;
-		a6.sin6_port = htons((uint16_t)port);
-		sa = (const struct sockaddr *)&a6;
-		flags |= MHD_USE_IPv6;
+			a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*a4);
+	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*a6);
 	} else {
 		return kft_error_set(err, KFT_EINVAL,
 		                     "listen address \"%s\": host must be an IP address", addr);
 	}
-	struct MHD_OptionItem opts[8];
-	daemon_options(opts, sa, tls);
-	if (tls)
-		flags |= MHD_USE_TLS;
-	s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, cb, cls, MHD_OPTION_ARRAY, opts,
-	                        MHD_OPTION_END);
-	if (!s->d)
-		return kft_error_set(
-		        err, KFT_EIO, "listen tcp %s: cannot start the server (address in use%s?)",
-		        addr, tls ? ", a bad certificate or key, or no TLS in libmicrohttpd" : "");
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = info ? info->port : port;
 	return 0;
+}
+
+/* A listening socket on ss; when every interface was asked for and the
+ * kernel has no IPv6, IPv4's wildcard instead. -1 with errno set. */
+static int open_listener(struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss;
+	if (fd < 0 && errno == EAFNOSUPPORT && ss->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr)) {
+		uint16_t port = a6->sin6_port;
+		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+		memset(ss, 0, sizeof(*ss));
+		a4->sin_family = AF_INET;
+		a4->sin_port = port;
+		len = sizeof(*a4);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	}
+	if (fd < 0)
+		return -1;
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr))
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, (struct sockaddr *)ss, len) != 0 || listen(fd, 64) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static int bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		return 0;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void tls_free(tls_server *t)
+{
+	if (!t)
+		return;
+	mbedtls_ssl_config_free(&t->conf);
+	mbedtls_x509_crt_free(&t->crt);
+	mbedtls_pk_free(&t->key);
+	mbedtls_ctr_drbg_free(&t->drbg);
+	mbedtls_entropy_free(&t->entropy);
+	free(t);
+}
+
+static int tls_fail(int rc, const char *what, kft_error *err)
+{
+	char text[160];
+	mbedtls_strerror(rc, text, sizeof(text));
+	return kft_error_set(err, KFT_EIO, "metrics server TLS: %s: %s", what, text);
+}
+
+/* Loads the certificate and key and sets TLS 1.<min>..1.2 on t. */
+static int tls_load(tls_server *t, const kft_cm_http_tls *cfg, int min, kft_error *err)
+{
+	static const char personal[] = "kftrainer metrics server";
+	int rc = mbedtls_ctr_drbg_seed(&t->drbg, mbedtls_entropy_func, &t->entropy,
+	                               (const unsigned char *)personal, sizeof(personal) - 1);
+	if (rc)
+		return tls_fail(rc, "seeding the random generator", err);
+	if (!cfg->cert_pem ||
+	    (rc = mbedtls_x509_crt_parse(&t->crt, (const unsigned char *)cfg->cert_pem,
+	                                 strlen(cfg->cert_pem) + 1)) != 0)
+		return tls_fail(rc, "cannot load the certificate", err);
+	if (!cfg->key_pem ||
+	    (rc = mbedtls_pk_parse_key(&t->key, (const unsigned char *)cfg->key_pem,
+	                               strlen(cfg->key_pem) + 1, NULL, 0)) != 0)
+		return tls_fail(rc, "cannot load the private key", err);
+	if ((rc = mbedtls_pk_check_pair(&t->crt.pk, &t->key)) != 0)
+		return tls_fail(rc, "the private key is not the certificate's", err);
+	if ((rc = mbedtls_ssl_config_defaults(&t->conf, MBEDTLS_SSL_IS_SERVER,
+	                                      MBEDTLS_SSL_TRANSPORT_STREAM,
+	                                      MBEDTLS_SSL_PRESET_DEFAULT)) != 0 ||
+	    (rc = mbedtls_ssl_conf_own_cert(&t->conf, &t->crt, &t->key)) != 0)
+		return tls_fail(rc, "configuration", err);
+	mbedtls_ssl_conf_rng(&t->conf, mbedtls_ctr_drbg_random, &t->drbg);
+	mbedtls_ssl_conf_min_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3, min + 1);
+	mbedtls_ssl_conf_max_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+	                             MBEDTLS_SSL_MINOR_VERSION_3);
+	return 0;
+}
+
+static int tls_open(const kft_cm_http_tls *cfg, tls_server **out, kft_error *err)
+{
+	*out = NULL;
+	int min = kft_cm_tls_min_version(cfg->min_version, err);
+	if (min < 0)
+		return min;
+	tls_server *t = malloc(sizeof(*t));
+	if (!t)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	mbedtls_ssl_config_init(&t->conf);
+	mbedtls_x509_crt_init(&t->crt);
+	mbedtls_pk_init(&t->key);
+	mbedtls_entropy_init(&t->entropy);
+	mbedtls_ctr_drbg_init(&t->drbg);
+	int rc = tls_load(t, cfg, min, err);
+	if (rc) {
+		tls_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+/* Starts the thread with every signal blocked in it: the manager takes
+ * signals in one thread of its own. */
+static int start_thread(server *s)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	if (pthread_attr_init(&attr) != 0)
+		return -1;
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&s->thread, &attr, serve, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	s->running = rc == 0;
+	return rc == 0 ? 0 : -1;
+}
+
+static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls, kft_error *err)
+{
+	char host[256];
+	int port;
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	int rc = kft_cm_parse_listen(addr, host, sizeof(host), &port, err);
+	if (rc || (rc = listen_sockaddr(addr, host, port, &ss, &len, err)))
+		return rc;
+	if (tls && (rc = tls_open(tls, &s->tls, err)))
+		return rc;
+	s->head = malloc(2 * (HEAD_MAX + 1));
+	if (!s->head)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	s->path = s->head + HEAD_MAX + 1;
+	s->lfd = open_listener(&ss, len);
+	if (s->lfd < 0)
+		return kft_error_set(err, KFT_EIO, "listen tcp %s: %s", addr, strerror(errno));
+	s->port = bound_port(s->lfd);
+	if (pipe2(s->wake, O_CLOEXEC) != 0 || start_thread(s) != 0)
+		return kft_error_set(err, KFT_EIO, "metrics/health server %s: cannot start: %s",
+		                     addr, strerror(errno));
+	return 0;
+}
+
+static void stop_one(server *s)
+{
+	if (s->running) {
+		ssize_t w;
+		do
+			w = write(s->wake[1], "x", 1);
+		while (w < 0 && errno == EINTR);
+		pthread_join(s->thread, NULL);
+	}
+	if (s->lfd >= 0)
+		close(s->lfd);
+	for (int i = 0; i < 2; i++)
+		if (s->wake[i] >= 0)
+			close(s->wake[i]);
+	tls_free(s->tls);
+	free(s->head);
+}
+
+static void init_one(server *s, kft_cm_http *h, int is_metrics)
+{
+	s->h = h;
+	s->is_metrics = is_metrics;
+	s->lfd = s->wake[0] = s->wake[1] = -1;
 }
 
 static int disabled(const char *addr)
@@ -234,11 +815,13 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
 	snprintf(h->readiness, sizeof(h->readiness), "%s", readiness ? readiness : "readyz");
 	h->m = m;
 	h->ready = ready;
+	init_one(&h->health, h, 0);
+	init_one(&h->metrics, h, 1);
 	int rc = 0;
 	if (!disabled(health_addr))
-		rc = start_one(&h->health, health_addr, NULL, on_health, h, err);
+		rc = start_one(&h->health, health_addr, NULL, err);
 	if (!rc && !disabled(metrics_addr) && m)
-		rc = start_one(&h->metrics, metrics_addr, metrics_tls, on_metrics, h, err);
+		rc = start_one(&h->metrics, metrics_addr, metrics_tls, err);
 	if (rc) {
 		kft_cm_http_stop(h);
 		return rc;
@@ -258,9 +841,7 @@ void kft_cm_http_stop(kft_cm_http *h)
 {
 	if (!h)
 		return;
-	if (h->health.d)
-		MHD_stop_daemon(h->health.d);
-	if (h->metrics.d)
-		MHD_stop_daemon(h->metrics.d);
+	stop_one(&h->health);
+	stop_one(&h->metrics);
 	free(h);
 }

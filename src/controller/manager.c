@@ -624,12 +624,15 @@ static int metrics_enabled(const char *addr)
 static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
 	const kft_cm_config *cfg = cm->cfg;
-	kft_cm_http_tls tls = {.priorities = kft_cm_tls_priorities(cfg->tls_min_version)};
+	kft_cm_http_tls tls = {.min_version = cfg->tls_min_version};
 	int secure = cfg->metrics_secure_serving && metrics_enabled(cfg->metrics_bind_address);
 	int generated = 0;
 	if (secure) {
-		int rc = kft_cm_metrics_cert(NULL, &cm->metrics_cert, &cm->metrics_key, &generated,
-		                             err);
+		int rc = kft_cm_tls_min_version(cfg->tls_min_version, err);
+		if (rc < 0)
+			return rc;
+		rc = kft_cm_metrics_cert(NULL, &cm->metrics_cert, &cm->metrics_key, &generated,
+		                         err);
 		if (rc)
 			return rc;
 		tls.cert_pem = cm->metrics_cert;

@@ -1,6 +1,7 @@
 /*
  * tls.c - the metrics server's certificate, as controller-runtime finds or
- * makes it when metrics.secureServing is on.
+ * makes it when metrics.secureServing is on, done with mbedTLS so the
+ * controller needs no other TLS library to serve HTTPS.
  *
  * controller-runtime looks for tls.crt and tls.key in
  * $TMPDIR/k8s-metrics-server/serving-certs and, when they are not both
@@ -8,18 +9,27 @@
  * start-up; kube-controller-manager does the same. We follow that, with two
  * simplifications: the files are read once (controller-runtime watches them
  * for rotation), and the generated certificate signs itself instead of
- * coming with a throw-away CA. Both are RSA 2048 / SHA-256, valid a year.
+ * coming with a throw-away CA. The generated key is RSA 2048 and the
+ * signature SHA-256, valid a year, as client-go's helper makes them.
  *
- * The TLS versions allowed follow tls.minVersion; otherwise TLS 1.2 and 1.3,
- * the Go server default. They are written as a GnuTLS priority string
- * because libmicrohttpd speaks TLS through GnuTLS.
+ * mbedTLS 2.28 has no helper for subjectAltName or extendedKeyUsage, so both
+ * extensions are written here as DER with its ASN.1 writer. The writer
+ * fills a buffer from its end backwards, which is why the last element of a
+ * sequence is written first.
+ *
+ * tls.minVersion is checked here too: mbedTLS 2.28 speaks TLS 1.0 to 1.2,
+ * so a configuration that allows only TLS 1.3 cannot be served and is
+ * refused before the server starts rather than failing every handshake.
  */
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
+#include <mbedtls/asn1write.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/platform_util.h>
+#include <mbedtls/rsa.h>
+#include <mbedtls/version.h>
+#include <mbedtls/x509_crt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,80 +39,211 @@
 
 #define CERT_FILE_MAX (1 << 20)
 #define VALID_DAYS    365
+#define RSA_BITS      2048
+#define CERT_PEM_MAX  4096
+#define KEY_PEM_MAX   4096
 
-/* The PEM text a BIO holds, NUL-terminated, or NULL. */
-static char *bio_text(BIO *b)
+typedef struct rng {
+	mbedtls_entropy_context entropy;
+	mbedtls_ctr_drbg_context drbg;
+} rng;
+
+static int rng_open(rng *r)
 {
-	char *data = NULL;
-	long n = BIO_get_mem_data(b, &data);
-	char *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
-	if (out) {
-		memcpy(out, data, (size_t)n);
-		out[n] = '\0';
-	}
-	return out;
+	static const char personal[] = "kftrainer metrics certificate";
+	mbedtls_entropy_init(&r->entropy);
+	mbedtls_ctr_drbg_init(&r->drbg);
+	return mbedtls_ctr_drbg_seed(&r->drbg, mbedtls_entropy_func, &r->entropy,
+	                             (const unsigned char *)personal, sizeof(personal) - 1);
 }
 
-static int add_ext(X509 *x, int nid, const char *value)
+static void rng_close(rng *r)
 {
-	X509V3_CTX ctx;
-	X509V3_set_ctx_nodb(&ctx);
-	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-	X509_EXTENSION *e = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
-	int ok = e && X509_add_ext(x, e, -1);
-	X509_EXTENSION_free(e);
-	return ok;
+	mbedtls_ctr_drbg_free(&r->drbg);
+	mbedtls_entropy_free(&r->entropy);
 }
 
-/* Fills x as a self-signed server certificate for localhost. 1 on success. */
-static int fill_cert(X509 *x, EVP_PKEY *key)
+/* GeneralNames { dNSName "localhost", iPAddress 127.0.0.1 } into the end of
+ * buf; *der points at it. Returns its length or a negative mbedTLS error. */
+static int san_der(unsigned char *buf, size_t size, unsigned char **der)
 {
-	unsigned char serial[16];
-	char cn[64];
-	if (RAND_bytes(serial, sizeof(serial)) != 1)
-		return 0;
-	serial[0] &= 0x7f; /* a positive serial number */
-	BIGNUM *bn = BN_bin2bn(serial, sizeof(serial), NULL);
-	int ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
-	BN_free(bn);
-	snprintf(cn, sizeof(cn), "localhost@%lld", (long long)time(NULL));
-	X509_NAME *name = X509_get_subject_name(x);
-	return ok && X509_set_version(x, 2) &&
-	       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1,
-	                                  -1, 0) &&
-	       X509_set_issuer_name(x, name) && X509_gmtime_adj(X509_getm_notBefore(x), -3600) &&
-	       X509_gmtime_adj(X509_getm_notAfter(x), (long)VALID_DAYS * 24 * 3600) &&
-	       X509_set_pubkey(x, key) && add_ext(x, NID_basic_constraints, "critical,CA:FALSE") &&
-	       add_ext(x, NID_key_usage, "critical,digitalSignature,keyEncipherment") &&
-	       add_ext(x, NID_ext_key_usage, "serverAuth") &&
-	       add_ext(x, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") &&
-	       X509_sign(x, key, EVP_sha256()) > 0;
+	static const unsigned char ip[4] = {127, 0, 0, 1};
+	static const char dns[] = "localhost";
+	unsigned char *p = buf + size;
+	size_t len = 0;
+	int r;
+	if ((r = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip))) < 0)
+		return r;
+	len += (size_t)r;
+	if ((r = mbedtls_asn1_write_len(&p, buf, sizeof(ip))) < 0 ||
+	    (len += (size_t)r,
+	     r = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
+		return r;
+	len += (size_t)r;
+	size_t name = 0;
+	if ((r = mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns,
+	                                       sizeof(dns) - 1)) < 0)
+		return r;
+	name += (size_t)r;
+	if ((r = mbedtls_asn1_write_len(&p, buf, name)) < 0 ||
+	    (name += (size_t)r,
+	     r = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2)) < 0)
+		return r;
+	len += name + (size_t)r;
+	if ((r = mbedtls_asn1_write_len(&p, buf, len)) < 0 ||
+	    (len += (size_t)r,
+	     r = mbedtls_asn1_write_tag(&p, buf,
+	                                MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
+		return r;
+	*der = p;
+	return (int)(len + (size_t)r);
+}
+
+/* ExtKeyUsageSyntax { id-kp-serverAuth }, as san_der. */
+static int eku_der(unsigned char *buf, size_t size, unsigned char **der)
+{
+	unsigned char *p = buf + size;
+	int r = mbedtls_asn1_write_oid(&p, buf, MBEDTLS_OID_SERVER_AUTH,
+	                               MBEDTLS_OID_SIZE(MBEDTLS_OID_SERVER_AUTH));
+	if (r < 0)
+		return r;
+	size_t len = (size_t)r;
+	if ((r = mbedtls_asn1_write_len(&p, buf, len)) < 0 ||
+	    (len += (size_t)r,
+	     r = mbedtls_asn1_write_tag(&p, buf,
+	                                MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
+		return r;
+	*der = p;
+	return (int)(len + (size_t)r);
+}
+
+static int add_der_ext(mbedtls_x509write_cert *c, const char *oid, size_t oid_len, int critical,
+                       int (*build)(unsigned char *, size_t, unsigned char **))
+{
+	unsigned char buf[64], *der = NULL;
+	int len = build(buf, sizeof(buf), &der);
+	if (len < 0)
+		return len;
+	return mbedtls_x509write_crt_set_extension(c, oid, oid_len, critical, der, (size_t)len);
+}
+
+/* "YYYYMMDDhhmmss" in UTC, `offset` seconds from now. */
+static void stamp(char out[16], long long offset)
+{
+	time_t t = time(NULL) + (time_t)offset;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "%Y%m%d%H%M%S", &tm);
+}
+
+/* Serial number, names and validity. 0 or a negative mbedTLS error. */
+static int cert_identity(mbedtls_x509write_cert *c, rng *r, mbedtls_mpi *serial)
+{
+	unsigned char bytes[16];
+	char cn[64], from[16], until[16];
+	int rc = mbedtls_ctr_drbg_random(&r->drbg, bytes, sizeof(bytes));
+	if (rc)
+		return rc;
+	bytes[0] &= 0x7f; /* DER integers are signed: keep the serial positive */
+	bytes[0] |= 0x01; /* and 16 bytes long */
+	snprintf(cn, sizeof(cn), "CN=localhost@%lld", (long long)time(NULL));
+	stamp(from, -3600);
+	stamp(until, (long long)VALID_DAYS * 24 * 3600);
+	if ((rc = mbedtls_mpi_read_binary(serial, bytes, sizeof(bytes))) ||
+	    (rc = mbedtls_x509write_crt_set_serial(c, serial)) ||
+	    (rc = mbedtls_x509write_crt_set_subject_name(c, cn)) ||
+	    (rc = mbedtls_x509write_crt_set_issuer_name(c, cn)))
+		return rc;
+	return mbedtls_x509write_crt_set_validity(c, from, until);
+}
+
+/* The extensions of a server certificate for localhost. */
+static int cert_extensions(mbedtls_x509write_cert *c)
+{
+	int rc;
+	if ((rc = mbedtls_x509write_crt_set_basic_constraints(c, 0, -1)) ||
+	    (rc = mbedtls_x509write_crt_set_key_usage(
+	             c, MBEDTLS_X509_KU_DIGITAL_SIGNATURE | MBEDTLS_X509_KU_KEY_ENCIPHERMENT)) ||
+	    (rc = mbedtls_x509write_crt_set_subject_key_identifier(c)) ||
+	    (rc = add_der_ext(c, MBEDTLS_OID_EXTENDED_KEY_USAGE,
+	                      MBEDTLS_OID_SIZE(MBEDTLS_OID_EXTENDED_KEY_USAGE), 0, eku_der)))
+		return rc;
+	return add_der_ext(c, MBEDTLS_OID_SUBJECT_ALT_NAME,
+	                   MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san_der);
+}
+
+/* The self-signed certificate of `key` as PEM in out (CERT_PEM_MAX). */
+static int write_cert(mbedtls_pk_context *key, rng *r, unsigned char *out)
+{
+	mbedtls_x509write_cert c;
+	mbedtls_mpi serial;
+	mbedtls_x509write_crt_init(&c);
+	mbedtls_mpi_init(&serial);
+	mbedtls_x509write_crt_set_version(&c, MBEDTLS_X509_CRT_VERSION_3);
+	mbedtls_x509write_crt_set_md_alg(&c, MBEDTLS_MD_SHA256);
+	mbedtls_x509write_crt_set_subject_key(&c, key);
+	mbedtls_x509write_crt_set_issuer_key(&c, key);
+	int rc = cert_identity(&c, r, &serial);
+	if (!rc)
+		rc = cert_extensions(&c);
+	if (!rc)
+		rc = mbedtls_x509write_crt_pem(&c, out, CERT_PEM_MAX, mbedtls_ctr_drbg_random,
+		                               &r->drbg);
+	mbedtls_mpi_free(&serial);
+	mbedtls_x509write_crt_free(&c);
+	return rc;
+}
+
+/* A fresh RSA key and its certificate, both PEM, into the two buffers. */
+static int make_pair(rng *r, unsigned char *cert, unsigned char *key)
+{
+	mbedtls_pk_context pk;
+	mbedtls_pk_init(&pk);
+	int rc = mbedtls_pk_setup(&pk, mbedtls_pk_info_from_type(MBEDTLS_PK_RSA));
+	if (!rc)
+		rc = mbedtls_rsa_gen_key(mbedtls_pk_rsa(pk), mbedtls_ctr_drbg_random, &r->drbg,
+		                         RSA_BITS, 65537);
+	if (!rc)
+		rc = write_cert(&pk, r, cert);
+	if (!rc)
+		rc = mbedtls_pk_write_key_pem(&pk, key, KEY_PEM_MAX);
+	mbedtls_pk_free(&pk);
+	return rc;
 }
 
 int kft_cm_self_signed_cert(char **cert_pem, char **key_pem, kft_error *err)
 {
 	*cert_pem = *key_pem = NULL;
-	EVP_PKEY *key = EVP_RSA_gen(2048);
-	X509 *x = X509_new();
-	BIO *cb = BIO_new(BIO_s_mem()), *kb = BIO_new(BIO_s_mem());
-	int ok = key && x && cb && kb && fill_cert(x, key) && PEM_write_bio_X509(cb, x) &&
-	         PEM_write_bio_PrivateKey(kb, key, NULL, NULL, 0, NULL, NULL);
-	if (ok) {
-		*cert_pem = bio_text(cb);
-		*key_pem = bio_text(kb);
-		ok = *cert_pem && *key_pem;
+	rng *r = malloc(sizeof(*r));
+	unsigned char *cert = calloc(1, CERT_PEM_MAX), *key = calloc(1, KEY_PEM_MAX);
+	int rc = 0, nomem = !r || !cert || !key;
+	if (!nomem) {
+		rc = rng_open(r);
+		if (!rc)
+			rc = make_pair(r, cert, key);
+		rng_close(r);
 	}
-	BIO_free(cb);
-	BIO_free(kb);
-	X509_free(x);
-	EVP_PKEY_free(key);
-	if (ok)
+	if (!nomem && !rc) {
+		*cert_pem = strdup((char *)cert);
+		*key_pem = strdup((char *)key);
+		nomem = !*cert_pem || !*key_pem;
+	}
+	if (key)
+		mbedtls_platform_zeroize(key, KEY_PEM_MAX);
+	free(r);
+	free(cert);
+	free(key);
+	if (!nomem && !rc)
 		return 0;
 	free(*cert_pem);
 	free(*key_pem);
 	*cert_pem = *key_pem = NULL;
-	return kft_error_set(err, KFT_ENOMEM,
-	                     "failed to generate self-signed certificate for metrics server");
+	if (nomem)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return kft_error_set(err, KFT_EIO,
+	                     "failed to generate self-signed certificate for metrics server "
+	                     "(mbedTLS error -0x%04x)",
+	                     (unsigned)-rc);
 }
 
 /* Reads a whole file of at most CERT_FILE_MAX bytes. KFT_ENOTFOUND when it
@@ -129,17 +270,21 @@ static int read_small(const char *path, char **out, kft_error *err)
 	return 0;
 }
 
-/* Whether the two PEM texts are a certificate and its private key. */
+/* Whether the two PEM texts are a certificate (chain) and the first
+ * certificate's private key, as mbedTLS will load them to serve. */
 static int check_pair(const char *cert_pem, const char *key_pem)
 {
-	BIO *cb = BIO_new_mem_buf(cert_pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
-	X509 *x = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
-	EVP_PKEY *k = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
-	int ok = x && k && X509_check_private_key(x, k) == 1;
-	X509_free(x);
-	EVP_PKEY_free(k);
-	BIO_free(cb);
-	BIO_free(kb);
+	mbedtls_x509_crt crt;
+	mbedtls_pk_context pk;
+	mbedtls_x509_crt_init(&crt);
+	mbedtls_pk_init(&pk);
+	int ok = mbedtls_x509_crt_parse(&crt, (const unsigned char *)cert_pem,
+	                                strlen(cert_pem) + 1) == 0 &&
+	         mbedtls_pk_parse_key(&pk, (const unsigned char *)key_pem, strlen(key_pem) + 1,
+	                              NULL, 0) == 0 &&
+	         mbedtls_pk_check_pair(&crt.pk, &pk) == 0;
+	mbedtls_pk_free(&pk);
+	mbedtls_x509_crt_free(&crt);
 	return ok;
 }
 
@@ -169,7 +314,8 @@ int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *g
 	}
 	if (rc == 0 && !check_pair(*cert_pem, *key_pem))
 		rc = kft_error_set(err, KFT_EINVAL,
-		                   "%s and %s: not a PEM certificate and its private key",
+		                   "%s and %s: not a PEM certificate and its private key (RSA or "
+		                   "ECDSA, unencrypted)",
 		                   cert_path, key_path);
 	if (rc) {
 		free(*cert_pem);
@@ -179,13 +325,23 @@ int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *g
 	return rc;
 }
 
-const char *kft_cm_tls_priorities(const char *min_version)
+int kft_cm_tls_min_version(const char *min_version, kft_error *err)
 {
 	if (!min_version || !*min_version || strcmp(min_version, "1.2") == 0)
-		return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
-	if (strcmp(min_version, "1.3") == 0)
-		return "NORMAL:-VERS-ALL:+VERS-TLS1.3";
+		return 2;
 	if (strcmp(min_version, "1.1") == 0)
-		return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:+VERS-TLS1.1";
-	return "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:+VERS-TLS1.1:+VERS-TLS1.0";
+		return 1;
+	if (strcmp(min_version, "1.0") == 0)
+		return 0;
+	if (strcmp(min_version, "1.3") == 0)
+		return kft_error_set(
+		        err, KFT_EINVAL,
+		        "tls.minVersion: Unsupported value: \"1.3\": the metrics server "
+		        "speaks TLS 1.2 at most (mbedTLS %d.%d); set tls.minVersion to "
+		        "\"1.2\" or lower, or metrics.secureServing to false",
+		        MBEDTLS_VERSION_MAJOR, MBEDTLS_VERSION_MINOR);
+	return kft_error_set(err, KFT_EINVAL,
+	                     "tls.minVersion: Unsupported value: \"%s\": supported values: "
+	                     "\"1.0\", \"1.1\", \"1.2\"",
+	                     min_version);
 }

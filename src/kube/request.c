@@ -193,6 +193,12 @@ static int transport_error(const char *what, const attempt *a, kft_error *err)
 	if (a->body.too_big)
 		return kft_error_set(err, KFT_ELIMIT, "%s: the response is larger than %zu bytes",
 		                     what, a->body.max);
+	/* mbedTLS's words alone ("Cert verify failed: BADCERT_NOT_TRUSTED") do
+	 * not say what was refused */
+	if (a->cc == CURLE_PEER_FAILED_VERIFICATION && a->curl_msg[0])
+		return kft_error_set(err, KFT_EUNAVAILABLE,
+		                     "%s: failed to verify the server's certificate: %s", what,
+		                     a->curl_msg);
 	return kft_error_set(err, KFT_EUNAVAILABLE, "%s: %s", what,
 	                     a->curl_msg[0] ? a->curl_msg : curl_easy_strerror(a->cc));
 }

@@ -32,7 +32,8 @@
  *   serving-certs when both exist, else a self-signed certificate for
  *   "localhost" and 127.0.0.1 (client-go util/cert); trainer v2.3.0
  *   pkg/util/tlsconfig: tls.minVersion sets the minimum; Go's server
- *   default minimum is TLS 1.2.
+ *   default minimum is TLS 1.2. Ours on purpose: the server is mbedTLS 2.28,
+ *   TLS 1.2 at most, so "1.3" is refused at start-up naming the field.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +44,9 @@
 
 #include "kube_server_fixture.h"
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -575,16 +579,22 @@ static void metrics_cert_files(void **state)
 	free(gk);
 }
 
-static void tls_priorities(void **state)
+/* tls.minVersion as the server takes it; mbedTLS 2.28 stops at TLS 1.2, so
+ * "1.3" (accepted by upstream's pkg/util/tlsconfig) is refused by name. */
+static void tls_min_version(void **state)
 {
 	(void)state;
-	assert_string_equal(kft_cm_tls_priorities(NULL),
-	                    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2");
-	assert_string_equal(kft_cm_tls_priorities(""), kft_cm_tls_priorities("1.2"));
-	assert_string_equal(kft_cm_tls_priorities("1.3"), "NORMAL:-VERS-ALL:+VERS-TLS1.3");
-	assert_non_null(strstr(kft_cm_tls_priorities("1.0"), "+VERS-TLS1.0"));
-	assert_non_null(strstr(kft_cm_tls_priorities("1.1"), "+VERS-TLS1.1"));
-	assert_null(strstr(kft_cm_tls_priorities("1.1"), "+VERS-TLS1.0"));
+	kft_error err = {0};
+	assert_int_equal(kft_cm_tls_min_version(NULL, &err), 2);
+	assert_int_equal(kft_cm_tls_min_version("", &err), 2);
+	assert_int_equal(kft_cm_tls_min_version("1.2", &err), 2);
+	assert_int_equal(kft_cm_tls_min_version("1.1", &err), 1);
+	assert_int_equal(kft_cm_tls_min_version("1.0", &err), 0);
+	assert_int_equal(kft_cm_tls_min_version("1.3", &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "tls.minVersion"));
+	assert_non_null(strstr(err.message, "\"1.3\""));
+	assert_int_equal(kft_cm_tls_min_version("VersionTLS12", &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "\"VersionTLS12\""));
 }
 
 /* GET /metrics over TLS (versions min..max), trusting only `ca_pem`.
@@ -623,37 +633,130 @@ static char *tls_get(int port, const char *ca_pem, int min, int max)
 	return out;
 }
 
+typedef struct fetched {
+	char body[1 << 16];
+	size_t n;
+	long code;
+	CURLcode rc;
+} fetched;
+
+static size_t fetched_add(char *p, size_t size, size_t nmemb, void *ud)
+{
+	fetched *f = ud;
+	size_t add = size * nmemb;
+	if (add > sizeof(f->body) - 1 - f->n)
+		add = sizeof(f->body) - 1 - f->n;
+	memcpy(f->body + f->n, p, add);
+	f->n += add;
+	f->body[f->n] = '\0';
+	return size * nmemb;
+}
+
+/* GET url with libcurl, trusting only ca_pem; "localhost" resolves to
+ * 127.0.0.1 so the DNS name in the certificate is what gets checked. */
+static void curl_get(const char *url, int port, const char *ca_pem, fetched *f)
+{
+	char resolve[64];
+	snprintf(resolve, sizeof(resolve), "localhost:%d:127.0.0.1", port);
+	struct curl_slist *rs = curl_slist_append(NULL, resolve);
+	struct curl_blob ca = {(void *)ca_pem, strlen(ca_pem), CURL_BLOB_COPY};
+	memset(f, 0, sizeof(*f));
+	CURL *c = curl_easy_init();
+	assert_non_null(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_RESOLVE, rs);
+	curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
+	curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fetched_add);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+	f->rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &f->code);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(rs);
+}
+
+/* A plain-text request to the TLS port: refused, and nothing breaks. */
+static void plain_to_tls_port(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	assert_true(send(fd, req, strlen(req), MSG_NOSIGNAL) > 0);
+	char buf[256];
+	ssize_t n;
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		assert_true(strncmp(buf, "HTTP/", 5) != 0); /* no plain answer */
+	close(fd);
+}
+
+/* With secureServing, /metrics is HTTPS with the certificate tls.c made,
+ * verified by a real client; the server speaks TLS 1.2 (mbedTLS 2.28). */
 static void metrics_served_over_tls(void **state)
 {
 	(void)state;
-	char *cert = NULL, *key = NULL;
+	char *cert = NULL, *key = NULL, url[96];
 	kft_error err = {0};
 	assert_int_equal(kft_cm_self_signed_cert(&cert, &key, &err), 0);
 	kft_metrics *m = kft_metrics_new();
 	assert_int_equal(kft_metrics_add_controller(m, "trainjob_controller", 1), 0);
 	volatile int ready = 1;
-	kft_cm_http_tls tls = {cert, key, kft_cm_tls_priorities("1.3")};
+	kft_cm_http_tls tls = {cert, key, NULL};
 	kft_cm_http *h = NULL;
 	assert_int_equal(kft_cm_http_start_tls("127.0.0.1:0", "healthz", "readyz", "127.0.0.1:0",
 	                                       &tls, m, &ready, &h, &err),
 	                 0);
 	int port = kft_cm_http_port(h, 1);
 	assert_true(port > 0);
-	char *resp = tls_get(port, cert, TLS1_3_VERSION, TLS1_3_VERSION);
-	assert_non_null(resp);
-	assert_true(strncmp(resp, "HTTP/1.1 200", 12) == 0);
-	assert_non_null(strstr(resp, "controller_runtime_reconcile_total{controller="
-	                             "\"trainjob_controller\",result=\"success\"} 0"));
-	free(resp);
-	/* minVersion 1.3: a TLS 1.2 client is turned away */
-	assert_null(tls_get(port, cert, TLS1_2_VERSION, TLS1_2_VERSION));
+	/* libcurl verifies the generated certificate against itself, by IP
+	 * address and by DNS name */
+	fetched *f = malloc(sizeof(*f));
+	assert_non_null(f);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/metrics", port);
+	curl_get(url, port, cert, f);
+	assert_int_equal(f->rc, CURLE_OK);
+	assert_int_equal(f->code, 200);
+	assert_non_null(strstr(f->body, "controller_runtime_reconcile_total{controller="
+	                                "\"trainjob_controller\",result=\"success\"} 0"));
+	snprintf(url, sizeof(url), "https://localhost:%d/metrics", port);
+	curl_get(url, port, cert, f);
+	assert_int_equal(f->rc, CURLE_OK);
+	assert_int_equal(f->code, 200);
+	snprintf(url, sizeof(url), "https://localhost:%d/nope", port);
+	curl_get(url, port, cert, f);
+	assert_int_equal(f->code, 404);
 	/* a certificate we did not make is not trusted */
 	char *other = NULL, *other_key = NULL;
 	assert_int_equal(kft_cm_self_signed_cert(&other, &other_key, &err), 0);
-	assert_null(tls_get(port, other, TLS1_2_VERSION, TLS1_3_VERSION));
+	curl_get(url, port, other, f);
+	assert_int_equal(f->rc, CURLE_PEER_FAILED_VERIFICATION);
+	/* plain HTTP on the TLS port gets no answer and harms nothing */
+	plain_to_tls_port(port);
+	/* TLS 1.2 is served; a client that wants TLS 1.3 only is turned away */
+	char *resp = tls_get(port, cert, TLS1_2_VERSION, TLS1_3_VERSION);
+	assert_non_null(resp);
+	assert_true(strncmp(resp, "HTTP/1.1 200", 12) == 0);
+	free(resp);
+	assert_null(tls_get(port, cert, TLS1_3_VERSION, TLS1_3_VERSION));
 	kft_cm_http_stop(h);
-	/* a key that is no key: the server does not start */
+	free(f);
+
+	/* minVersion "1.3" cannot be served: refused by name before listening */
+	tls.min_version = "1.3";
+	assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0", &tls, m,
+	                                       &ready, &h, &err),
+	                 KFT_EINVAL);
+	assert_null(h);
+	assert_non_null(strstr(err.message, "tls.minVersion"));
+	/* a key that is no key, or another certificate's: the server does not start */
 	kft_cm_http_tls bad = {cert, "junk", NULL};
+	assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0", &bad, m,
+	                                       &ready, &h, &err),
+	                 KFT_EIO);
+	assert_non_null(strstr(err.message, "private key"));
+	bad.key_pem = other_key;
 	assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0", &bad, m,
 	                                       &ready, &h, &err),
 	                 KFT_EIO);
@@ -676,7 +779,7 @@ int main(void)
 	        cmocka_unit_test(runtime_classes_and_suspend),
 	        cmocka_unit_test(self_signed_cert),
 	        cmocka_unit_test(metrics_cert_files),
-	        cmocka_unit_test(tls_priorities),
+	        cmocka_unit_test(tls_min_version),
 	        cmocka_unit_test(metrics_served_over_tls),
 	};
 	const struct CMUnitTest events[] = {

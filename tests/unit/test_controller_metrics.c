@@ -12,6 +12,10 @@
  *                         and labels), pkg/log/zap (encoder keys, levels)
  *   "client_golang"       the text exposition format (HELP/TYPE, 'g' floats)
  *   "zap"                 go.uber.org/zap v1.28.0 Level.String, production keys
+ *   "net/http"            Go's server as controller-runtime's probe and metrics
+ *                         servers use it: 404 "404 page not found", decoded
+ *                         paths, HTTP/1.0 and 1.1, bare-LF line ends accepted,
+ *                         431 for an oversized request head
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,8 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
 #include <cmocka.h>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kftrainer/controller.h"
 
@@ -218,6 +229,300 @@ static void test_parse_listen(void **state)
 	assert_int_not_equal(kft_cm_parse_listen("1.2.3.4:", host, sizeof(host), &port, NULL), 0);
 }
 
+/* ---- HTTP: the server's own edges (src/controller/httpd.c) ------------------------- */
+
+typedef struct reply {
+	char head[4096]; /* header lines as received */
+	char body[65536];
+	long code;
+	CURLcode rc;
+} reply;
+
+static size_t reply_head(char *p, size_t size, size_t n, void *ud)
+{
+	reply *r = ud;
+	size_t have = strlen(r->head), add = size * n;
+	if (have + add >= sizeof(r->head))
+		add = sizeof(r->head) - 1 - have;
+	memcpy(r->head + have, p, add);
+	r->head[have + add] = '\0';
+	return size * n;
+}
+
+/* A request with any method; "HEAD" is sent as curl's NOBODY. */
+static void request(const char *url, const char *method, reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	CURL *c = curl_easy_init();
+	assert_non_null(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "a=b");
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, reply_head);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r->body);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 15L);
+	r->rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+	curl_easy_cleanup(c);
+}
+
+static int connect_to(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	struct timeval tv = {15, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Sends len bytes as they are (errors ignored: the server may stop
+ * reading) and returns what comes back until the server closes. */
+static char *raw_exchange(int port, const char *req, size_t len)
+{
+	int fd = connect_to(port);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	static char out[8192];
+	size_t got = 0;
+	ssize_t n;
+	while (got < sizeof(out) - 1 && (n = recv(fd, out + got, sizeof(out) - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(fd);
+	return out;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) != -1;
+	return n;
+}
+
+static kft_cm_http *start_local(kft_metrics **m, const volatile int *ready)
+{
+	kft_cm_http *h = NULL;
+	kft_error err = {0};
+	*m = kft_metrics_new();
+	assert_non_null(*m);
+	assert_int_equal(kft_cm_http_start("127.0.0.1:0", "healthz", "readyz", "127.0.0.1:0", *m,
+	                                   ready, &h, &err),
+	                 0);
+	return h;
+}
+
+/* controller-runtime's probe and metrics handlers answer GET and HEAD with
+ * text/plain and nosniff (net/http adds Content-Length); the mux answers
+ * 404 for other paths. Other methods on our paths get 405 with Allow. */
+static void test_http_methods(void **state)
+{
+	(void)state;
+	static reply r;
+	static const char *verbs[] = {"POST", "PUT", "DELETE", "PATCH"};
+	char url[128];
+	volatile int ready = 0;
+	kft_metrics *m = NULL;
+	kft_cm_http *h = start_local(&m, &ready);
+	int hp = kft_cm_http_port(h, 0), mp = kft_cm_http_port(h, 1);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", hp);
+	request(url, "HEAD", &r);
+	assert_int_equal(r.code, 200);
+	assert_string_equal(r.body, "");
+	assert_non_null(strstr(r.head, "Content-Length: 2\r\n"));
+	assert_non_null(strstr(r.head, "Content-Type: text/plain; charset=utf-8\r\n"));
+	assert_non_null(strstr(r.head, "X-Content-Type-Options: nosniff\r\n"));
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(*verbs); i++) {
+		request(url, verbs[i], &r);
+		assert_int_equal(r.code, 405);
+		assert_non_null(strstr(r.head, "Allow: GET, HEAD\r\n"));
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", mp);
+	request(url, "POST", &r);
+	assert_int_equal(r.code, 405);
+	request(url, "GET", &r);
+	assert_int_equal(r.code, 200);
+	assert_non_null(
+	        strstr(r.head, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+	assert_non_null(strstr(r.head, "X-Content-Type-Options: nosniff\r\n"));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/nope", mp);
+	request(url, "POST", &r);
+	assert_int_equal(r.code, 404);
+	assert_string_equal(r.body, "404 page not found\n");
+	/* net/http decodes the path and leaves the query out of matching */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/health%%7a?x=1", hp);
+	request(url, "GET", &r);
+	assert_int_equal(r.code, 200);
+	assert_string_equal(r.body, "ok");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz/", hp);
+	request(url, "GET", &r);
+	assert_int_equal(r.code, 500);
+	assert_non_null(strstr(r.body, "[-]readyz failed"));
+	kft_cm_http_stop(h);
+	kft_metrics_free(m);
+}
+
+/* Malformed requests get a 4xx/5xx and close; a request head over the
+ * 8 KiB bound (here 100 KiB of header) gets 431; the server keeps serving. */
+static void test_http_garbage(void **state)
+{
+	(void)state;
+	static const char zeros[64];
+	volatile int ready = 1;
+	kft_metrics *m = NULL;
+	kft_cm_http *h = start_local(&m, &ready);
+	int hp = kft_cm_http_port(h, 0);
+	const char *bad[] = {
+	        "\x16\x03\x01\x02\x01junk\r\n\r\n", "GET /healthz\r\n\r\n",
+	        "GET healthz HTTP/1.1\r\n\r\n",     "GET /%00 HTTP/1.1\r\n\r\n",
+	        "GET /%zz HTTP/1.1\r\n\r\n",        "GET /healthz HTTP/1.1\r\nno colon\r\n\r\n",
+	        "get /healthz HTTP/1.1\r\n\r\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		assert_true(strncmp(raw_exchange(hp, bad[i], strlen(bad[i])), "HTTP/1.1 400 ",
+		                    13) == 0);
+	assert_true(strncmp(raw_exchange(hp, "GET /healthz HTTP/2.0\r\n\r\n", 25), "HTTP/1.1 505 ",
+	                    13) == 0);
+	assert_true(strncmp(raw_exchange(hp, zeros, sizeof(zeros)), "HTTP/1.1 400 ", 13) == 0);
+	/* bare LF line ends are accepted, as net/http accepts them */
+	assert_non_null(strstr(raw_exchange(hp, "GET /healthz HTTP/1.0\n\n", 23), "\r\n\r\nok"));
+	size_t big = 100 * 1024;
+	char *huge = malloc(big + 64);
+	assert_non_null(huge);
+	int n = snprintf(huge, 64, "GET /healthz HTTP/1.1\r\nX-Big: ");
+	memset(huge + n, 'a', big);
+	memcpy(huge + n + big, "\r\n\r\n", 4);
+	assert_true(strncmp(raw_exchange(hp, huge, (size_t)n + big + 4), "HTTP/1.1 431 ", 13) == 0);
+	free(huge);
+	static char body[65536];
+	assert_int_equal(get(hp, "/healthz", body), 200);
+	assert_string_equal(body, "ok");
+	kft_cm_http_stop(h);
+	kft_metrics_free(m);
+}
+
+/* A client that connects and sends nothing holds the server for the 5 s
+ * head timeout and no longer: a probe behind it is then answered, and the
+ * silent client sees its connection closed. */
+static void test_http_idle_client(void **state)
+{
+	(void)state;
+	static char body[65536];
+	volatile int ready = 1;
+	kft_metrics *m = NULL;
+	int fds = count_fds();
+	kft_cm_http *h = start_local(&m, &ready);
+	int hp = kft_cm_http_port(h, 0), mp = kft_cm_http_port(h, 1);
+	int idle = connect_to(hp);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	usleep(100 * 1000);
+	/* the metrics server has its own thread and does not wait */
+	assert_int_equal(get(mp, "/metrics", body), 200);
+	assert_true(seconds_since(&t0) < 2);
+	assert_int_equal(get(hp, "/healthz", body), 200);
+	double waited = seconds_since(&t0);
+	assert_true(waited > 4 && waited < 9);
+	char c;
+	assert_int_equal(recv(idle, &c, 1, 0), 0);
+	close(idle);
+	kft_cm_http_stop(h);
+	assert_int_equal(count_fds(), fds); /* sockets and the wake pipes closed */
+	kft_metrics_free(m);
+}
+
+/* stop() while a client is in the middle of a request returns promptly
+ * and releases the port. */
+static void test_http_stop_with_client(void **state)
+{
+	(void)state;
+	volatile int ready = 1;
+	kft_metrics *m = NULL;
+	kft_cm_http *h = start_local(&m, &ready);
+	int hp = kft_cm_http_port(h, 0);
+	int fd = connect_to(hp);
+	assert_true(send(fd, "GET /heal", 9, MSG_NOSIGNAL) == 9);
+	usleep(100 * 1000);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kft_cm_http_stop(h);
+	assert_true(seconds_since(&t0) < 1);
+	char c;
+	assert_true(recv(fd, &c, 1, 0) <= 0);
+	close(fd);
+	/* the port is free again */
+	char addr[32];
+	kft_error err = {0};
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", hp);
+	assert_int_equal(kft_cm_http_start(addr, "healthz", "readyz", "0", m, &ready, &h, &err), 0);
+	/* and a second server cannot take it: Go's wording */
+	kft_cm_http *h2 = NULL;
+	assert_int_equal(kft_cm_http_start(addr, "healthz", "readyz", "0", m, &ready, &h2, &err),
+	                 KFT_EIO);
+	assert_null(h2);
+	assert_non_null(strstr(err.message, "listen tcp 127.0.0.1:"));
+	assert_non_null(strstr(err.message, "in use"));
+	kft_cm_http_stop(h);
+	kft_metrics_free(m);
+}
+
+/* Go listen strings: "[::1]:0" is IPv6 loopback only; ":0" every
+ * interface of both families. */
+static void test_http_addresses(void **state)
+{
+	(void)state;
+	static char body[65536];
+	char url[96];
+	volatile int ready = 1;
+	kft_cm_http *h = NULL;
+	kft_error err = {0};
+	kft_metrics *m = kft_metrics_new();
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 lo = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int have_v6 = fd >= 0 && bind(fd, (struct sockaddr *)&lo, sizeof(lo)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (have_v6) {
+		assert_int_equal(
+		        kft_cm_http_start("[::1]:0", "healthz", "readyz", "0", m, &ready, &h, &err),
+		        0);
+		int port = kft_cm_http_port(h, 0);
+		snprintf(url, sizeof(url), "http://[::1]:%d/healthz", port);
+		static reply r;
+		request(url, "GET", &r);
+		assert_int_equal(r.code, 200);
+		assert_int_equal(get(port, "/healthz", body), 0); /* not on 127.0.0.1 */
+		kft_cm_http_stop(h);
+	}
+	assert_int_equal(
+	        kft_cm_http_start(":0", "healthz", "readyz", "localhost:0", m, &ready, &h, &err),
+	        0);
+	assert_int_equal(get(kft_cm_http_port(h, 0), "/healthz", body), 200);
+	assert_int_equal(get(kft_cm_http_port(h, 1), "/metrics", body), 200);
+	kft_cm_http_stop(h);
+	kft_metrics_free(m);
+}
+
 /* ---- logs ------------------------------------------------------------------------ */
 
 static json_t *log_one(const kft_log_options *o, int level, const char *err_text, json_t *fields,
@@ -313,8 +618,15 @@ int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_metrics_text), cmocka_unit_test(test_http),
-	        cmocka_unit_test(test_parse_listen), cmocka_unit_test(test_log_json),
+	        cmocka_unit_test(test_metrics_text),
+	        cmocka_unit_test(test_http),
+	        cmocka_unit_test(test_parse_listen),
+	        cmocka_unit_test(test_http_methods),
+	        cmocka_unit_test(test_http_garbage),
+	        cmocka_unit_test(test_http_idle_client),
+	        cmocka_unit_test(test_http_stop_with_client),
+	        cmocka_unit_test(test_http_addresses),
+	        cmocka_unit_test(test_log_json),
 	        cmocka_unit_test(test_log_console),
 	};
 	int rc = cmocka_run_group_tests_name("controller_metrics", tests, NULL, NULL);

@@ -1,10 +1,10 @@
 /*
- * test_lazy_libs.c - libcurl and libmicrohttpd loaded on first use
- * (src/util/curl_lazy.c, src/util/mhd_lazy.c): neither is mapped before the
- * library calls it, and every forwarded call keeps its arguments - each class
- * of curl_easy_setopt argument (long, pointer, callback, curl_off_t, blob),
- * getinfo, the share interface, the URL API, and MHD_start_daemon's option
- * list - shown by a real request from libcurl to a libmicrohttpd daemon.
+ * test_lazy_libs.c - libcurl loaded on first use (src/util/curl_lazy.c): it
+ * is not mapped before the library calls it, and every forwarded call keeps
+ * its arguments - each class of curl_easy_setopt argument (long, pointer,
+ * callback, curl_off_t, blob), getinfo, the share interface and the URL API -
+ * shown by a real request from libcurl to a libmicrohttpd daemon (linked
+ * the ordinary way, as every unit test's fake server is).
  */
 #include <stdarg.h>
 #include <stddef.h>
