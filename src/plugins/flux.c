@@ -61,15 +61,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
+#include <mbedtls/base64.h>
+#include <mbedtls/ecp.h>
+#include <mbedtls/platform_util.h>
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/quantity.h"
 #include "plugins/builtin.h"
 #include "plugins/flux_templates.h"
+#include "util/sshkey.h"
 #include "util/strbuf.h"
 
 /* Names and defaults from upstream's pkg/constants (candidates for
@@ -661,20 +662,28 @@ static void z85_encode(const unsigned char *data, size_t len, char *out)
 static int curve_keys(char public_z85[41], char secret_z85[41], kft_error *err)
 {
 	unsigned char pub[32], sec[32];
-	size_t pub_len = sizeof(pub), sec_len = sizeof(sec);
-	EVP_PKEY *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "X25519");
-	int ok = pkey && EVP_PKEY_get_raw_public_key(pkey, pub, &pub_len) == 1 &&
-	         EVP_PKEY_get_raw_private_key(pkey, sec, &sec_len) == 1 && pub_len == 32 &&
-	         sec_len == 32;
-	EVP_PKEY_free(pkey);
-	if (!ok) {
-		OPENSSL_cleanse(sec, sizeof(sec));
-		ERR_clear_error();
+	mbedtls_ecp_group grp;
+	mbedtls_mpi d;
+	mbedtls_ecp_point q;
+	mbedtls_ecp_group_init(&grp);
+	mbedtls_mpi_init(&d);
+	mbedtls_ecp_point_init(&q);
+	/* X25519: d is the clamped scalar, Q.X the u-coordinate; both are
+	 * little-endian 32-byte strings on the wire (RFC 7748). */
+	int rc = mbedtls_ecp_group_load(&grp, MBEDTLS_ECP_DP_CURVE25519);
+	rc = rc ? rc : mbedtls_ecp_gen_keypair(&grp, &d, &q, kft_random_bytes, NULL);
+	rc = rc ? rc : mbedtls_mpi_write_binary_le(&d, sec, sizeof(sec));
+	rc = rc ? rc : mbedtls_mpi_write_binary_le(&q.X, pub, sizeof(pub));
+	mbedtls_mpi_free(&d); /* zeroizes */
+	mbedtls_ecp_point_free(&q);
+	mbedtls_ecp_group_free(&grp);
+	if (rc != 0) {
+		mbedtls_platform_zeroize(sec, sizeof(sec));
 		return kft_error_set(err, KFT_EIO, "generating the Flux CURVE key failed");
 	}
 	z85_encode(pub, 32, public_z85);
 	z85_encode(sec, 32, secret_z85);
-	OPENSSL_cleanse(sec, sizeof(sec));
+	mbedtls_platform_zeroize(sec, sizeof(sec));
 	return 0;
 }
 
@@ -694,7 +703,7 @@ static char *curve_cert(const kft_trainjob *job, kft_error *err)
 	                  "metadata\n    name = \"%s\"\ncurve\n    public-key = \"%s\"\n"
 	                  "    secret-key = \"%s\"\n",
 	                  job->name, job->name, pub, sec);
-	OPENSSL_cleanse(sec, sizeof(sec));
+	mbedtls_platform_zeroize(sec, sizeof(sec));
 	char *s = kft_strbuf_detach(&b);
 	if (!s)
 		kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -711,11 +720,13 @@ static int curve_secret(const kft_plugin_ctx *ctx, const kft_trainjob *job, cons
 	char *b64 = malloc(len);
 	json_t *data = NULL;
 	if (b64) {
-		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)cert, (int)n);
-		data = json_pack("{s:s}", FLUX_CURVE_KEY, b64);
-		OPENSSL_cleanse(b64, len);
+		size_t olen = 0;
+		if (mbedtls_base64_encode((unsigned char *)b64, len, &olen,
+		                          (const unsigned char *)cert, n) == 0)
+			data = json_pack("{s:s}", FLUX_CURVE_KEY, b64);
+		mbedtls_platform_zeroize(b64, len);
 	}
-	OPENSSL_cleanse(cert, n);
+	mbedtls_platform_zeroize(cert, n);
 	free(cert);
 	free(b64);
 	*out = core_object(ctx, job, "Secret", name, data);

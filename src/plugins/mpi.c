@@ -58,8 +58,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include <mbedtls/base64.h>
+#include <mbedtls/platform_util.h>
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
@@ -441,9 +441,13 @@ static int set_base64(json_t *data, const char *key, const char *value)
 	char *b64 = malloc(len);
 	if (!b64)
 		return KFT_ENOMEM;
-	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)value, (int)n);
-	int rc = json_object_set_new(data, key, json_string(b64)) == 0 ? 0 : KFT_ENOMEM;
-	OPENSSL_cleanse(b64, len);
+	size_t olen = 0;
+	int rc = mbedtls_base64_encode((unsigned char *)b64, len, &olen,
+	                               (const unsigned char *)value, n) == 0 &&
+	                         json_object_set_new(data, key, json_string(b64)) == 0
+	                 ? 0
+	                 : KFT_ENOMEM;
+	mbedtls_platform_zeroize(b64, len);
 	free(b64);
 	return rc;
 }

@@ -1,16 +1,17 @@
 /*
  * sshkey.c - ECDSA P-521 key pairs for SSH. See sshkey.h.
  *
- * OpenSSL does all the cryptography: EVP_PKEY_Q_keygen draws the key from
- * its CSPRNG, the PEM writer produces the traditional SEC 1 encoding, and
- * the public point comes out of the key's "encoded-pub-key" parameter as the
+ * mbedTLS does the cryptography: the key is drawn with the kernel's CSPRNG
+ * (getrandom) as mbedTLS's random source, its PEM writer produces the SEC 1
+ * "EC PRIVATE KEY" encoding, and the public point is written as the
  * uncompressed octet string SSH wants. What is left for us is the SSH wire
  * blob of RFC 5656 section 3.1 (three length-prefixed strings: the key type,
- * the curve identifier, the point) and its base64.
+ * the curve identifier, the point) and its base64. mbedTLS rather than
+ * OpenSSL so that the static controller, which makes these keys for MPI
+ * TrainJobs, carries one cryptographic library (docs/controller.md).
  *
  * Every buffer that held the private key is wiped before it is released:
- * OpenSSL's memory BIO clears its own buffer when freed, and our copy is
- * cleared by kft_sshkey_free.
+ * the PEM buffer here, and the copy the caller gets by kft_sshkey_free.
  */
 #include "util/sshkey.h"
 
@@ -18,52 +19,59 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/bio.h>
-#include <openssl/buffer.h>
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
+#include <errno.h>
+#include <sys/random.h>
 
-#define CURVE_OPENSSL "P-521"
-#define CURVE_SSH     "nistp521"
+#include <mbedtls/base64.h>
+#include <mbedtls/ecp.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/platform_util.h>
+
+#define CURVE_SSH "nistp521"
 /* An uncompressed P-521 point: 0x04, then X and Y of 66 bytes each. */
 #define POINT_LEN 133
+/* The PEM of a P-521 SEC 1 key is about 360 bytes. */
+#define PEM_MAX 1024
 
-/* Fills err with the step that failed and OpenSSL's reason (which names the
- * operation, never key bytes), then clears OpenSSL's error queue so later
- * calls start clean. */
-static int openssl_failure(kft_error *err, const char *step)
+int kft_random_bytes(void *ctx, unsigned char *out, size_t len)
 {
-	char reason[256] = "unknown error";
-	unsigned long code = ERR_peek_last_error();
-	if (code)
-		ERR_error_string_n(code, reason, sizeof(reason));
-	ERR_clear_error();
-	return kft_error_set(err, KFT_EIO, "generating the SSH key: %s failed: %s", step, reason);
+	(void)ctx;
+	while (len > 0) {
+		ssize_t n = getrandom(out, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		out += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
-/* The traditional PEM of pkey's private key, as a heap string. */
-static int private_pem(EVP_PKEY *pkey, char **out, kft_error *err)
+static int mbedtls_failure(kft_error *err, const char *step, int code)
 {
-	BIO *bio = BIO_new(BIO_s_mem());
-	if (!bio)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (!PEM_write_bio_PrivateKey_traditional(bio, pkey, NULL, NULL, 0, NULL, NULL)) {
-		BIO_free(bio);
-		return openssl_failure(err, "writing the private key");
+	return kft_error_set(err, KFT_EIO, "generating the SSH key: %s failed (mbedTLS -0x%04x)",
+	                     step, (unsigned)-code);
+}
+
+/* The SEC 1 PEM of the key pair, as a heap string. */
+static int private_pem(mbedtls_pk_context *pk, char **out, kft_error *err)
+{
+	unsigned char buf[PEM_MAX];
+	int rc = mbedtls_pk_write_key_pem(pk, buf, sizeof(buf));
+	if (rc != 0) {
+		mbedtls_platform_zeroize(buf, sizeof(buf));
+		return mbedtls_failure(err, "writing the private key", rc);
 	}
-	BUF_MEM *mem = NULL;
-	BIO_get_mem_ptr(bio, &mem);
-	char *pem = mem ? malloc(mem->length + 1) : NULL;
-	if (!pem) {
-		BIO_free(bio);
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	size_t n = strnlen((const char *)buf, sizeof(buf));
+	char *pem = malloc(n + 1);
+	if (pem) {
+		memcpy(pem, buf, n);
+		pem[n] = '\0';
 	}
-	memcpy(pem, mem->data, mem->length);
-	pem[mem->length] = '\0';
-	BIO_free(bio); /* a memory BIO wipes its buffer as it frees it */
+	mbedtls_platform_zeroize(buf, sizeof(buf));
+	if (!pem)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	*out = pem;
 	return 0;
 }
@@ -78,14 +86,15 @@ static size_t put_string(unsigned char *p, const void *s, size_t n)
 	return 4 + n;
 }
 
-/* "ecdsa-sha2-nistp521 <base64 blob>\n" for pkey's public point. */
-static int authorized_key(EVP_PKEY *pkey, char **out, kft_error *err)
+/* "ecdsa-sha2-nistp521 <base64 blob>\n" for the key's public point. */
+static int authorized_key(const mbedtls_ecp_keypair *ec, char **out, kft_error *err)
 {
-	unsigned char point[POINT_LEN + 1];
+	unsigned char point[POINT_LEN];
 	size_t point_len = 0;
-	if (!EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point,
-	                                     sizeof(point), &point_len))
-		return openssl_failure(err, "reading the public key");
+	int mrc = mbedtls_ecp_point_write_binary(&ec->grp, &ec->Q, MBEDTLS_ECP_PF_UNCOMPRESSED,
+	                                         &point_len, point, sizeof(point));
+	if (mrc != 0)
+		return mbedtls_failure(err, "reading the public key", mrc);
 	if (point_len != POINT_LEN || point[0] != 0x04)
 		return kft_error_set(err, KFT_EIO, "generating the SSH key: unexpected public key");
 
@@ -102,8 +111,10 @@ static int authorized_key(EVP_PKEY *pkey, char **out, kft_error *err)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	memcpy(line, type, type_len);
 	line[type_len] = ' ';
-	int written = EVP_EncodeBlock((unsigned char *)line + type_len + 1, blob, (int)n);
-	if (written < 0 || (size_t)written != b64_len) {
+	size_t written = 0;
+	if (mbedtls_base64_encode((unsigned char *)line + type_len + 1, b64_len + 1, &written, blob,
+	                          n) != 0 ||
+	    written != b64_len) {
 		free(line);
 		return kft_error_set(err, KFT_EIO, "generating the SSH key: base64 failed");
 	}
@@ -118,13 +129,22 @@ int kft_sshkey_generate(kft_sshkey *out, kft_error *err)
 		return kft_error_set(err, KFT_EINVAL, "kft_sshkey_generate: out is NULL");
 	out->private_pem = out->authorized_key = NULL;
 
-	EVP_PKEY *pkey = EVP_PKEY_Q_keygen(NULL, NULL, "EC", CURVE_OPENSSL);
-	if (!pkey)
-		return openssl_failure(err, "EC key generation on " CURVE_OPENSSL);
-	int rc = private_pem(pkey, &out->private_pem, err);
+	mbedtls_pk_context pk;
+	mbedtls_pk_init(&pk);
+	int rc = mbedtls_pk_setup(&pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
 	if (rc == 0)
-		rc = authorized_key(pkey, &out->authorized_key, err);
-	EVP_PKEY_free(pkey); /* clears the private scalar */
+		rc = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP521R1, mbedtls_pk_ec(pk),
+		                         kft_random_bytes, NULL);
+	if (rc != 0) {
+		mbedtls_pk_free(&pk);
+		return rc == MBEDTLS_ERR_ECP_ALLOC_FAILED || rc == MBEDTLS_ERR_PK_ALLOC_FAILED
+		               ? kft_error_set(err, KFT_ENOMEM, "out of memory")
+		               : mbedtls_failure(err, "EC key generation on P-521", rc);
+	}
+	rc = private_pem(&pk, &out->private_pem, err);
+	if (rc == 0)
+		rc = authorized_key(mbedtls_pk_ec(pk), &out->authorized_key, err);
+	mbedtls_pk_free(&pk); /* clears the private scalar */
 	if (rc != 0)
 		kft_sshkey_free(out);
 	return rc;
@@ -135,7 +155,7 @@ void kft_sshkey_free(kft_sshkey *key)
 	if (!key)
 		return;
 	if (key->private_pem) {
-		OPENSSL_cleanse(key->private_pem, strlen(key->private_pem));
+		mbedtls_platform_zeroize(key->private_pem, strlen(key->private_pem));
 		free(key->private_pem);
 	}
 	free(key->authorized_key);

@@ -8,7 +8,7 @@
  * MPI Operator before it) generates, so a job moved between the two
  * controllers mounts the same kind of file:
  *
- *   - an ECDSA key on NIST P-521, generated from OpenSSL's CSPRNG;
+ *   - an ECDSA key on NIST P-521, generated from the kernel's CSPRNG;
  *   - the private key as PEM "EC PRIVATE KEY" (SEC 1 / RFC 5915, with the
  *     curve's name and the public point), which OpenSSH reads as id_rsa;
  *   - the public key as one authorized_keys line, "ecdsa-sha2-nistp521
@@ -19,6 +19,8 @@
  */
 #ifndef KFT_UTIL_SSHKEY_H
 #define KFT_UTIL_SSHKEY_H
+
+#include <stddef.h>
 
 #include "kftrainer/error.h"
 
@@ -33,10 +35,15 @@ typedef struct kft_sshkey {
 
 /*
  * Generates a new key pair into *out. Returns 0, or KFT_ENOMEM, or KFT_EIO
- * when OpenSSL fails (err says which step, never any key bytes); on failure
+ * when mbedTLS fails (err says which step, never any key bytes); on failure
  * *out is left empty (both pointers NULL). Free with kft_sshkey_free.
  */
 int kft_sshkey_generate(kft_sshkey *out, kft_error *err);
+
+/* An mbedTLS random source (f_rng) over getrandom(2): fills out with len
+ * bytes from the kernel's CSPRNG; ctx is unused. 0, or -1 when the kernel
+ * refuses. */
+int kft_random_bytes(void *ctx, unsigned char *out, size_t len);
 
 /* Wipes and frees both strings and sets them to NULL. key may be NULL. */
 void kft_sshkey_free(kft_sshkey *key);
