@@ -14,10 +14,9 @@
  *   - Every object: kubectl's last-applied-configuration annotation, a
  *     second copy of the object that no reconciler reads.
  *
- * The informer stores what is left as compact JSON text (kube_cache.h), so
- * the runtime snapshots' YAML costs its length once per TrainJob; sharing
- * one copy between trees stopped paying when the cache stopped keeping
- * trees.
+ * The informer stores what is left as compact JSON text (kube_cache.h) and
+ * keeps a large top-level member that many objects carry once: the runtime
+ * snapshot ConfigMaps of TrainJobs made from one runtime share their data.
  */
 #include <stdlib.h>
 #include <string.h>

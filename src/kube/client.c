@@ -506,6 +506,9 @@ static void set_transport(kft_kube *k, CURL *h, const char *url)
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	/* curl keeps a 64 KiB upload buffer on every handle that ever sent a
+	 * body; our bodies are a few KiB, and 16 KiB is the smallest allowed */
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
 	curl_easy_setopt(h, CURLOPT_SHARE, k->share);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);

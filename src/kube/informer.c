@@ -13,7 +13,9 @@
  *                                       the same way
  *
  * The cache maps "ns/name" to the object as compact JSON text, prefixed by
- * its resourceVersion ("RV\0{...}"); readers get a tree decoded for them.
+ * its resourceVersion ("RV\0{...}"), with large top-level members that
+ * many objects share stored once (see "stored objects"); readers get a
+ * tree decoded for them.
  * A jansson tree costs about eight times its compact text (every value is
  * a separate allocation, every object a hash table): 1,000 TrainJobs are
  * 5.5 MB as trees and 0.7 MB as text, and the controller reads each one
@@ -22,7 +24,10 @@
  * instead and shares it with every reader (for a few objects read all the
  * time). Objects are copied out of the client's buffers on arrival without
  * metadata.managedFields, then passed through the optional transform while
- * still private.
+ * still private. A relist copies only objects whose resourceVersion the
+ * cache lacks, and the changes it finds wait for the handlers as keys and
+ * stored text, decoded one at a time as they are delivered, so neither
+ * holds a second copy of the cache, let alone one in trees.
  *
  * Locks: a read/write lock guards the cache and its indexes; readers (the
  * controller's workers) never wait for a handler. Changes are applied under
@@ -62,11 +67,17 @@ typedef struct inf_index {
 	kft_smap values; /* value -> kft_smap * (a set of keys) */
 } inf_index;
 
-/* A change to hand to the handlers once the lock is released. */
+/* A change to hand to the handlers once the lock is released. It holds the
+ * object's key and previous stored form, not trees: a (re)list of thousands
+ * of objects would otherwise hold one or two trees per object (a tree costs
+ * about eight times its text) until the last handler has run. The new
+ * object is decoded from the cache at delivery, one at a time; only the
+ * informer thread writes the cache, so it is still the listed version. */
 typedef struct inf_change {
 	enum { CH_ADD, CH_UPDATE, CH_DELETE } type;
-	json_t *old_obj, *new_obj; /* references owned by the change */
-	int flag;                  /* in_initial_list / final_state_unknown */
+	char *key;      /* owned */
+	void *old_item; /* the previous stored form, owned; NULL for an add */
+	int flag;       /* in_initial_list / final_state_unknown */
 } inf_change;
 
 typedef struct inf_changes {
@@ -92,6 +103,7 @@ struct kft_informer {
 
 	pthread_rwlock_t lock; /* items and indexes */
 	kft_smap items;        /* key -> stored object (see item_make) */
+	kft_smap shared;       /* shared members of text items: "name\1JSON" -> count */
 
 	pthread_t thread;
 	int started, joined;
@@ -274,27 +286,178 @@ static void indexes_update(kft_informer *inf, const char *key, const json_t *old
 }
 
 /* ---- stored objects -------------------------------------------------------
+ *
+ * In text mode an item is one allocation: an item_hdr, the pointers to its
+ * shared members, then "RV\0JSON\0". Two things are left out of the JSON:
+ *
+ *   - apiVersion and kind when they are the informer's own (every object
+ *     of the cache has them; ~60 bytes each);
+ *   - top-level members whose compact text is at least SHARE_MIN bytes.
+ *     Those live once in inf->shared, keyed by "name\1text" and counted by
+ *     the items using them: the runtime snapshot ConfigMaps of TrainJobs
+ *     made from one runtime all carry the same YAML, most of their size.
+ *     Compact JSON escapes control characters, so "\1" cannot occur in the
+ *     text, and only members with plain names are shared.
+ *
+ * Decoding puts both back (at the end of the object: JSON members have no
+ * order). Only the informer thread changes inf->shared and the counts;
+ * readers follow an item's pointers to entries that cannot go while the
+ * item is cached, and never look at the table.
  */
 
-/* What the cache stores for obj (borrowed): a new reference to the tree
- * (keep_trees), or "RV\0JSON" in one allocation. NULL: out of memory. */
-static void *item_make(const kft_informer *inf, json_t *obj)
+#define SHARE_MIN       512
+#define MAX_SHARED      4
+#define MAX_SHARED_NAME 64 /* a shared member's name, with its NUL */
+
+typedef struct item_hdr {
+	unsigned int nshared; /* kft_smap_entry pointers following the header */
+	unsigned int typed;   /* apiVersion and kind left out */
+} item_hdr;
+
+static kft_smap_entry **item_shared(const void *item)
 {
-	if (inf->keep_trees)
-		return json_incref(obj);
-	const char *rv = meta_str(obj, "resourceVersion");
+	return (kft_smap_entry **)((char *)item + sizeof(item_hdr));
+}
+
+/* "RV\0JSON" of a text item. */
+static const char *item_text(const void *item)
+{
+	const item_hdr *h = item;
+	return (const char *)item + sizeof(item_hdr) + h->nshared * sizeof(kft_smap_entry *);
+}
+
+static void share_release(kft_informer *inf, kft_smap_entry *e)
+{
+	uintptr_t refs = (uintptr_t)e->value;
+	if (refs > 1)
+		e->value = (void *)(refs - 1);
+	else
+		kft_smap_remove(&inf->shared, e->key);
+}
+
+/* The shared entry holding member name = v (its text: len bytes), with one
+ * more reference; NULL when out of memory. */
+static kft_smap_entry *share_get(kft_informer *inf, const char *name, const json_t *v, size_t len)
+{
+	size_t nlen = strlen(name);
+	char *key = malloc(nlen + len + 2);
+	if (!key)
+		return NULL;
+	memcpy(key, name, nlen);
+	key[nlen] = '\1';
+	int created;
+	kft_smap_entry *e = NULL;
+	if (json_dumpb(v, key + nlen + 1, len, JSON_COMPACT) == len) {
+		key[nlen + 1 + len] = '\0';
+		e = kft_smap_upsert(&inf->shared, key, &created);
+	}
+	free(key);
+	if (e)
+		e->value = (void *)((uintptr_t)e->value + 1);
+	return e;
+}
+
+static int plain_name(const char *s)
+{
+	if (strlen(s) >= MAX_SHARED_NAME)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9')))
+			return 0;
+	return 1;
+}
+
+/* Whether obj's apiVersion and kind are the informer's. */
+static int own_type(const kft_informer *inf, const json_t *obj)
+{
+	char av[256];
+	const char *a = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *k = json_string_value(json_object_get(obj, "kind"));
+	return a && k && strcmp(k, inf->gvr->kind) == 0 &&
+	       strcmp(a, kft_gvr_api_version(inf->gvr, av, sizeof(av))) == 0;
+}
+
+/* A shallow copy of obj without what the item keeps elsewhere; the shared
+ * members' entries go to shared[*nshared]. NULL when out of memory. */
+static json_t *item_body(kft_informer *inf, const json_t *obj, int typed, kft_smap_entry **shared,
+                         unsigned int *nshared)
+{
+	json_t *body = json_object();
+	const char *k;
+	json_t *v;
+	*nshared = 0;
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		if (!body)
+			break;
+		if (typed && (strcmp(k, "apiVersion") == 0 || strcmp(k, "kind") == 0))
+			continue;
+		size_t len = 0;
+		if (*nshared < MAX_SHARED && strcmp(k, "metadata") != 0 && plain_name(k))
+			len = json_dumpb(v, NULL, 0, JSON_COMPACT);
+		kft_smap_entry *e = len >= SHARE_MIN ? share_get(inf, k, v, len) : NULL;
+		if (e)
+			shared[(*nshared)++] = e;
+		else if (json_object_set(body, k, v) != 0) {
+			json_decref(body);
+			body = NULL;
+		}
+	}
+	return body;
+}
+
+/* "RV\0" then body's JSON into a new text item after the header. */
+static void *item_pack(const char *rv, const json_t *body, kft_smap_entry *const *shared,
+                       unsigned int nshared, int typed)
+{
 	size_t rvlen = rv ? strlen(rv) : 0;
-	size_t n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
-	char *item = n ? malloc(rvlen + n + 2) : NULL;
+	size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT);
+	size_t head = sizeof(item_hdr) + nshared * sizeof(kft_smap_entry *);
+	char *item = n ? malloc(head + rvlen + n + 2) : NULL;
 	if (!item)
 		return NULL;
-	memcpy(item, rv ? rv : "", rvlen + 1);
-	if (json_dumpb(obj, item + rvlen + 1, n, JSON_COMPACT) != n) {
+	*(item_hdr *)item = (item_hdr){nshared, (unsigned int)typed};
+	memcpy(item_shared(item), shared, nshared * sizeof(kft_smap_entry *));
+	char *text = item + head;
+	memcpy(text, rv ? rv : "", rvlen + 1);
+	if (json_dumpb(body, text + rvlen + 1, n, JSON_COMPACT) != n) {
 		free(item);
 		return NULL;
 	}
-	item[rvlen + 1 + n] = '\0';
+	text[rvlen + 1 + n] = '\0';
 	return item;
+}
+
+/* What the cache stores for obj (borrowed): a new reference to the tree
+ * (keep_trees), or a text item (above). NULL: out of memory. */
+static void *item_make(kft_informer *inf, json_t *obj)
+{
+	if (inf->keep_trees)
+		return json_incref(obj);
+	kft_smap_entry *shared[MAX_SHARED];
+	unsigned int nshared = 0;
+	int typed = own_type(inf, obj);
+	json_t *body = item_body(inf, obj, typed, shared, &nshared);
+	void *item =
+	        body ? item_pack(meta_str(obj, "resourceVersion"), body, shared, nshared, typed)
+	             : NULL;
+	json_decref(body);
+	for (unsigned int i = 0; !item && i < nshared; i++)
+		share_release(inf, shared[i]);
+	return item;
+}
+
+/* Sets the shared member of entry e ("name\1text") on obj. */
+static int share_set(json_t *obj, const kft_smap_entry *e)
+{
+	const char *sep = strchr(e->key, '\1');
+	char name[MAX_SHARED_NAME];
+	if (!sep || (size_t)(sep - e->key) >= sizeof(name))
+		return -1;
+	memcpy(name, e->key, (size_t)(sep - e->key));
+	name[sep - e->key] = '\0';
+	return json_object_set_new(obj, name, json_loads(sep + 1, JSON_ALLOW_NUL, NULL));
 }
 
 /* A tree of a stored object: a new reference; NULL when out of memory. */
@@ -302,104 +465,158 @@ static json_t *item_tree(const kft_informer *inf, const void *item)
 {
 	if (inf->keep_trees)
 		return json_incref((json_t *)item);
-	const char *text = item;
-	text += strlen(text) + 1;
-	return json_loads(text, JSON_ALLOW_NUL, NULL);
+	const item_hdr *h = item;
+	const char *text = item_text(item);
+	json_t *obj = json_loads(text + strlen(text) + 1, JSON_ALLOW_NUL, NULL);
+	int bad = !obj;
+	for (unsigned int i = 0; !bad && i < h->nshared; i++)
+		bad = share_set(obj, item_shared(item)[i]) != 0;
+	if (!bad && h->typed) {
+		char av[256];
+		bad = json_object_set_new(
+		              obj, "apiVersion",
+		              json_string(kft_gvr_api_version(inf->gvr, av, sizeof(av)))) ||
+		      json_object_set_new(obj, "kind", json_string(inf->gvr->kind));
+	}
+	if (bad) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
 }
 
 static const char *item_rv(const kft_informer *inf, const void *item)
 {
-	return inf->keep_trees ? meta_str(item, "resourceVersion") : item;
+	return inf->keep_trees ? meta_str(item, "resourceVersion") : item_text(item);
 }
 
-static void item_free(const kft_informer *inf, void *item)
+static void item_free(kft_informer *inf, void *item)
 {
-	if (inf->keep_trees)
+	if (inf->keep_trees) {
 		json_decref(item);
-	else
-		free(item);
+		return;
+	}
+	const item_hdr *h = item;
+	for (unsigned int i = 0; i < h->nshared; i++)
+		share_release(inf, item_shared(item)[i]);
+	free(item);
 }
 
 /* ---- the cache (write lock held) ------------------------------------------
  */
 
-/* Stores item (taken) under key, indexed by obj, its tree (borrowed).
- * Returns the previous object as a tree (a reference the caller owns) or
- * NULL. On allocation failure item is freed and *failed set: the cache
- * misses the change, and the next relist repairs it. */
-static json_t *cache_put(kft_informer *inf, const char *key, void *item, const json_t *obj,
-                         int *failed)
+/* Moves key's index entries from old_item's values to new_obj's (either may
+ * be NULL). The old values come from decoding old_item, so a cache without
+ * indexes decodes nothing. */
+static void reindex(kft_informer *inf, const char *key, const void *old_item, const json_t *new_obj)
+{
+	if (inf->nindexes == 0)
+		return;
+	json_t *old = old_item ? item_tree(inf, old_item) : NULL;
+	indexes_update(inf, key, old, new_obj);
+	json_decref(old);
+}
+
+/* Stores item (taken) under key, indexed by obj, its tree (borrowed; may
+ * be NULL when the informer has no index). *old_item receives the previous
+ * stored form (the caller's), NULL for a new key. Returns KFT_ENOMEM, item
+ * freed, when the key cannot be stored: the cache misses the change and the
+ * next relist repairs it. */
+static int cache_put(kft_informer *inf, const char *key, void *item, const json_t *obj,
+                     void **old_item)
 {
 	int created;
 	kft_smap_entry *e = kft_smap_upsert(&inf->items, key, &created);
-	*failed = 0;
+	*old_item = NULL;
 	if (!e) {
 		item_free(inf, item);
-		*failed = 1;
-		return NULL;
+		return KFT_ENOMEM;
 	}
-	void *old_item = e->value;
-	json_t *old = old_item ? item_tree(inf, old_item) : NULL;
+	*old_item = e->value;
 	e->value = item;
-	indexes_update(inf, key, old, obj);
-	if (old_item)
-		item_free(inf, old_item);
-	return old;
+	reindex(inf, key, *old_item, obj);
+	return 0;
 }
 
-/* Removes key; returns its object as a tree (the caller's reference) or
- * NULL when absent (or, out of memory, not decodable). */
-static json_t *cache_del(kft_informer *inf, const char *key)
+/* Removes key; returns its stored form (the caller's) or NULL when absent. */
+static void *cache_del(kft_informer *inf, const char *key)
 {
 	void *item = kft_smap_remove(&inf->items, key);
-	if (!item)
-		return NULL;
-	json_t *old = item_tree(inf, item);
-	if (old)
-		indexes_update(inf, key, old, NULL);
-	item_free(inf, item);
-	return old;
+	if (item)
+		reindex(inf, key, item, NULL);
+	return item;
 }
 
 /* ---- changes and handlers --------------------------------------------------
  */
 
-static void changes_push(inf_changes *c, int type, json_t *old_obj, json_t *new_obj, int flag)
+/* Records a change; old_item is taken. Out of memory, the handlers miss the
+ * change (the cache has it). */
+static void changes_push(kft_informer *inf, inf_changes *c, int type, const char *key,
+                         void *old_item, int flag)
 {
-	if (c->n == c->cap) {
+	char *k = strdup(key);
+	if (k && c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 16;
 		inf_change *nv = realloc(c->v, ncap * sizeof(*nv));
-		if (!nv) {
-			/* The handlers miss this change; the cache has it. */
-			json_decref(old_obj);
-			json_decref(new_obj);
-			return;
+		if (nv) {
+			c->v = nv;
+			c->cap = ncap;
 		}
-		c->v = nv;
-		c->cap = ncap;
 	}
-	c->v[c->n++] = (inf_change){type, old_obj, new_obj, flag};
+	if (!k || c->n == c->cap) {
+		free(k);
+		if (old_item)
+			item_free(inf, old_item);
+		return;
+	}
+	c->v[c->n++] = (inf_change){type, k, old_item, flag};
 }
 
-static void deliver(kft_informer *inf, const inf_change *ch)
+static void deliver(kft_informer *inf, int type, const json_t *old_obj, const json_t *new_obj,
+                    int flag)
 {
 	for (int i = 0; i < inf->nhandlers; i++) {
 		const kft_informer_handlers *h = &inf->handlers[i];
-		if (ch->type == CH_ADD && h->on_add)
-			h->on_add(h->ctx, ch->new_obj, ch->flag);
-		else if (ch->type == CH_UPDATE && h->on_update)
-			h->on_update(h->ctx, ch->old_obj, ch->new_obj);
-		else if (ch->type == CH_DELETE && h->on_delete)
-			h->on_delete(h->ctx, ch->old_obj, ch->flag);
+		if (type == CH_ADD && h->on_add)
+			h->on_add(h->ctx, new_obj, flag);
+		else if (type == CH_UPDATE && h->on_update)
+			h->on_update(h->ctx, old_obj, new_obj);
+		else if (type == CH_DELETE && h->on_delete)
+			h->on_delete(h->ctx, old_obj, flag);
 	}
+}
+
+/* The object cached under key as a new tree, or NULL. */
+static json_t *cached_tree(kft_informer *inf, const char *key)
+{
+	pthread_rwlock_rdlock(&inf->lock);
+	void *item = kft_smap_get(&inf->items, key);
+	json_t *obj = item ? item_tree(inf, item) : NULL;
+	pthread_rwlock_unlock(&inf->lock);
+	return obj;
+}
+
+/* Decodes one recorded change and hands it to the handlers; a change that
+ * cannot be decoded (out of memory) is not delivered. */
+static void change_deliver(kft_informer *inf, const inf_change *c)
+{
+	json_t *new_obj = c->type == CH_DELETE ? NULL : cached_tree(inf, c->key);
+	json_t *old_obj = c->old_item ? item_tree(inf, c->old_item) : NULL;
+	int ok = c->type == CH_DELETE ? old_obj != NULL : new_obj && (!c->old_item || old_obj);
+	if (ok)
+		deliver(inf, c->type, old_obj, new_obj, c->flag);
+	json_decref(old_obj);
+	json_decref(new_obj);
 }
 
 static void changes_deliver(kft_informer *inf, inf_changes *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
-		deliver(inf, &c->v[i]);
-		json_decref(c->v[i].old_obj);
-		json_decref(c->v[i].new_obj);
+		change_deliver(inf, &c->v[i]);
+		free(c->v[i].key);
+		if (c->v[i].old_item)
+			item_free(inf, c->v[i].old_item);
 	}
 	free(c->v);
 	memset(c, 0, sizeof(*c));
@@ -477,11 +694,35 @@ static void count(kft_informer *inf, uint64_t *counter)
 
 /* ---- list -------------------------------------------------------------- */
 
+/* The value a listed key gets in the fresh map when the cache already holds
+ * that resourceVersion: a relist then copies only what changed. */
+static char unchanged_mark;
+#define UNCHANGED ((void *)&unchanged_mark)
+
 typedef struct list_ctx {
 	kft_informer *inf;
-	kft_smap fresh; /* key -> json_t * */
+	kft_smap fresh; /* key -> stored form, or UNCHANGED */
 	int failed;     /* out of memory */
 } list_ctx;
+
+/* Whether the cache holds key at resourceVersion rv. */
+static int cached_at(kft_informer *inf, const char *key, const char *rv)
+{
+	if (!rv || !rv[0])
+		return 0;
+	pthread_rwlock_rdlock(&inf->lock);
+	const void *cur = kft_smap_get(&inf->items, key);
+	const char *cur_rv = cur ? item_rv(inf, cur) : NULL;
+	int same = cur_rv && strcmp(cur_rv, rv) == 0;
+	pthread_rwlock_unlock(&inf->lock);
+	return same;
+}
+
+static void fresh_release(kft_informer *inf, void *v)
+{
+	if (v && v != UNCHANGED)
+		item_free(inf, v);
+}
 
 static int on_list_item(void *ctx, const json_t *item)
 {
@@ -491,57 +732,47 @@ static int on_list_item(void *ctx, const json_t *item)
 		return 1;
 	if (kft_cache_key(item, key, sizeof(key)) != 0)
 		return 0; /* nameless: the server never sends one; ignore it */
-	json_t *obj = copy_in(lc->inf, item);
-	void *stored = obj ? item_make(lc->inf, obj) : NULL;
-	json_decref(obj);
+	void *stored = UNCHANGED;
+	if (!cached_at(lc->inf, key, meta_str(item, "resourceVersion"))) {
+		json_t *obj = copy_in(lc->inf, item);
+		stored = obj ? item_make(lc->inf, obj) : NULL;
+		json_decref(obj);
+	}
 	int created;
 	kft_smap_entry *e = stored ? kft_smap_upsert(&lc->fresh, key, &created) : NULL;
 	if (!e) {
-		if (stored)
-			item_free(lc->inf, stored);
+		fresh_release(lc->inf, stored);
 		lc->failed = 1;
 		return 1;
 	}
-	if (e->value)
-		item_free(lc->inf, e->value);
+	fresh_release(lc->inf, e->value);
 	e->value = stored;
 	return 0;
 }
 
-static void items_free(const kft_informer *inf, kft_smap *m)
+static void items_free(kft_informer *inf, kft_smap *m)
 {
 	kft_smap_iter it;
 	for (kft_smap_entry *e = kft_smap_first(m, &it); e; e = kft_smap_next(m, &it))
-		if (e->value)
-			item_free(inf, e->value);
+		fresh_release(inf, e->value);
 	kft_smap_clear(m);
 }
 
-static int same_version(const kft_informer *inf, const void *a, const void *b)
-{
-	const char *ra = item_rv(inf, a), *rb = item_rv(inf, b);
-	return ra && rb && ra[0] && strcmp(ra, rb) == 0;
-}
-
-/* Stores one listed object (item taken) unless the cache has its version;
- * records the add or update. */
+/* Stores one listed object (item taken) and records the add or update. */
 static void replace_one(kft_informer *inf, const char *key, void *item, int initial,
                         inf_changes *ch)
 {
-	void *cur = kft_smap_get(&inf->items, key);
 	json_t *obj = NULL;
-	if ((cur && same_version(inf, cur, item)) || !(obj = item_tree(inf, item))) {
-		item_free(inf, item); /* unchanged; or out of memory: the next relist */
+	if (inf->nindexes && !(obj = item_tree(inf, item))) {
+		item_free(inf, item); /* out of memory: the next relist repairs it */
 		return;
 	}
-	int failed;
-	json_t *old = cache_put(inf, key, item, obj, &failed);
-	if (failed)
-		json_decref(obj);
-	else if (old)
-		changes_push(ch, CH_UPDATE, old, obj, 0);
-	else
-		changes_push(ch, CH_ADD, NULL, obj, initial);
+	void *old_item;
+	int rc = cache_put(inf, key, item, obj, &old_item);
+	json_decref(obj);
+	if (rc == 0)
+		changes_push(inf, ch, old_item ? CH_UPDATE : CH_ADD, key, old_item,
+		             old_item ? 0 : initial);
 }
 
 /* Makes the cache equal to fresh (whose objects it takes) and records the
@@ -554,6 +785,8 @@ static void replace_all(kft_informer *inf, kft_smap *fresh, int initial, inf_cha
 	pthread_rwlock_wrlock(&inf->lock);
 	for (kft_smap_entry *e = kft_smap_first(fresh, &it); e; e = kft_smap_next(fresh, &it)) {
 		void *item = e->value;
+		if (item == UNCHANGED)
+			continue;
 		e->value = NULL;
 		replace_one(inf, e->key, item, initial, ch);
 	}
@@ -561,13 +794,10 @@ static void replace_all(kft_informer *inf, kft_smap *fresh, int initial, inf_cha
 	     e = kft_smap_next(&inf->items, &it)) {
 		if (kft_smap_find(fresh, e->key))
 			continue;
-		json_t *old = item_tree(inf, e->value);
-		if (old)
-			indexes_update(inf, e->key, old, NULL);
-		item_free(inf, e->value);
+		void *old_item = e->value;
+		reindex(inf, e->key, old_item, NULL);
+		changes_push(inf, ch, CH_DELETE, e->key, old_item, 1);
 		kft_smap_remove_iter(&inf->items, e->key);
-		if (old)
-			changes_push(ch, CH_DELETE, old, NULL, 1);
 	}
 	pthread_rwlock_unlock(&inf->lock);
 }
@@ -608,25 +838,27 @@ typedef struct watch_ctx {
 /* Returns KFT_ENOMEM when the change could not be stored. */
 static int apply_event(kft_informer *inf, const char *type, json_t *obj, const char *key)
 {
-	inf_change ch = {0};
-	int deleted = strcmp(type, "DELETED") == 0, failed = 0;
+	int deleted = strcmp(type, "DELETED") == 0, rc = 0;
 	void *item = deleted ? NULL : item_make(inf, obj); /* encoded outside the lock */
+	void *old_item = NULL;
 	if (!deleted && !item)
 		return KFT_ENOMEM;
 	pthread_rwlock_wrlock(&inf->lock);
-	if (deleted) {
-		json_t *old = cache_del(inf, key);
-		ch = (inf_change){CH_DELETE, old ? old : json_incref(obj), NULL, 0};
-	} else {
-		json_t *old = cache_put(inf, key, item, obj, &failed);
-		ch = (inf_change){old ? CH_UPDATE : CH_ADD, old, json_incref(obj), 0};
-	}
+	if (deleted)
+		old_item = cache_del(inf, key);
+	else
+		rc = cache_put(inf, key, item, obj, &old_item);
 	pthread_rwlock_unlock(&inf->lock);
-	if (!failed)
-		deliver(inf, &ch);
-	json_decref(ch.old_obj);
-	json_decref(ch.new_obj);
-	return failed ? KFT_ENOMEM : 0;
+	/* The previous version is decoded for the handlers outside the lock. */
+	json_t *old = old_item ? item_tree(inf, old_item) : NULL;
+	if (old_item)
+		item_free(inf, old_item);
+	if (rc == 0 && deleted)
+		deliver(inf, CH_DELETE, old ? old : obj, NULL, 0);
+	else if (rc == 0 && (old || !old_item))
+		deliver(inf, old ? CH_UPDATE : CH_ADD, old, obj, 0);
+	json_decref(old);
+	return rc;
 }
 
 static int on_watch_event(void *ctx, const char *type, const json_t *object)
@@ -954,6 +1186,7 @@ void kft_informer_free(kft_informer *inf)
 		return;
 	kft_informer_stop(inf);
 	items_free(inf, &inf->items);
+	kft_smap_clear(&inf->shared); /* empty by now: only its buckets */
 	for (int i = 0; i < inf->nindexes; i++)
 		index_free(&inf->indexes[i]);
 	free(inf->ns);

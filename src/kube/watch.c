@@ -205,6 +205,9 @@ static void set_stream(wstate *w, const kft_watch_opts *opts, char *errbuf)
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, idle_seconds(opts));
+	/* a watch idles for minutes with one event at a time: a small receive
+	 * buffer per open stream (the line buffer grows for a large event) */
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
 }
 
 /* A body that ended: cleanly only between events. */

@@ -509,6 +509,107 @@ static void test_storage_modes(void **state)
 	}
 }
 
+/* A ConfigMap whose data is `big` (a value over the informer's sharing
+ * threshold) plus a per-object key. */
+static json_t *big_configmap(const char *ns, const char *name, const char *big)
+{
+	json_t *o = fake_configmap(ns, name, "web");
+	json_t *data = json_object_get(o, "data");
+	json_object_set_new(data, "runtime", json_string(big));
+	return o;
+}
+
+static const char *data_of(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(json_object_get(o, "data"), k));
+}
+
+/* Many ConfigMaps carrying the same large data (the runtime snapshots of
+ * TrainJobs made from one runtime) are stored with that data once; every
+ * read still gives each object whole and as the server sent it, and a
+ * change to one leaves the others alone. */
+static void test_shared_members(void **state)
+{
+	fx *x = *state;
+	char big[2048], other[2048];
+	memset(big, 'y', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	memcpy(other, big, sizeof(other));
+	other[0] = 'z';
+	fake_put(x->f, big_configmap("a", "s1", big));
+	fake_put(x->f, big_configmap("a", "s2", big));
+	fake_put(x->f, big_configmap("b", "s3", other));
+	start_informer(x, NULL);
+	wait_watches(x, 1);
+	fake_put(x->f, big_configmap("b", "s4", big)); /* arrives by the watch */
+	wait_line(&x->rec, "add b/s4");
+
+	const char *keys[] = {"a/s1", "a/s2", "b/s3", "b/s4"};
+	for (size_t i = 0; i < 4; i++) {
+		json_t *o = NULL;
+		assert_int_equal(kft_informer_get_by_key(x->inf, keys[i], &o), 0);
+		assert_string_equal(data_of(o, "runtime"), i == 2 ? other : big);
+		assert_string_equal(data_of(o, "k"), "v");
+		assert_string_equal(json_string_value(json_object_get(o, "apiVersion")), "v1");
+		assert_string_equal(json_string_value(json_object_get(o, "kind")), "ConfigMap");
+		assert_string_equal(fake_meta(o, "name"), keys[i] + 2);
+		json_decref(o);
+	}
+
+	/* s1 changes and s2 goes: s4 still reads the shared data. */
+	fake_put(x->f, big_configmap("a", "s1", other));
+	fake_delete(x->f, "a", "s2");
+	wait_line(&x->rec, "delete a/s2");
+	json_t *o = NULL;
+	assert_int_equal(kft_informer_get(x->inf, "a", "s1", &o), 0);
+	assert_string_equal(data_of(o, "runtime"), other);
+	json_decref(o);
+	assert_int_equal(kft_informer_get(x->inf, "b", "s4", &o), 0);
+	assert_string_equal(data_of(o, "runtime"), big);
+	json_decref(o);
+	/* The handlers got the old version of s1 with its own data. */
+	assert_true(rec_has(&x->rec, "update a/s1 105->109"));
+}
+
+static void count_calls(json_t *obj, void *ctx)
+{
+	(void)obj;
+	(*(int *)ctx)++;
+}
+
+/* A relist copies in only the objects whose resourceVersion the cache does
+ * not have (the transform runs on each copy): a relist of a large, mostly
+ * unchanged cache does not hold a second copy of it. */
+static void test_relist_copies_only_changes(void **state)
+{
+	fx *x = *state;
+	int calls = 0;
+	kft_error err;
+	kft_informer_opts o = {.gvr = kft_gvr_lookup("v1", "ConfigMap"),
+	                       .page_size = 2,
+	                       .transform = count_calls,
+	                       .transform_ctx = &calls};
+	assert_int_equal(kft_informer_new(x->kube, &o, &x->inf, &err), 0);
+	kft_informer_handlers h = {on_add, on_update, on_delete, &x->rec};
+	assert_int_equal(kft_informer_add_handlers(x->inf, &h, &err), 0);
+	assert_int_equal(kft_informer_start(x->inf, &err), 0);
+	assert_int_equal(kft_informer_wait_synced(x->inf, 10, &err), 0);
+	wait_watches(x, 1);
+	assert_int_equal(calls, 4);
+	fake_hold(x->f, 1);
+	fake_put(x->f, fake_configmap("b", "four", "db"));
+	fake_compact(x->f);
+	fake_cut(x->f);
+	fake_hold(x->f, 0);
+	wait_line(&x->rec, "update b/four 104->105");
+	assert_int_equal(fake_count(x->f, &x->f->lists), 2);
+	assert_int_equal(calls, 5);
+	json_t *cm = NULL;
+	assert_int_equal(kft_informer_get(x->inf, "a", "one", &cm), 0);
+	assert_string_equal(rv_of(cm), "101");
+	json_decref(cm);
+}
+
 /* ---- keys ---------------------------------------------------------------- */
 
 static void test_keys(void **state)
@@ -594,6 +695,8 @@ int main(void)
 	        T(test_transform_and_selector),
 	        T(test_owner_index),
 	        T(test_storage_modes),
+	        T(test_shared_members),
+	        T(test_relist_copies_only_changes),
 	        cmocka_unit_test(test_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
