@@ -108,6 +108,19 @@ int kft_kube_config_load_text(const char *text, size_t len, const char *path, co
 int kft_kube_watch_parse(const kft_gvr *gvr, const char *const *chunks, const size_t *lens,
                          size_t n, kft_watch_fn on_event, void *ctx, kft_error *err);
 
+/*
+ * Reads one List page of text (what the API server answers a list with)
+ * without building its tree: each element of "items" is decoded alone,
+ * given to on_item (borrowed) and released, so a page costs its text plus
+ * one object's tree. *metadata gets the List's metadata object (a new
+ * reference; NULL when absent). Returns 0, on_item's non-zero value, or
+ * KFT_EPARSE naming `what` when the text is not a JSON object whose items
+ * are objects. For fuzzing and tests too.
+ */
+int kft_kube_list_scan(const char *text, size_t len, const char *what,
+                       int (*on_item)(void *ctx, json_t *item), void *ctx, json_t **metadata,
+                       kft_error *err);
+
 /* A response body growing up to a bound. */
 typedef struct kft_kube_body {
 	char *data;
@@ -123,11 +136,15 @@ typedef struct kft_kube_req {
 	const char *body;
 	size_t body_len;
 	const atomic_int *stop; /* NULL, or ends the request as kft_kube_cancel */
+	/* NULL, or where a 2xx body goes unparsed (data the caller's to free;
+	 * out is then left NULL): list pages are read item by item */
+	kft_kube_body *raw;
 } kft_kube_req;
 
 /*
  * Performs req with rate limiting, auth, retries and error mapping; on 2xx
- * parses the body into *out (NULL for an empty body). Returns 0 or a status.
+ * parses the body into *out (NULL for an empty body), or hands it over in
+ * req->raw. Returns 0 or a status.
  */
 int kft_kube_do(kft_kube *kube, const kft_kube_req *req, json_t **out, kft_error *err);
 

@@ -289,6 +289,10 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 			break;
 		}
 	}
+	if (rc == 0 && req->raw) {
+		*req->raw = a.body; /* handed over: not freed below */
+		a.body.data = NULL;
+	}
 	free(a.body.data);
 	return rc;
 }
@@ -306,7 +310,8 @@ int kft_kube_do(kft_kube *k, const kft_kube_req *req, json_t **out, kft_error *e
 	if (url.failed || what.failed)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	else
-		rc = run(k, req, kft_strbuf_str(&url), kft_strbuf_str(&what), out, err);
+		rc = run(k, req, kft_strbuf_str(&url), kft_strbuf_str(&what), req->raw ? NULL : out,
+		         err);
 	kft_strbuf_free(&url);
 	kft_strbuf_free(&what);
 	if (rc && out && *out) {

@@ -55,7 +55,8 @@ static int send_json_stop(kft_kube *k, const char *method, const char *path, con
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (body && !text)
 		return kft_error_set(err, KFT_ENOMEM, "serialising the request body failed");
-	kft_kube_req req = {method, path, body ? ctype : NULL, text, text ? strlen(text) : 0, stop};
+	kft_kube_req req = {method, path, body ? ctype : NULL, text, text ? strlen(text) : 0,
+	                    stop,   NULL};
 	int rc = kft_kube_do(k, &req, out, err);
 	free(text);
 	return rc;
@@ -116,23 +117,172 @@ static char *page_path(const kft_gvr *gvr, const char *ns, const kft_list_opts *
 	return s;
 }
 
-/* Hands out one page's items; keeps RV and continue token. */
-static int take_page(const kft_gvr *gvr, json_t *page, int (*on_item)(void *, const json_t *),
-                     void *ctx, char **rv, char **cont, kft_error *err)
+/* ---- list pages, item by item ---------------------------------------------------------- */
+
+/* A jansson tree costs about eight times its text: a 100-item page of JobSets
+ * is ~4 MB as a tree. So a page is walked as text: the top-level keys are
+ * read by hand, and each item is decoded alone with JSON_DISABLE_EOF_CHECK,
+ * which stops after the value and says how many bytes it took. */
+
+typedef struct scanner {
+	const char *p;
+	size_t n, i;
+} scanner;
+
+static void skip_ws(scanner *s)
 {
-	json_t *md = json_object_get(page, "metadata");
-	json_t *items = json_object_get(page, "items");
-	if (!json_is_object(page) || (items && !json_is_array(items) && !json_is_null(items)))
-		return kft_error_set(err, KFT_EPARSE, "list %s: the answer is not a List",
-		                     gvr->resource);
-	size_t i;
-	json_t *it;
-	json_array_foreach(items, i, it)
-	{
-		kft_kube_set_type(it, gvr);
-		int r = on_item(ctx, it);
-		if (r)
-			return r;
+	while (s->i < s->n && (s->p[s->i] == ' ' || s->p[s->i] == '\t' || s->p[s->i] == '\n' ||
+	                       s->p[s->i] == '\r'))
+		s->i++;
+}
+
+static int eat(scanner *s, char c)
+{
+	skip_ws(s);
+	if (s->i < s->n && s->p[s->i] == c) {
+		s->i++;
+		return 1;
+	}
+	return 0;
+}
+
+/* A string token (escapes skipped, not decoded): its raw bytes between the
+ * quotes in *start and *len. 0, or -1 when unterminated. */
+static int raw_string(scanner *s, const char **start, size_t *len)
+{
+	if (!eat(s, '"'))
+		return -1;
+	size_t b = s->i;
+	while (s->i < s->n && s->p[s->i] != '"')
+		s->i += s->p[s->i] == '\\' ? 2 : 1;
+	if (s->i >= s->n)
+		return -1;
+	*start = s->p + b;
+	*len = s->i - b;
+	s->i++;
+	return 0;
+}
+
+/* One object or array value, decoded; NULL when it is not one. */
+static json_t *container(scanner *s)
+{
+	skip_ws(s);
+	if (s->i >= s->n || (s->p[s->i] != '{' && s->p[s->i] != '['))
+		return NULL;
+	json_error_t e;
+	json_t *v = json_loadb(s->p + s->i, s->n - s->i, JSON_DISABLE_EOF_CHECK, &e);
+	if (v)
+		s->i += (size_t)e.position;
+	return v;
+}
+
+/* Skips a value of a key we do not read: a string, a container or a literal. */
+static int skip_value(scanner *s)
+{
+	skip_ws(s);
+	if (s->i < s->n && s->p[s->i] == '"') {
+		const char *b;
+		size_t l;
+		return raw_string(s, &b, &l);
+	}
+	json_t *v = container(s);
+	if (v) {
+		json_decref(v);
+		return 0;
+	}
+	size_t b = s->i; /* a number or literal ends at the next delimiter */
+	while (s->i < s->n && !strchr(",}] \t\r\n", s->p[s->i]))
+		s->i++;
+	return s->i > b ? 0 : -1;
+}
+
+static int scan_items(scanner *s, int (*on_item)(void *, json_t *), void *ctx)
+{
+	skip_ws(s);
+	if (s->n - s->i >= 4 && strncmp(s->p + s->i, "null", 4) == 0) {
+		s->i += 4;
+		return 0;
+	}
+	if (!eat(s, '['))
+		return -1;
+	if (eat(s, ']'))
+		return 0;
+	do {
+		json_t *item = container(s);
+		if (!json_is_object(item)) {
+			json_decref(item);
+			return -1;
+		}
+		int rc = on_item(ctx, item);
+		json_decref(item);
+		if (rc)
+			return rc;
+	} while (eat(s, ','));
+	return eat(s, ']') ? 0 : -1;
+}
+
+int kft_kube_list_scan(const char *text, size_t len, const char *what,
+                       int (*on_item)(void *ctx, json_t *item), void *ctx, json_t **metadata,
+                       kft_error *err)
+{
+	scanner s = {text ? text : "", text ? len : 0, 0};
+	*metadata = NULL;
+	int rc = eat(&s, '{') ? 0 : -1, closed = rc == 0 && eat(&s, '}');
+	if (rc == 0 && !closed)
+		do {
+			const char *key;
+			size_t kl;
+			if ((rc = raw_string(&s, &key, &kl)) != 0 ||
+			    (rc = eat(&s, ':') ? 0 : -1) != 0)
+				break;
+			if (kl == 5 && strncmp(key, "items", 5) == 0) {
+				rc = scan_items(&s, on_item, ctx);
+			} else if (kl == 8 && strncmp(key, "metadata", 8) == 0 && !*metadata) {
+				*metadata = container(&s);
+				rc = json_is_object(*metadata) ? 0 : -1;
+			} else {
+				rc = skip_value(&s);
+			}
+		} while (rc == 0 && eat(&s, ','));
+	if (rc == 0 && !closed && !eat(&s, '}'))
+		rc = -1;
+	skip_ws(&s);
+	if (rc == 0 && s.i != s.n)
+		rc = -1;
+	if (rc == -1) {
+		json_decref(*metadata);
+		*metadata = NULL;
+		return kft_error_set(err, KFT_EPARSE, "%s: the answer is not a List", what);
+	}
+	return rc;
+}
+
+typedef struct page_ctx {
+	const kft_gvr *gvr;
+	int (*on_item)(void *, const json_t *);
+	void *ctx;
+} page_ctx;
+
+static int page_item(void *ctx, json_t *item)
+{
+	page_ctx *pc = ctx;
+	kft_kube_set_type(item, pc->gvr);
+	return pc->on_item(pc->ctx, item);
+}
+
+/* Hands out one page's items; keeps RV and continue token. */
+static int take_page(const kft_gvr *gvr, const kft_kube_body *page,
+                     int (*on_item)(void *, const json_t *), void *ctx, char **rv, char **cont,
+                     kft_error *err)
+{
+	char what[160];
+	snprintf(what, sizeof(what), "list %s", gvr->resource);
+	page_ctx pc = {gvr, on_item, ctx};
+	json_t *md = NULL;
+	int rc = kft_kube_list_scan(page->data, page->len, what, page_item, &pc, &md, err);
+	if (rc) {
+		json_decref(md);
+		return rc;
 	}
 	const char *v = json_string_value(json_object_get(md, "resourceVersion"));
 	const char *c = json_string_value(json_object_get(md, "continue"));
@@ -140,9 +290,9 @@ static int take_page(const kft_gvr *gvr, json_t *page, int (*on_item)(void *, co
 	free(*cont);
 	*rv = v ? strdup(v) : strdup("");
 	*cont = c && *c ? strdup(c) : NULL;
-	if (!*rv || (c && *c && !*cont))
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	return 0;
+	rc = (!*rv || (c && *c && !*cont)) ? kft_error_set(err, KFT_ENOMEM, "out of memory") : 0;
+	json_decref(md);
+	return rc;
 }
 
 int kft_kube_list_each(kft_kube *k, const kft_gvr *gvr, const char *ns, const kft_list_opts *opts,
@@ -160,14 +310,16 @@ int kft_kube_list_each(kft_kube *k, const kft_gvr *gvr, const char *ns, const kf
 			break;
 		}
 		char *path = page_path(gvr, ns, opts, cont, err);
-		json_t *ans = NULL;
-		rc = path ? send_json_stop(k, "GET", path, NULL, NULL, opts ? opts->stop : NULL,
-		                           &ans, err)
-		          : KFT_ENOMEM;
+		kft_kube_body text = {0};
+		kft_kube_req req = {.method = "GET",
+		                    .path = path,
+		                    .stop = opts ? opts->stop : NULL,
+		                    .raw = &text};
+		rc = path ? kft_kube_do(k, &req, NULL, err) : KFT_ENOMEM;
 		free(path);
 		if (rc == 0)
-			rc = take_page(gvr, ans, on_item, ctx, &rv, &cont, err);
-		json_decref(ans);
+			rc = take_page(gvr, &text, on_item, ctx, &rv, &cont, err);
+		free(text.data);
 		if (rc || !cont)
 			break;
 	}
@@ -404,6 +556,6 @@ int kft_kube_request(kft_kube *k, const char *method, const char *path, const ch
 		return kft_error_set(err, KFT_EINVAL,
 		                     "request: a method and a path starting with "
 		                     "'/' are required");
-	kft_kube_req req = {method, path, content_type, body, body ? body_len : 0, NULL};
+	kft_kube_req req = {method, path, content_type, body, body ? body_len : 0, NULL, NULL};
 	return kft_kube_do(k, &req, out, err);
 }

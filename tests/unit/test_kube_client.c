@@ -639,6 +639,85 @@ static void rate_keys(void **state)
 	assert_string_equal(key, "");
 }
 
+/* List pages are read item by item (kft_kube_list_scan), not as one tree:
+ * keys in any order, metadata before or after items, other keys skipped
+ * whatever their type, items null or empty; anything that is not an
+ * object whose items are objects is refused, and a callback's refusal
+ * stops the walk. */
+typedef struct scanned {
+	int n;
+	char names[4][16];
+	int stop_at;
+} scanned;
+
+static int scan_item(void *ctx, json_t *item)
+{
+	scanned *s = ctx;
+	const char *name =
+	        json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+	if (s->n < 4)
+		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", name ? name : "?");
+	return ++s->n == s->stop_at ? KFT_ECONFLICT : 0;
+}
+
+static int scan(const char *text, scanned *s, json_t **md)
+{
+	return kft_kube_list_scan(text, strlen(text), "list x", scan_item, s, md, NULL);
+}
+
+static void list_pages_scanned(void **state)
+{
+	(void)state;
+	scanned s = {0};
+	json_t *md = NULL;
+	const char *page =
+	        " {\"kind\" : \"JobSetList\", \"x\": [1, {\"y\": \"}\"}], \"n\": -1.5e3,"
+	        "\"t\": true, \"s\": \"a\\\"b\", \"items\": [ {\"metadata\": {\"name\": "
+	        "\"a\"}} ,{\"metadata\":{\"name\":\"b\"}}],\"metadata\":{\"resourceVersion\":"
+	        "\"7\",\"continue\":\"c1\"}}\n";
+	assert_int_equal(scan(page, &s, &md), 0);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.names[0], "a");
+	assert_string_equal(s.names[1], "b");
+	assert_string_equal(json_string_value(json_object_get(md, "continue")), "c1");
+	json_decref(md);
+
+	const char *empty[] = {"{}", "{\"items\": null}", "{\"items\":[],\"metadata\":{}}"};
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(scan(empty[i], &s, &md), 0);
+		assert_int_equal(s.n, 0);
+		json_decref(md);
+	}
+
+	const char *bad[] = {"",
+	                     "[]",
+	                     "{\"items\": {}}",
+	                     "{\"items\": [1]}",
+	                     "{\"items\": [{}] x}",
+	                     "{\"items\": [{}]} {}",
+	                     "{\"kind\": \"unterminated}",
+	                     "{\"items\": [{\"a\": 1}",
+	                     "{\"metadata\": 3}",
+	                     "{\"items\" [] }",
+	                     "{\"a\": 1,}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		kft_error err = {0};
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(kft_kube_list_scan(bad[i], strlen(bad[i]), "list jobsets",
+		                                    scan_item, &s, &md, &err),
+		                 KFT_EPARSE);
+		assert_null(md);
+		assert_string_equal(err.message, "list jobsets: the answer is not a List");
+	}
+
+	memset(&s, 0, sizeof(s));
+	s.stop_at = 1;
+	assert_int_equal(scan(page, &s, &md), KFT_ECONFLICT);
+	assert_int_equal(s.n, 1);
+	json_decref(md);
+}
+
 static void events_recorded_and_counted(void **state)
 {
 	(void)state;
@@ -850,6 +929,7 @@ int main(void)
 	        cmocka_unit_test_setup(rate_limiter, each_setup),
 	        cmocka_unit_test_setup(rate_limiter_per_resource, each_setup),
 	        cmocka_unit_test(rate_keys),
+	        cmocka_unit_test(list_pages_scanned),
 	        cmocka_unit_test_setup(observer_sees_each_exchange, each_setup),
 	        cmocka_unit_test_setup(events_recorded_and_counted, each_setup),
 	        cmocka_unit_test_setup(cluster_scoped_event_goes_to_default, each_setup),
