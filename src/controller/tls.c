@@ -63,6 +63,22 @@ static void rng_close(rng *r)
 	mbedtls_entropy_free(&r->entropy);
 }
 
+/* Puts a tag and length in front of the len bytes just written before *p
+ * (DER is written backwards): the element's whole length, or a negative
+ * mbedTLS error. */
+static int wrap(unsigned char **p, unsigned char *buf, size_t len, unsigned char tag)
+{
+	int r = mbedtls_asn1_write_len(p, buf, len);
+	if (r < 0)
+		return r;
+	len += (size_t)r;
+	if ((r = mbedtls_asn1_write_tag(p, buf, tag)) < 0)
+		return r;
+	return (int)(len + (size_t)r);
+}
+
+#define SEQUENCE (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
+
 /* GeneralNames { dNSName "localhost", iPAddress 127.0.0.1 } into the end of
  * buf; *der points at it. Returns its length or a negative mbedTLS error. */
 static int san_der(unsigned char *buf, size_t size, unsigned char **der)
@@ -70,33 +86,17 @@ static int san_der(unsigned char *buf, size_t size, unsigned char **der)
 	static const unsigned char ip[4] = {127, 0, 0, 1};
 	static const char dns[] = "localhost";
 	unsigned char *p = buf + size;
-	size_t len = 0;
-	int r;
-	if ((r = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip))) < 0)
-		return r;
-	len += (size_t)r;
-	if ((r = mbedtls_asn1_write_len(&p, buf, sizeof(ip))) < 0 ||
-	    (len += (size_t)r,
-	     r = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
-		return r;
-	len += (size_t)r;
-	size_t name = 0;
-	if ((r = mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns,
-	                                       sizeof(dns) - 1)) < 0)
-		return r;
-	name += (size_t)r;
-	if ((r = mbedtls_asn1_write_len(&p, buf, name)) < 0 ||
-	    (name += (size_t)r,
-	     r = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2)) < 0)
-		return r;
-	len += name + (size_t)r;
-	if ((r = mbedtls_asn1_write_len(&p, buf, len)) < 0 ||
-	    (len += (size_t)r,
-	     r = mbedtls_asn1_write_tag(&p, buf,
-	                                MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
-		return r;
-	*der = p;
-	return (int)(len + (size_t)r);
+	int ipl = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip));
+	if (ipl < 0 || (ipl = wrap(&p, buf, (size_t)ipl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
+		return ipl;
+	int dnl =
+	        mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns, sizeof(dns) - 1);
+	if (dnl < 0 || (dnl = wrap(&p, buf, (size_t)dnl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2)) < 0)
+		return dnl;
+	int all = wrap(&p, buf, (size_t)ipl + (size_t)dnl, SEQUENCE);
+	if (all >= 0)
+		*der = p;
+	return all;
 }
 
 /* ExtKeyUsageSyntax { id-kp-serverAuth }, as san_der. */
@@ -105,16 +105,11 @@ static int eku_der(unsigned char *buf, size_t size, unsigned char **der)
 	unsigned char *p = buf + size;
 	int r = mbedtls_asn1_write_oid(&p, buf, MBEDTLS_OID_SERVER_AUTH,
 	                               MBEDTLS_OID_SIZE(MBEDTLS_OID_SERVER_AUTH));
-	if (r < 0)
-		return r;
-	size_t len = (size_t)r;
-	if ((r = mbedtls_asn1_write_len(&p, buf, len)) < 0 ||
-	    (len += (size_t)r,
-	     r = mbedtls_asn1_write_tag(&p, buf,
-	                                MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
-		return r;
-	*der = p;
-	return (int)(len + (size_t)r);
+	if (r >= 0)
+		r = wrap(&p, buf, (size_t)r, SEQUENCE);
+	if (r >= 0)
+		*der = p;
+	return r;
 }
 
 static int add_der_ext(mbedtls_x509write_cert *c, const char *oid, size_t oid_len, int critical,

@@ -28,11 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kftrainer/kube_cache.h"
+#include "util/random.h"
 #include "util/strbuf.h"
 
 #define EVENT_CACHE_MAX 4096
@@ -103,22 +103,6 @@ static int dns_subdomain(const char *s)
 	return 1;
 }
 
-/* Fills buf from the kernel's random source; 0, or -1 when it cannot. A read
- * may be cut short by a signal, so it loops. */
-static int random_bytes(unsigned char *buf, size_t len)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = getrandom(buf + got, len - got, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 /* "<name>.<hex nanoseconds>", or a random UUID when that is not a valid name,
  * as client-go does. */
 static char *event_name(const char *obj_name, long long nanos)
@@ -130,7 +114,7 @@ static char *event_name(const char *obj_name, long long nanos)
 		return kft_strbuf_detach(&b);
 	kft_strbuf_free(&b);
 	unsigned char r[16];
-	if (random_bytes(r, sizeof(r)) != 0)
+	if (kft_random_bytes(NULL, r, sizeof(r)) != 0)
 		return NULL;
 	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
 	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);

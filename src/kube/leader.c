@@ -31,11 +31,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kftrainer/kube.h"
+#include "util/random.h"
 
 #define JITTER_FACTOR 1.2
 
@@ -355,22 +355,6 @@ static void *leader_main(void *arg)
 
 /* ---- public API ------------------------------------------------------------ */
 
-/* Fills buf from the kernel's random source; 0, or -1 when it cannot. A read
- * may be cut short by a signal, so it loops. */
-static int random_bytes(unsigned char *buf, size_t len)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = getrandom(buf + got, len - got, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
 /* "<hostname>_<random UUID v4>", as controller-runtime names holders. */
 static char *default_identity(void)
 {
@@ -379,7 +363,7 @@ static char *default_identity(void)
 	if (gethostname(host, sizeof(host) - 1) != 0)
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = 0;
-	if (random_bytes(u, sizeof(u)) != 0)
+	if (kft_random_bytes(NULL, u, sizeof(u)) != 0)
 		return NULL;
 	u[6] = (unsigned char)((u[6] & 0x0f) | 0x40);
 	u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);

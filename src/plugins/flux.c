@@ -70,7 +70,7 @@
 #include "kftrainer/quantity.h"
 #include "plugins/builtin.h"
 #include "plugins/flux_templates.h"
-#include "util/sshkey.h"
+#include "util/random.h"
 #include "util/strbuf.h"
 
 /* Names and defaults from upstream's pkg/constants (candidates for

@@ -15,12 +15,11 @@
  */
 #include "util/sshkey.h"
 
+#include "util/random.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <errno.h>
-#include <sys/random.h>
 
 #include <mbedtls/base64.h>
 #include <mbedtls/ecp.h>
@@ -32,21 +31,6 @@
 #define POINT_LEN 133
 /* The PEM of a P-521 SEC 1 key is about 360 bytes. */
 #define PEM_MAX 1024
-
-int kft_random_bytes(void *ctx, unsigned char *out, size_t len)
-{
-	(void)ctx;
-	while (len > 0) {
-		ssize_t n = getrandom(out, len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		out += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 static int mbedtls_failure(kft_error *err, const char *step, int code)
 {

@@ -20,8 +20,6 @@
 #ifndef KFT_UTIL_SSHKEY_H
 #define KFT_UTIL_SSHKEY_H
 
-#include <stddef.h>
-
 #include "kftrainer/error.h"
 
 /* Both strings are NUL-terminated and owned by the struct. */
@@ -39,11 +37,6 @@ typedef struct kft_sshkey {
  * *out is left empty (both pointers NULL). Free with kft_sshkey_free.
  */
 int kft_sshkey_generate(kft_sshkey *out, kft_error *err);
-
-/* An mbedTLS random source (f_rng) over getrandom(2): fills out with len
- * bytes from the kernel's CSPRNG; ctx is unused. 0, or -1 when the kernel
- * refuses. */
-int kft_random_bytes(void *ctx, unsigned char *out, size_t len);
 
 /* Wipes and frees both strings and sets them to NULL. key may be NULL. */
 void kft_sshkey_free(kft_sshkey *key);
