@@ -191,7 +191,8 @@ static int skip_value(scanner *s)
 		return 0;
 	}
 	size_t b = s->i; /* a number or literal ends at the next delimiter */
-	while (s->i < s->n && !strchr(",}] \t\r\n", s->p[s->i]))
+	while (s->i < s->n && s->p[s->i] != ',' && s->p[s->i] != '}' && s->p[s->i] != ']' &&
+	       s->p[s->i] != ' ' && s->p[s->i] != '\t' && s->p[s->i] != '\r' && s->p[s->i] != '\n')
 		s->i++;
 	return s->i > b ? 0 : -1;
 }

@@ -6,7 +6,8 @@
  * The input is a page's text. It is scanned, and when jansson also reads the
  * whole text as an object (duplicate keys refused) whose "items" is an array
  * of objects or null, and no key is written with escapes (which the scanner
- * compares as written), then:
+ * compares as written) and there is no NUL byte (which jansson may take for
+ * the end of the text), then:
  *   - the scan succeeds;
  *   - it hands out exactly the array's items, equal and in order;
  *   - its metadata equals the object's "metadata" when that is an object.
@@ -44,7 +45,7 @@ static void fail(const char *what)
 /* Whether the whole-tree reading is one the scanner must agree with. */
 static int comparable(const json_t *whole, const uint8_t *data, size_t size)
 {
-	if (!json_is_object(whole) || memchr(data, '\\', size))
+	if (!json_is_object(whole) || memchr(data, '\\', size) || memchr(data, '\0', size))
 		return 0;
 	const json_t *items = json_object_get(whole, "items");
 	const json_t *md = json_object_get(whole, "metadata");
