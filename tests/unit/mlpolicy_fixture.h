@@ -12,25 +12,7 @@
 #include <string.h>
 
 #include "kftrainer/framework.h"
-
-static inline json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *v = json_loads(text, 0, &e);
-	if (!v)
-		fail_msg("bad test JSON (%s): %s", e.text, text);
-	return v;
-}
-
-static inline void assert_json(const json_t *got, const char *want_text)
-{
-	json_t *want = parse(want_text);
-	if (!json_equal((json_t *)got, want)) {
-		char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
-		fail_msg("JSON differs\n got: %s\nwant: %s", g ? g : "(null)", want_text);
-	}
-	json_decref(want);
-}
+#include "json_fixture.h"
 
 /* The cluster is a JSON array of objects (self); the UID is metadata.uid. */
 static inline json_t *fake_get(void *self, const char *api_version, const char *kind,

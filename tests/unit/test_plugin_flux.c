@@ -156,9 +156,9 @@ static void test_no_flux_policy(void **state)
 		kft_pod_set *ps = node_pod_set(&f, two_nodes);
 		run_ml_policy(&f);
 		assert_int_equal(ps->n_init_containers, 0);
-		assert_json(ps->volumes, "[]");
-		assert_json(ps->containers[0].volume_mounts, "[]");
-		assert_json(ps->containers[0].command, "[]");
+		expect_json(ps->volumes, "[]");
+		expect_json(ps->containers[0].volume_mounts, "[]");
+		expect_json(ps->containers[0].command, "[]");
 		run_build(&f);
 		assert_int_equal(json_array_size(f.objects), 0);
 		fixture_free(&f);
@@ -190,13 +190,13 @@ static void test_flux_mutations(void **state)
 	kft_container *ic = &ps->init_containers[0];
 	assert_string_equal(ic->name, "flux-installer");
 	assert_string_equal(ic->image, "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy");
-	assert_json(ic->command, "[\"/bin/bash\", \"/etc/flux-config/init.sh\"]");
-	assert_json(ic->volume_mounts,
+	expect_json(ic->command, "[\"/bin/bash\", \"/etc/flux-config/init.sh\"]");
+	expect_json(ic->volume_mounts,
 	            "[{\"name\": \"flux-install\", \"mountPath\": \"/mnt/flux\"}, "
 	            "{\"name\": \"" CM_NAME "\", \"mountPath\": \"/etc/flux-config\", "
 	            "\"readOnly\": true}]");
-	assert_json(ic->env, "[]");
-	assert_json(
+	expect_json(ic->env, "[]");
+	expect_json(
 	        ps->containers[0].volume_mounts,
 	        "[{\"name\": \"flux-install\", \"mountPath\": \"/mnt/flux\"}, "
 	        "{\"name\": \"spack-install\", \"mountPath\": \"/opt/software\"}, "
@@ -204,7 +204,7 @@ static void test_flux_mutations(void **state)
 	        "\"readOnly\": true}, "
 	        "{\"name\": \"flux-curve\", \"mountPath\": \"/curve\", \"readOnly\": true}, "
 	        "{\"name\": \"shared-memory\", \"mountPath\": \"/dev/shm\", \"readOnly\": true}]");
-	assert_json(
+	expect_json(
 	        ps->volumes,
 	        "[{\"name\": \"spack-install\", \"emptyDir\": {}}, "
 	        "{\"name\": \"flux-install\", \"emptyDir\": {}}, "
@@ -214,19 +214,19 @@ static void test_flux_mutations(void **state)
 	        "{\"name\": \"flux-curve\", \"secret\": {\"secretName\": \"test-job-flux-curve\", "
 	        "\"defaultMode\": 256}}]");
 	/* upstream: trainJob.Spec.Trainer.Command = [bash, entrypoint.sh, ""] */
-	assert_json(ps->containers[0].command,
+	expect_json(ps->containers[0].command,
 	            "[\"/bin/bash\", \"/etc/flux-config/entrypoint.sh\", \"\"]");
 
 	run_build(&f);
 	assert_int_equal(json_array_size(f.objects), 2);
 	const json_t *cm = json_array_get(f.objects, 0), *secret = json_array_get(f.objects, 1);
 	assert_string_equal(json_string_value(json_object_get(cm, "apiVersion")), "v1");
-	assert_json(json_object_get(cm, "metadata"),
+	expect_json(json_object_get(cm, "metadata"),
 	            "{\"name\": \"" CM_NAME "\", \"namespace\": "
 	            "\"default\", \"ownerReferences\": " OWNER "}");
 	assert_string_equal(json_string_value(json_object_get(secret, "apiVersion")), "v1");
 	assert_string_equal(json_string_value(json_object_get(secret, "kind")), "Secret");
-	assert_json(json_object_get(secret, "metadata"),
+	expect_json(json_object_get(secret, "metadata"),
 	            "{\"name\": \"test-job-flux-curve\", \"namespace\": \"default\", "
 	            "\"ownerReferences\": " OWNER "}");
 	assert_null(json_object_get(secret, "type"));

@@ -130,7 +130,7 @@ static void assert_ssh_secret(const json_t *secret)
 {
 	assert_string_equal(json_string_value(json_object_get(secret, "apiVersion")), "v1");
 	assert_string_equal(json_string_value(json_object_get(secret, "kind")), "Secret");
-	assert_json(json_object_get(secret, "metadata"),
+	expect_json(json_object_get(secret, "metadata"),
 	            "{\"name\": \"trainJob-mpi-ssh-auth\", \"namespace\": \"default\", "
 	            "\"ownerReferences\": " OWNER "}");
 	assert_true(json_is_true(json_object_get(secret, "immutable")));
@@ -150,7 +150,7 @@ static void assert_hostfile_configmap(const json_t *cm, const char *hostfile)
 {
 	assert_string_equal(json_string_value(json_object_get(cm, "apiVersion")), "v1");
 	assert_string_equal(json_string_value(json_object_get(cm, "kind")), "ConfigMap");
-	assert_json(json_object_get(cm, "metadata"),
+	expect_json(json_object_get(cm, "metadata"),
 	            "{\"name\": \"trainJob-mpi-hostfile\", \"namespace\": \"default\", "
 	            "\"ownerReferences\": " OWNER "}");
 	const json_t *data = json_object_get(cm, "data");
@@ -186,7 +186,7 @@ static void test_no_mpi_policy(void **state)
 		assert_int_equal(node->count, 1);
 		assert_int_equal(json_array_size(node->volumes), 0);
 		assert_int_equal(json_array_size(node->containers[0].volume_mounts), 0);
-		assert_json(f.info->labels, "{\"key\": \"value\"}");
+		expect_json(f.info->labels, "{\"key\": \"value\"}");
 		assert_int_equal(run_build(&f), 0);
 		assert_int_equal(json_array_size(f.objects), 0);
 		fixture_free(&f);
@@ -205,8 +205,8 @@ static void test_trainjob_num_nodes(void **state)
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
 	assert_int_equal(launcher->count, 1);
 	assert_int_equal(node->count, 2);
-	assert_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
-	assert_json(node->volumes, "[" SSH_VOLUME "]");
+	expect_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
+	expect_json(node->volumes, "[" SSH_VOLUME "]");
 
 	assert_int_equal(run_build(&f), 0);
 	assert_int_equal(json_array_size(f.objects), 2);
@@ -227,8 +227,8 @@ static void test_trainjob_num_proc_per_node(void **state)
 	kft_pod_set *node = add_pod_set(&f, "node", "trainer", 1, "", node_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
 	assert_int_equal(node->count, 1);
-	assert_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
-	assert_json(node->volumes, "[" SSH_VOLUME "]");
+	expect_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
+	expect_json(node->volumes, "[" SSH_VOLUME "]");
 
 	assert_int_equal(run_build(&f), 0);
 	assert_int_equal(json_array_size(f.objects), 2);
@@ -251,8 +251,8 @@ static void test_gpus_in_trainjob(void **state)
 	kft_pod_set *launcher = add_pod_set(&f, "launcher", NULL, 1, "", launcher_ep);
 	kft_pod_set *node = add_pod_set(&f, "node", "trainer", 1, "", node_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
-	assert_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
-	assert_json(node->volumes, "[" SSH_VOLUME "]");
+	expect_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
+	expect_json(node->volumes, "[" SSH_VOLUME "]");
 
 	assert_int_equal(run_build(&f), 0);
 	assert_hostfile_configmap(json_array_get(f.objects, 1),
@@ -272,15 +272,15 @@ static void test_run_launcher_as_node(void **state)
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
 	assert_int_equal(launcher->count, 1);
 	assert_int_equal(node->count, 9);
-	assert_json(launcher->containers[0].volume_mounts,
+	expect_json(launcher->containers[0].volume_mounts,
 	            "[{\"name\": \"mpi-ssh-auth\", \"mountPath\": \"/root/.ssh\"}, "
 	            "{\"name\": \"mpi-hostfile\", \"mountPath\": \"/etc/mpi\"}]");
-	assert_json(launcher->containers[0].env, OPENMPI_ENV("1"));
-	assert_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
-	assert_json(node->containers[0].volume_mounts,
+	expect_json(launcher->containers[0].env, OPENMPI_ENV("1"));
+	expect_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
+	expect_json(node->containers[0].volume_mounts,
 	            "[{\"name\": \"mpi-ssh-auth\", \"mountPath\": \"/root/.ssh\"}]");
-	assert_json(node->containers[0].env, "[]");
-	assert_json(node->volumes, "[" SSH_VOLUME "]");
+	expect_json(node->containers[0].env, "[]");
+	expect_json(node->volumes, "[" SSH_VOLUME "]");
 
 	assert_int_equal(run_build(&f), 0);
 	assert_int_equal(json_array_size(f.objects), 2);
@@ -301,7 +301,7 @@ static void test_existing_secret_is_kept(void **state)
 	        "\"trainJob-mpi-ssh-auth\", \"namespace\": \"default\"}, \"immutable\": true}]");
 	kft_pod_set *launcher = add_pod_set(&f, "launcher", NULL, 1, "", launcher_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
-	assert_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
+	expect_json(launcher->volumes, "[" SSH_VOLUME ", " HOSTFILE_VOLUME "]");
 
 	assert_int_equal(run_build(&f), 0);
 	assert_int_equal(json_array_size(f.objects), 1);
@@ -349,10 +349,10 @@ static void test_mount_path_and_defaults(void **state)
 	fixture_init(&f, NULL, "{\"mpi\": {\"sshAuthMountPath\": \"/home/mpiuser/.ssh\"}}", NULL);
 	kft_pod_set *launcher = add_pod_set(&f, "launcher", "trainer", 1, "node", launcher_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
-	assert_json(launcher->containers[0].volume_mounts,
+	expect_json(launcher->containers[0].volume_mounts,
 	            "[{\"name\": \"mpi-ssh-auth\", \"mountPath\": \"/home/mpiuser/.ssh\"}, "
 	            "{\"name\": \"mpi-hostfile\", \"mountPath\": \"/etc/mpi\"}]");
-	assert_json(launcher->containers[0].env, OPENMPI_ENV("1"));
+	expect_json(launcher->containers[0].env, OPENMPI_ENV("1"));
 	fixture_free(&f);
 }
 
@@ -364,7 +364,7 @@ static void test_implementation_names(void **state)
 	fixture_init(&f, NULL, "{\"mpi\": {\"mpiImplementation\": \"\"}}", NULL);
 	kft_pod_set *launcher = add_pod_set(&f, "launcher", NULL, 1, "node", launcher_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
-	assert_json(launcher->containers[0].env, OPENMPI_ENV("1"));
+	expect_json(launcher->containers[0].env, OPENMPI_ENV("1"));
 	fixture_free(&f);
 
 	fixture_init(&f, NULL, "{\"mpi\": {\"mpiImplementation\": \"MVAPICH\"}}", NULL);
@@ -394,7 +394,7 @@ static void test_intel_mpi(void **state)
 	kft_pod_set *launcher = add_pod_set(&f, "launcher", NULL, 1, "node", launcher_ep);
 	add_pod_set(&f, "node", "trainer", 1, "node", node_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
-	assert_json(
+	expect_json(
 	        launcher->containers[0].env,
 	        "[{\"name\": \"I_MPI_HYDRA_HOST_FILE\", \"value\": \"/etc/mpi/hostfile\"}, "
 	        "{\"name\": \"I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS\", \"value\": "
@@ -403,7 +403,7 @@ static void test_intel_mpi(void **state)
 	/* twice: the domain is added once */
 	assert_int_equal(kft_plugin_mpi.enforce_pod_spec(&f.ctx, f.info, &f.job, NULL), 0);
 	const json_t *rjobs = json_object_get(f.info->template_spec, "replicatedJobs");
-	assert_json(json_array_get(rjobs, 1),
+	expect_json(json_array_get(rjobs, 1),
 	            "{\"name\": \"node\", \"template\": {\"spec\": {\"template\": {\"spec\": "
 	            "{\"containers\": [{\"name\": \"node\"}], \"dnsConfig\": {\"searches\": "
 	            "[\"example.org\", \"trainJob.default.svc.cluster.local\"]}}}}}}");
@@ -439,12 +439,12 @@ static void test_mpich(void **state)
 	kft_pod_set *launcher = add_pod_set(&f, "launcher", NULL, 1, "node", launcher_ep);
 	add_pod_set(&f, "node", "trainer", 1, "node", node_ep);
 	assert_int_equal(run_ml_policy(&f, NULL), 0);
-	assert_json(launcher->containers[0].env,
+	expect_json(launcher->containers[0].env,
 	            "[{\"name\": \"HYDRA_HOST_FILE\", \"value\": \"/etc/mpi/hostfile\"}, "
 	            "{\"name\": \"HYDRA_LAUNCH_EXTRA_ARGS\", \"value\": "
 	            "\"-o ConnectionAttempts=10\"}]");
 	assert_int_equal(kft_plugin_mpi.enforce_pod_spec(&f.ctx, f.info, &f.job, NULL), 0);
-	assert_json(f.info->template_spec,
+	expect_json(f.info->template_spec,
 	            "{\"replicatedJobs\": [{\"name\": \"node\", \"template\": {\"spec\": "
 	            "{\"template\": {\"spec\": {\"dnsConfig\": {\"searches\": "
 	            "[\"trainJob.default.svc.cluster.local\"]}}}}}}]}");
@@ -474,7 +474,7 @@ static void test_no_search_domain(void **state)
 		add_pod_set(&f, "launcher", NULL, 1, "node", eps[i]);
 		add_pod_set(&f, "node", "trainer", 1, "node", NULL);
 		assert_int_equal(kft_plugin_mpi.enforce_pod_spec(&f.ctx, f.info, &f.job, NULL), 0);
-		assert_json(f.info->template_spec,
+		expect_json(f.info->template_spec,
 		            "{\"replicatedJobs\": [{\"name\": \"node\", \"template\": {\"spec\": "
 		            "{\"template\": {\"spec\": {}}}}}]}");
 		fixture_free(&f);
@@ -493,12 +493,12 @@ static void test_render_backend(void **state)
 	assert_int_equal(run_build(&f), 0);
 	assert_int_equal(json_array_size(f.objects), 2);
 	const json_t *cm = json_array_get(f.objects, 1);
-	assert_json(json_object_get(cm, "metadata"),
+	expect_json(json_object_get(cm, "metadata"),
 	            "{\"name\": \"trainJob-mpi-hostfile\", \"namespace\": \"default\", "
 	            "\"ownerReferences\": [{\"apiVersion\": \"trainer.kubeflow.org/v1alpha1\", "
 	            "\"kind\": \"TrainJob\", \"name\": \"trainJob\", \"controller\": true, "
 	            "\"blockOwnerDeletion\": true}]}");
-	assert_json(json_object_get(cm, "data"), "{\"hostfile\": \"\"}");
+	expect_json(json_object_get(cm, "data"), "{\"hostfile\": \"\"}");
 	fixture_free(&f);
 }
 

@@ -24,20 +24,11 @@ ns=$(new_namespace watchcut) || {
 trap 'ctrl_stop_all; [ -f "$STATE/pids/proxy.pid" ] && stop_proc "$STATE/pids/proxy.pid"; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1' EXIT
 install_builtin_runtimes || exit 0
 
-mkdir -p "$STATE/controllers"
-pf="$STATE/controllers/proxy.port"
-rm -f "$pf"
-: >"$STATE/logs/proxy.log"
-api_port=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}' | sed 's/.*://')
-start_proc proxy python3 "$KFT_CLUSTER_DIR/t/tcpproxy.py" 0 "$api_port" "$pf"
-if ! wait_for 10 test -s "$pf"; then
+if ! start_api_proxy proxy tcpproxy.py 0; then
 	fail "$name" "the proxy did not start" "$(cat "$STATE/logs/proxy.log")"
 	exit 0
 fi
-kubectl config view --raw | sed "s|server: https://127.0.0.1:$api_port|server: https://127.0.0.1:$(cat "$pf")|" \
-	>"$STATE/controllers/proxied.kubeconfig"
-chmod 600 "$STATE/controllers/proxied.kubeconfig"
-ctrl_start main --kubeconfig "$STATE/controllers/proxied.kubeconfig" || {
+ctrl_start main --kubeconfig "$STATE/controllers/proxy.kubeconfig" || {
 	fail "$name" "the controller did not start"
 	exit 0
 }

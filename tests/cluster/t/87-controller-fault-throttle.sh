@@ -28,20 +28,11 @@ ns=$(new_namespace throttle) || {
 trap 'ctrl_stop_all; [ -f "$STATE/pids/throttleproxy.pid" ] && stop_proc "$STATE/pids/throttleproxy.pid"; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1' EXIT
 install_builtin_runtimes || exit 0
 
-mkdir -p "$STATE/controllers"
-pf="$STATE/controllers/throttleproxy.port"
-rm -f "$pf"
-: >"$STATE/logs/throttleproxy.log"
-api_port=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}' | sed 's/.*://')
-start_proc throttleproxy python3 "$KFT_CLUSTER_DIR/t/throttleproxy.py" "$STATE/certs" "$api_port" "$pf"
-if ! wait_for 10 test -s "$pf"; then
+if ! start_api_proxy throttleproxy throttleproxy.py "$STATE/certs"; then
 	fail "$name" "the proxy did not start" "$(cat "$STATE/logs/throttleproxy.log")"
 	exit 0
 fi
-kubectl config view --raw | sed "s|server: https://127.0.0.1:$api_port|server: https://127.0.0.1:$(cat "$pf")|" \
-	>"$STATE/controllers/throttled.kubeconfig"
-chmod 600 "$STATE/controllers/throttled.kubeconfig"
-ctrl_start main --kubeconfig "$STATE/controllers/throttled.kubeconfig" || {
+ctrl_start main --kubeconfig "$STATE/controllers/throttleproxy.kubeconfig" || {
 	fail "$name" "the controller did not start"
 	exit 0
 }

@@ -191,6 +191,26 @@ ctrl_stop_all() {
 	return 0
 }
 
+# A proxy in front of the API server for the fault tests: starts `python3 SCRIPT ARGS...
+# API_PORT PORT_FILE` as tier process NAME (log $STATE/logs/NAME.log, pid $STATE/pids/NAME.pid),
+# waits for it to write the port it listens on, and writes a kubeconfig that goes through it to
+# $STATE/controllers/NAME.kubeconfig. Returns 1 when it does not start (see its log).
+start_api_proxy() { # start_api_proxy NAME SCRIPT [ARGS...]
+	local name=$1 script=$2 pf api_port
+	shift 2
+	mkdir -p "$STATE/controllers"
+	pf="$STATE/controllers/$name.port"
+	rm -f "$pf"
+	: >"$STATE/logs/$name.log"
+	api_port=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}' | sed 's/.*://')
+	start_proc "$name" python3 "$KFT_CLUSTER_DIR/t/$script" "$@" "$api_port" "$pf"
+	wait_for 10 test -s "$pf" || return 1
+	kubectl config view --raw |
+		sed "s|server: https://127.0.0.1:$api_port|server: https://127.0.0.1:$(cat "$pf")|" \
+			>"$STATE/controllers/$name.kubeconfig"
+	chmod 600 "$STATE/controllers/$name.kubeconfig"
+}
+
 # The built-in runtimes (manifests/runtimes, ClusterTrainingRuntimes) installed; idempotent.
 install_builtin_runtimes() {
 	kubectl apply --server-side --force-conflicts --field-manager kftrainer-tier \
