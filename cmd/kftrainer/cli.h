@@ -39,6 +39,8 @@ extern const kft_verb kft_verb_wait;
 extern const kft_verb kft_verb_suspend;
 extern const kft_verb kft_verb_resume;
 extern const kft_verb kft_verb_delete;
+extern const kft_verb kft_verb_pods;
+extern const kft_verb kft_verb_events;
 /* Hidden: the job supervisor the local backend starts for itself. */
 extern const kft_verb kft_verb_supervise;
 

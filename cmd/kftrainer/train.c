@@ -38,7 +38,7 @@
 typedef struct train_args {
 	kft_paths files, runtimes, env;
 	const char *ns, *runtime, *name, *dataset, *model, *image, *nodes, *procs;
-	bool follow, rm;
+	bool follow, rm, job_workdir;
 	char **command;
 	int ncommand;
 } train_args;
@@ -79,6 +79,8 @@ static void train_usage(FILE *out)
 	      "                       (\"[node-1] ...\"), until the job ends; exit with its "
 	      "outcome\n"
 	      "      --rm             delete the job when this command exits; implies --follow\n"
+	      "      --job-workdir    start the job's processes in a fresh directory of the\n"
+	      "                       job's own (removed with it), not the current directory\n"
 	      "  -h, --help           this help\n\n"
 	      "Interrupting --follow (Ctrl-C) leaves the job running (reattach with\n"
 	      "kftrainer logs -f NAME) unless --rm was given, which deletes it.\n\n"
@@ -102,6 +104,7 @@ static const struct option train_options[] = {
         {"image", required_argument, NULL, 'i'},
         {"follow", no_argument, NULL, 'F'},
         {"rm", no_argument, NULL, 'x'},
+        {"job-workdir", no_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -124,6 +127,7 @@ static int take_option(int c, train_args *a)
 	case 'i': a->image = optarg; break;
 	case 'F': a->follow = true; break;
 	case 'x': a->rm = a->follow = true; break;
+	case 'W': a->job_workdir = true; break;
 	case 'h': train_usage(stdout); return -1;
 	default: train_usage(stderr); return KFT_EXIT_USAGE;
 	}
@@ -359,7 +363,7 @@ static int resolve_all(kft_jobinput *in, const kft_framework *fw, json_t *resolv
 /* Submits every TrainJob; the first one's name and namespace (malloc'd)
  * go to *first_name and *first_ns, for --follow and --rm. */
 static int submit_all(kft_local *l, const kft_framework *fw, const kft_jobinput *in,
-                      const json_t *resolved, char **first_name, char **first_ns)
+                      const json_t *resolved, bool job_workdir, char **first_name, char **first_ns)
 {
 	size_t i;
 	json_t *rec;
@@ -368,7 +372,7 @@ static int submit_all(kft_local *l, const kft_framework *fw, const kft_jobinput 
 		char *name = NULL;
 		kft_error err;
 		const json_t *job = json_object_get(rec, "object");
-		kft_submit_opts opts = {.objects = in->others};
+		kft_submit_opts opts = {.objects = in->others, .job_workdir = job_workdir};
 		if (kft_local_submit(l, fw, job, json_array_get(resolved, i), &opts, &name, &err) !=
 		    0) {
 			kft_cli_error("%s", err.message);
@@ -484,7 +488,7 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 	if (rc == 0 && a->follow)
 		catch_stop_signals();
 	if (rc == 0)
-		rc = submit_all(l, fw, in, resolved, &name, &ns);
+		rc = submit_all(l, fw, in, resolved, a->job_workdir, &name, &ns);
 	if (rc == 0 && name && !ns) {
 		kft_cli_error("out of memory");
 		rc = KFT_EXIT_FAILED;

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes and understands. */
-#define KFT_STORE_SCHEMA_VERSION 3
+#define KFT_STORE_SCHEMA_VERSION 4
 
 /* The database file's name inside the state directory. */
 #define KFT_STORE_DB_NAME "state.db"
@@ -205,6 +205,24 @@ int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int 
  * Errors: KFT_ENOTFOUND, KFT_EIO. */
 int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
                              long long *start_time_ticks, kft_error *err);
+
+/*
+ * Events: what happened to a job's objects, each a core/v1 Event as the
+ * cluster's controllers and kubelet would record it (involvedObject, type,
+ * reason, message, timestamps), kept in the order recorded and removed with
+ * the job. The store does not look inside an event beyond keeping it.
+ */
+
+/* Appends event (borrowed) to job ns/job's events. Errors: KFT_ENOTFOUND,
+ * KFT_EINVAL (not an object), KFT_ELIMIT, KFT_EIO. */
+int kft_store_event_add(kft_store *s, const char *ns, const char *job, const json_t *event,
+                        kft_error *err);
+
+/* The events of job ns/job in the order recorded, or, with job NULL, those of
+ * every job in ns, job by job. *out is a new array reference the caller
+ * json_decref()s. Errors: KFT_ENOTFOUND (a named job that does not exist),
+ * KFT_EIO, KFT_EPARSE, KFT_ENOMEM. */
+int kft_store_events(kft_store *s, const char *ns, const char *job, json_t **out, kft_error *err);
 
 /*
  * Groups several calls into one transaction. kft_store_begin takes the write

@@ -96,6 +96,7 @@ typedef struct engine {
 	bool write_failing;
 	struct timespec status_mtime;
 	off_t status_size;
+	json_t *events; /* Events recorded since the last write (events.c) */
 } engine;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -123,6 +124,39 @@ static void set_str(char **dst, const char *fmt, ...)
 	if (vasprintf(dst, fmt, ap) < 0)
 		*dst = NULL;
 	va_end(ap);
+}
+
+/* Records an Event about one of the job's objects; it reaches the store with
+ * the next write. Losing one to a full memory is not worth stopping a job. */
+static void note_event(engine *e, const char *type, const char *reason, const char *kind,
+                       const char *object, const char *fmt, ...)
+        __attribute__((format(printf, 6, 7)));
+static void note_event(engine *e, const char *type, const char *reason, const char *kind,
+                       const char *object, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *ev = kft_local_event_new(e->ns, type, reason, kind, object, msg);
+	if (ev && e->events)
+		json_array_append(e->events, ev);
+	json_decref(ev);
+	e->dirty = true;
+}
+
+/* The pod's name, as podspec.h names it. */
+static void pod_name(const engine *e, const eng_rjob *rj, const eng_pod *p, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s-%s-%d-%d-" KFT_POD_NAME_SUFFIX, e->jobset_name, rj->name,
+	         p->replica, p->index);
+}
+
+/* The Job's name, as the JobSet controller names it. */
+static void job_name(const engine *e, const eng_rjob *rj, int replica, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s-%s-%d", e->jobset_name, rj->name, replica);
 }
 
 static char **json_to_vec(const json_t *arr)
@@ -165,27 +199,6 @@ static void merge_hostfiles(json_t *objects)
 			json_object_set_new(data, "hostfile", json_string(merged));
 		free(merged);
 	}
-}
-
-static const char *pick_container(const json_t *rjob_spec, const char *rname)
-{
-	const json_t *cs = json_object_get(
-	        json_object_get(
-	                json_object_get(
-	                        json_object_get(json_object_get(rjob_spec, "template"), "spec"),
-	                        "template"),
-	                "spec"),
-	        "containers");
-	const char *first = jstr(json_array_get(cs, 0), "name");
-	size_t i;
-	const json_t *c;
-	json_array_foreach(cs, i, c)
-	{
-		const char *n = jstr(c, "name");
-		if (n && (strcmp(n, KFT_CONTAINER_NODE) == 0 || strcmp(n, rname) == 0))
-			return n;
-	}
-	return first;
 }
 
 /* An initializer container without a command is an upstream initializer image
@@ -233,7 +246,7 @@ static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total
 	if (n > MAX_PODS || (*total += n) > MAX_PODS)
 		return kft_error_set(err, KFT_ELIMIT, "more than %d pods: too many to run locally",
 		                     MAX_PODS);
-	rj->container = pick_container(rspec, rj->name);
+	rj->container = kft_pod_main_container(rspec, rj->name);
 	rj->kind = kind_of(rspec, rj->container, mpi);
 	rj->jobs = calloc((size_t)rj->replicas + 1, sizeof(eng_job));
 	rj->pods = calloc(n + 1, sizeof(eng_pod));
@@ -360,7 +373,8 @@ static int load(engine *e, kft_error *err)
 		                     strerror(errno));
 	e->conditions = json_array();
 	e->children = json_array();
-	if (!e->conditions || !e->children)
+	e->events = json_array();
+	if (!e->conditions || !e->children || !e->events)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	kft_local_backend_init(&e->backend, e->info.uid, e->children);
 	rc = kft_framework_new(0, &e->fw, err);
@@ -472,7 +486,11 @@ static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 	set_str(&p->message, NULL);
 	p->started_once = true;
 	e->any_started = true;
+	char pod[600];
+	pod_name(e, rj, p, pod, sizeof(pod));
 	if (rj->kind == RJOB_PLACEHOLDER) {
+		note_event(e, "Normal", "Started", "Pod", pod, "Started container %s",
+		           rj->container);
 		free(log);
 		return;
 	}
@@ -486,8 +504,11 @@ static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 		         err.message);
 		pod_failed(p, "StartError", msg);
 		p->exit_code = 128;
+		note_event(e, "Warning", "Failed", "Pod", pod, "Error: %s", err.message);
 		return;
 	}
+	note_event(e, "Normal", "Created", "Pod", pod, "Created container %s", rj->container);
+	note_event(e, "Normal", "Started", "Pod", pod, "Started container %s", rj->container);
 	p->running = true;
 	if (kft_local_proc_ticks(p->proc.pid, &p->ticks, NULL) != 0)
 		p->ticks = 0;
@@ -574,6 +595,9 @@ static void stop_pods(engine *e, eng_rjob *only, int only_replica, bool as_succe
 
 static void job_failed(engine *e, eng_rjob *rj, int replica)
 {
+	char job[600];
+	job_name(e, rj, replica, job, sizeof(job));
+	note_event(e, "Warning", JOB_REASON_BACKOFF, "Job", job, JOB_MESSAGE_BACKOFF);
 	rj->jobs[replica].state = JOB_FAILED;
 	rj->jobs[replica].failed_at = ++e->fail_seq;
 	stop_pods(e, rj, replica, false);
@@ -586,6 +610,9 @@ static void job_check_done(engine *e, eng_rjob *rj, int r)
 	for (int i = 0; i < rj->completions; i++)
 		ok += rj->pods[r * rj->completions + i].phase == POD_SUCCEEDED;
 	if (ok == rj->completions) {
+		char job[600];
+		job_name(e, rj, r, job, sizeof(job));
+		note_event(e, "Normal", "Completed", "Job", job, "Job completed");
 		rj->jobs[r].state = JOB_SUCCEEDED;
 		e->dirty = true;
 	} else
@@ -637,6 +664,11 @@ static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
 	}
 	exit_message(e, rj, p);
 	if (++rj->jobs[p->replica].failures <= rj->backoff_limit) {
+		char pod[600];
+		pod_name(e, rj, p, pod, sizeof(pod));
+		/* the kubelet's words for a crash-looping container */
+		note_event(e, "Warning", "BackOff", "Pod", pod,
+		           "Back-off restarting failed container %s in pod %s", rj->container, pod);
 		schedule_restart(p);
 		return;
 	}
@@ -704,6 +736,8 @@ static void reap_children(engine *e)
 static void set_jobset_condition(engine *e, const char *type, const char *reason, const char *msg)
 {
 	char now[32];
+	note_event(e, strcmp(type, KFT_JOBSET_CONDITION_FAILED) == 0 ? "Warning" : "Normal", reason,
+	           "JobSet", e->jobset_name, "%s", msg);
 	json_t *holder = json_pack("{s:O}", "conditions", e->conditions);
 	kft_local_now(now);
 	if (holder)
@@ -916,8 +950,13 @@ static int write_all(engine *e, bool suspended, kft_error *err)
 		rc = kft_store_job_mark(e->store, e->ns, e->name, KFT_JOB_STARTED, err);
 	if (rc == 0 && kft_trainjob_is_finished(e->tj))
 		rc = kft_store_job_mark(e->store, e->ns, e->name, KFT_JOB_FINISHED, err);
+	for (size_t i = 0; rc == 0 && i < json_array_size(e->events); i++)
+		rc = kft_store_event_add(e->store, e->ns, e->name, json_array_get(e->events, i),
+		                         err);
+	if (rc == 0 && (rc = kft_store_commit(e->store, err)) == 0)
+		json_array_clear(e->events);
 	if (rc == 0)
-		return kft_store_commit(e->store, err);
+		return 0;
 	kft_store_rollback(e->store);
 	return rc;
 }
@@ -1160,6 +1199,7 @@ static void engine_free(engine *e)
 	json_decref(e->objects);
 	json_decref(e->children);
 	json_decref(e->conditions);
+	json_decref(e->events);
 	kft_job_info_free(&e->info);
 	free(e->job_dir);
 	free(e->workdir);

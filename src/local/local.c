@@ -41,6 +41,7 @@
 
 #include "kftrainer/conditions.h"
 #include "local/local_internal.h"
+#include "util/strbuf.h"
 
 extern char **environ;
 
@@ -346,6 +347,28 @@ static int add_user_objects(json_t *objects, const json_t *user, const char *ns,
 	return 0;
 }
 
+/* <job_dir>/work, created; malloc'd, or NULL with err set. */
+static char *job_workdir(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	char *dir = kft_local_job_dir(l, ns, name);
+	kft_strbuf b;
+	kft_strbuf_init(&b);
+	if (dir)
+		kft_strbuf_printf(&b, "%s/work", dir);
+	free(dir);
+	char *wd = kft_strbuf_detach(&b);
+	if (!wd) {
+		kft_error_set(err, KFT_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (mkdir(wd, 0700) != 0 && errno != EEXIST) {
+		kft_error_set(err, KFT_EIO, "cannot create %s: %s", wd, strerror(errno));
+		free(wd);
+		return NULL;
+	}
+	return wd;
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -374,13 +397,20 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 		rc = add_user_objects(objects, opts->objects, ns, err);
 	if (rc == 0)
 		rc = kft_store_job_set_objects(l->store, ns, name, objects, err);
+	char *own_wd = NULL;
 	const char *wd = opts && opts->workdir ? opts->workdir : getcwd(cwd, sizeof(cwd));
+	if (rc == 0 && opts && opts->job_workdir) {
+		own_wd = job_workdir(l, ns, name, err);
+		rc = own_wd ? 0 : err->code;
+		wd = own_wd;
+	}
 	env = base_env_json(opts ? opts->base_env : NULL);
 	if (rc == 0)
 		rc = env ? kft_store_job_set_exec(l->store, ns, name, wd, env, err)
 		         : kft_error_set(err, KFT_ENOMEM, "out of memory");
 	json_decref(env);
 	json_decref(objects);
+	free(own_wd);
 	free(uid);
 	if (rc == 0 && json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"))) {
 		char now[32];

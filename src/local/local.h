@@ -68,6 +68,10 @@ int kft_local_generate_name(const char *generate_name, char **out, kft_error *er
 typedef struct kft_submit_opts {
 	const char *workdir;   /* default working directory of the job's processes
 	                        * (containers without workingDir); NULL: the caller's cwd */
+	bool job_workdir;      /* instead: a fresh directory of the job's own,
+	                        * <job_dir>/work, made at submit and removed with the
+	                        * job (what the Kubeflow SDK's functions expect: they
+	                        * write their script file into the working directory) */
 	char *const *base_env; /* "K=V" strings (NULL-terminated) standing in for the
 	                        * image's environment under each pod's env; NULL: a
 	                        * documented allow-list of the caller's environment */
@@ -137,6 +141,28 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 int kft_local_progress_format(char *buf, size_t size, const char *kind, const char *file,
                               uint64_t done, uint64_t total);
 bool kft_local_progress_parse(const char *line, size_t len, size_t *what, int *percent);
+
+/*
+ * Events (events.c). kft_local_event_new builds one core/v1 Event about
+ * object `object` of kind `kind` ("Pod", "Job", "JobSet", "TrainJob") in ns,
+ * stamped now, with the recording component a cluster would name (kubelet,
+ * job-controller, jobset-controller, trainer-controller-manager); every
+ * string is borrowed and must be non-NULL. Returns a new reference, NULL on
+ * ENOMEM. kft_local_events reads job ns/name's Events (name NULL: every job's
+ * in ns) as a v1 EventList; *out is a new reference. Errors as
+ * kft_store_events.
+ */
+json_t *kft_local_event_new(const char *ns, const char *type, const char *reason, const char *kind,
+                            const char *object, const char *message);
+int kft_local_events(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err);
+
+/* Job ns/name's pods as a v1 PodList (pods.c): one Pod per pod the engine
+ * has recorded, named and labelled as the Job controller names and labels
+ * them, with the rendered template's spec and a status the kubelet would
+ * report (phase, start time, the run container's state, exit code, restart
+ * count). *out is a new reference. Errors: KFT_ENOTFOUND, KFT_EIO,
+ * KFT_EPARSE, KFT_ENOMEM. */
+int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err);
 
 /* The backend table (backend.h) the local backend builds with. */
 const kft_backend *kft_local_backend(kft_local *l);

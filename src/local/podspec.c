@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/sha1.h"
+#include "kftrainer/constants.h"
 #include "util/strbuf.h"
 
 #define MAX_ITEMS 4096
@@ -1079,6 +1080,49 @@ int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const 
 	json_decref(p.claim_volume);
 	if (rc < 0)
 		kft_exec_spec_free(out);
+	return rc;
+}
+
+const char *kft_pod_main_container(const json_t *rjob, const char *rjob_name)
+{
+	const json_t *tpl = json_object_get(
+	        json_object_get(json_object_get(rjob, "template"), "spec"), "template");
+	const json_t *cs = json_object_get(json_object_get(tpl, "spec"), "containers"), *c;
+	size_t i;
+	json_array_foreach(cs, i, c)
+	{
+		const char *n = jstr(c, "name");
+		if (n && (strcmp(n, KFT_CONTAINER_NODE) == 0 || strcmp(n, rjob_name) == 0))
+			return n;
+	}
+	return jstr(json_array_get(cs, 0), "name");
+}
+
+int kft_pod_object(const json_t *jobset, const char *rjob, int replica, int pod_index,
+                   int restart_attempt, json_t **out, kft_error *err)
+{
+	const kft_exec_defaults d = {.restart_attempt = restart_attempt};
+	pod_ctx p = {.jobset = jobset, .defaults = &d};
+	const json_t *tmeta = NULL;
+	long goff = 0, gtot = 0;
+	*out = NULL;
+	p.ns = jstr(json_object_get(jobset, "metadata"), "namespace") ?: "default";
+	if (!jstr(json_object_get(jobset, "metadata"), "name"))
+		return kft_error_set(err, KFT_EINVAL, "the JobSet has no metadata.name");
+	int rc = locate(&p, rjob, replica, pod_index, &goff, &gtot, &tmeta, err);
+	if (rc == 0 && pod_metadata(&p, tmeta, replica, pod_index, goff, gtot) < 0)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory building pod metadata");
+	if (rc == 0) {
+		*out = json_pack("{s:s, s:s, s:{s:s, s:s, s:O, s:O}, s:O*}", "apiVersion", "v1",
+		                 "kind", "Pod", "metadata", "name", p.pod_name, "namespace", p.ns,
+		                 "labels", p.labels, "annotations", p.annotations, "spec",
+		                 p.podspec);
+		if (!*out)
+			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	free(p.pod_name);
+	json_decref(p.labels);
+	json_decref(p.annotations);
 	return rc;
 }
 

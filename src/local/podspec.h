@@ -114,6 +114,21 @@ int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const 
                              int replica, int pod_index, const char *container, const char *job_dir,
                              const kft_exec_defaults *defaults, kft_exec_spec *out, kft_error *err);
 
+/* The container the local backend runs for each pod of replicated job rjob
+ * (a JobSet replicatedJobs entry) named rjob_name: the one named "node", else
+ * the one named like the replicated job, else the first; NULL when it has
+ * none. Borrowed from rjob. */
+const char *kft_pod_main_container(const json_t *rjob, const char *rjob_name);
+
+/* The Pod the Job controller would create for completion index pod_index of
+ * replica `replica` of replicated job `rjob`: apiVersion/kind, metadata (the
+ * name, namespace, labels and annotations above, restart-attempt from
+ * restart_attempt) and the template's spec as rendered; no status. Nothing
+ * is written to disk. *out is a new reference. Errors: KFT_EINVAL (no such
+ * replicated job or replica, a JobSet without a name), KFT_ENOMEM. */
+int kft_pod_object(const json_t *jobset, const char *rjob, int replica, int pod_index,
+                   int restart_attempt, json_t **out, kft_error *err);
+
 /* Frees everything *spec owns and zeroes it. spec may be NULL. */
 void kft_exec_spec_free(kft_exec_spec *spec);
 

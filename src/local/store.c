@@ -103,6 +103,13 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
          * the liveness check and suspend/resume can tell a deletion from a
          * crash. NULL: not being deleted. */
         "ALTER TABLE jobs ADD COLUMN deleting TEXT;",
+        /* 3 -> 4: events, each a core/v1 Event's JSON, in the order recorded
+         * (the rowid). */
+        "CREATE TABLE events ("
+        " id INTEGER PRIMARY KEY,"
+        " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+        " body TEXT NOT NULL);"
+        "CREATE INDEX events_by_job ON events (job_id, id);",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -899,6 +906,62 @@ int kft_store_job_objects(kft_store *s, const char *ns, const char *name, json_t
 	rc = arr ? collect_objects(s, st, name, arr, err)
 	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
 	release(s, st);
+	if (rc)
+		json_decref(arr);
+	else
+		*out = arr;
+	return rc;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+int kft_store_event_add(kft_store *s, const char *ns, const char *job, const json_t *event,
+                        kft_error *err)
+{
+	sqlite3_stmt *st;
+	char *text = NULL;
+	if (!json_is_object(event))
+		return kft_error_set(err, KFT_EINVAL, "an event must be an object");
+	int rc = dump_json(event, &text, err);
+	if (rc == 0)
+		rc = prepare_job(s,
+		                 "INSERT INTO events (job_id, body) SELECT id, ?3 FROM jobs"
+		                 " WHERE namespace = ?1 AND name = ?2",
+		                 ns, job, &st, err);
+	if (rc) {
+		free(text);
+		return rc;
+	}
+	sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
+	free(text);
+	return finish_job_write(s, st, job, err);
+}
+
+int kft_store_events(kft_store *s, const char *ns, const char *job, json_t **out, kft_error *err)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	/* A LEFT JOIN keeps a named job without events as one NULL row, so
+	 * "no such job" and "no events" differ; for a whole namespace an empty
+	 * answer is no error. */
+	int rc = job ? prepare_job(s,
+	                           "SELECT e.body FROM jobs j LEFT JOIN events e ON e.job_id = j.id"
+	                           " WHERE j.namespace = ?1 AND j.name = ?2 ORDER BY e.id",
+	                           ns, job, &st, err)
+	             : prepare(s,
+	                       "SELECT e.body FROM jobs j JOIN events e ON e.job_id = j.id"
+	                       " WHERE j.namespace = ?1 ORDER BY j.name, e.id",
+	                       &st, err);
+	if (rc)
+		return rc;
+	if (!job)
+		sqlite3_bind_text(st, 1, ns_or_default(ns), -1, SQLITE_TRANSIENT);
+	json_t *arr = json_array();
+	rc = arr ? collect_objects(s, st, job ? job : "", arr, err)
+	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	release(s, st);
+	if (rc == KFT_ENOTFOUND && !job)
+		rc = 0;
 	if (rc)
 		json_decref(arr);
 	else

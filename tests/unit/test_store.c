@@ -403,6 +403,56 @@ static void test_delete_cascades(void **state)
 	json_decref(tj);
 }
 
+/* Events (schema v4): kept per job in the order recorded, a namespace's
+ * listed job by job, gone with their job. */
+static void test_events(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *a = trainjob(NULL, "a"), *b = trainjob(NULL, "b"), *got;
+	assert_int_equal(kft_store_job_create(f->s, a, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_job_create(f->s, b, NULL, NULL, &err), 0);
+	const char *order[] = {"Created", "Started", "BackOff"};
+	for (size_t i = 0; i < 3; i++) {
+		json_t *ev = json_pack("{s:s, s:s}", "kind", "Event", "reason", order[i]);
+		assert_int_equal(kft_store_event_add(f->s, NULL, "b", ev, &err), 0);
+		json_decref(ev);
+	}
+	json_t *ev = json_pack("{s:s}", "reason", "Completed");
+	assert_int_equal(kft_store_event_add(f->s, NULL, "a", ev, &err), 0);
+	assert_int_equal(kft_store_event_add(f->s, NULL, "nope", ev, &err), KFT_ENOTFOUND);
+	json_decref(ev);
+	json_t *arr = json_array();
+	assert_int_equal(kft_store_event_add(f->s, NULL, "a", arr, &err), KFT_EINVAL);
+	json_decref(arr);
+
+	assert_int_equal(kft_store_events(f->s, NULL, "b", &got, &err), 0);
+	assert_int_equal(json_array_size(got), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(
+		        json_string_value(json_object_get(json_array_get(got, i), "reason")),
+		        order[i]);
+	json_decref(got);
+	assert_int_equal(kft_store_events(f->s, NULL, NULL, &got, &err), 0);
+	assert_int_equal(json_array_size(got), 4); /* a's, then b's */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(got, 0), "reason")),
+	                    "Completed");
+	json_decref(got);
+	assert_int_equal(kft_store_events(f->s, "other", NULL, &got, &err), 0);
+	assert_int_equal(json_array_size(got), 0);
+	json_decref(got);
+	assert_int_equal(kft_store_events(f->s, NULL, "nope", &got, &err), KFT_ENOTFOUND);
+	assert_null(got);
+
+	assert_int_equal(kft_store_job_delete(f->s, NULL, "b", &err), 0);
+	assert_int_equal(kft_store_job_create(f->s, b, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_events(f->s, NULL, "b", &got, &err), 0);
+	assert_int_equal(json_array_size(got), 0);
+	json_decref(got);
+	json_decref(a);
+	json_decref(b);
+}
+
 static void test_transactions(void **state)
 {
 	struct fixture *f = *state;
@@ -890,6 +940,7 @@ int main(void)
 	        T(test_pods),
 	        T(test_supervisor),
 	        T(test_delete_cascades),
+	        T(test_events),
 	        T(test_transactions),
 	        T(test_reopen_and_version),
 	        T(test_newer_schema_refused),

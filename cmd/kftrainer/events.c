@@ -1,0 +1,110 @@
+/*
+ * events.c - `kftrainer events [NAME]`: what happened to a TrainJob's pods,
+ * Jobs and JobSet, as `kubectl events --for trainjob/NAME` lists a cluster's
+ * Events (the kubelet's Created/Started/BackOff, the Job controller's
+ * Completed/BackoffLimitExceeded, the JobSet controller's condition reasons).
+ * The local engine records them as it plays those parts (src/local/events.c).
+ */
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobs.h"
+
+static void events_usage(FILE *out)
+{
+	fputs("Usage: kftrainer events [NAME] [-n NAMESPACE] [-o json|yaml]\n\n"
+	      "List the Events of a TrainJob (of every TrainJob in the namespace without NAME),\n"
+	      "oldest first, as kubectl events does:\n\n"
+	      "  LAST SEEN  TYPE  REASON  OBJECT  MESSAGE\n\n"
+	      "OBJECT is the pod, Job or JobSet the Event is about (pod/NAME, job/NAME,\n"
+	      "jobset/NAME). -o json or yaml prints a v1 EventList of core/v1 Events.\n\n"
+	      "Options:\n"
+	      "  -n, --namespace NS   the namespace (default: default)\n"
+	      "  -o, --output FORMAT  json or yaml\n"
+	      "  -h, --help           this help\n\n"
+	      "Exit status: 0 listed; 1 no such job; 2 bad usage.\n",
+	      out);
+}
+
+static void print_table(const json_t *items)
+{
+	json_t *rows = json_array();
+	const char *head[] = {"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"};
+	kft_cli_table_row(rows, 5, head);
+	const json_t *ev;
+	size_t i;
+	json_array_foreach(items, i, ev)
+	{
+		const json_t *io = json_object_get(ev, "involvedObject");
+		const char *kind = json_string_value(json_object_get(io, "kind"));
+		char age[32], object[600];
+		kft_cli_format_age(kft_cli_seconds_since(
+		                           json_string_value(json_object_get(ev, "lastTimestamp"))),
+		                   age, sizeof(age));
+		snprintf(object, sizeof(object), "%s/%s", kind ? kind : "",
+		         json_string_value(json_object_get(io, "name")) ?: "");
+		for (char *c = object; *c && *c != '/'; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+		const char *cells[] = {age, json_string_value(json_object_get(ev, "type")),
+		                       json_string_value(json_object_get(ev, "reason")), object,
+		                       json_string_value(json_object_get(ev, "message"))};
+		kft_cli_table_row(rows, 5, cells);
+	}
+	kft_cli_print_table(stdout, rows);
+	json_decref(rows);
+}
+
+static int run_events(int argc, char **argv)
+{
+	static const struct option opts[] = {{"namespace", required_argument, NULL, 'n'},
+	                                     {"output", required_argument, NULL, 'o'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
+	const char *ns = "default";
+	enum kft_cli_out_format format = KFT_OUT_TABLE;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:o:h", opts, NULL)) != -1) {
+		if (c == 'n')
+			ns = optarg;
+		else if (c == 'o' && kft_cli_parse_format(optarg, &format) != 0)
+			return KFT_EXIT_USAGE;
+		else if (c == 'h') {
+			events_usage(stdout);
+			return KFT_EXIT_OK;
+		} else if (c != 'o') {
+			events_usage(stderr);
+			return KFT_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1 || format == KFT_OUT_WIDE || format == KFT_OUT_NAME) {
+		events_usage(stderr);
+		return KFT_EXIT_USAGE;
+	}
+	const char *name = optind < argc ? argv[optind] : NULL;
+	kft_local *l = NULL;
+	int rc = kft_cli_open_local(&l);
+	if (rc)
+		return rc;
+	json_t *list = NULL;
+	kft_error err;
+	if (kft_local_events(l, ns, name, &list, &err) != 0)
+		rc = kft_cli_job_error(name ? name : ns, &err);
+	else if (format == KFT_OUT_JSON || format == KFT_OUT_YAML)
+		rc = kft_cli_print_object(list, format == KFT_OUT_YAML) ? KFT_EXIT_FAILED : 0;
+	else if (json_array_size(json_object_get(list, "items")) == 0)
+		fprintf(stderr, "No events found in %s namespace.\n", ns);
+	else
+		print_table(json_object_get(list, "items"));
+	json_decref(list);
+	kft_local_close(l);
+	return rc;
+}
+
+const kft_verb kft_verb_events = {
+        .name = "events",
+        .summary = "list what happened to TrainJobs' pods, Jobs and JobSets",
+        .run = run_events,
+        .usage = events_usage,
+};

@@ -1,0 +1,144 @@
+/*
+ * pods.c - a local job's pods as the API server would list them.
+ *
+ * On a cluster, `kubectl get pods -l jobset.sigs.k8s.io/jobset-name=NAME`
+ * and the Kubeflow SDK's get_job (its steps, their status, device and pod
+ * name) read Pods. Locally a pod is a store record (step, index, state,
+ * restarts, exit) beside the JobSet it comes from, so the Pod is put
+ * together from both: metadata and spec as the Job controller would create
+ * them from the rendered template (podspec.h), status from the record as the
+ * kubelet would report it for the one container the engine runs.
+ */
+#include <string.h>
+
+#include "local/local.h"
+#include "local/podspec.h"
+
+static const json_t *find_rjob(const json_t *jobset, const char *name)
+{
+	const json_t *r;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, r)
+	{
+		const char *n = json_string_value(json_object_get(r, "name"));
+		if (n && strcmp(n, name) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+static int completions_of(const json_t *rjob)
+{
+	const json_t *spec = json_object_get(json_object_get(rjob, "template"), "spec");
+	const json_t *par = json_object_get(spec, "parallelism");
+	const json_t *comp = json_object_get(spec, "completions");
+	long long n = comp ? json_integer_value(comp) : par ? json_integer_value(par) : 1;
+	return n < 1 ? 1 : n > 1000000 ? 1000000 : (int)n;
+}
+
+/* The kubelet's state of the container: waiting, running or terminated. */
+static json_t *container_state(const kft_pod_record *r)
+{
+	if (strcmp(r->state, "Running") == 0)
+		return json_pack("{s:{s:s*}}", "running", "startedAt", r->started);
+	if (strcmp(r->state, "Pending") == 0)
+		return json_pack("{s:{s:s}}", "waiting", "reason",
+		                 r->reason ? r->reason : "ContainerCreating");
+	json_t *t = json_pack("{s:i, s:s, s:s*, s:s*, s:s*}", "exitCode", r->exit_code, "reason",
+	                      r->reason ? r->reason : r->state, "message", r->message, "startedAt",
+	                      r->started, "finishedAt", r->finished);
+	if (t && r->signal)
+		json_object_set_new(t, "signal", json_integer(r->signal));
+	return json_pack("{s:o*}", "terminated", t);
+}
+
+static json_t *pod_status(const kft_pod_record *r, const char *container, const json_t *spec)
+{
+	bool running = strcmp(r->state, "Running") == 0;
+	const char *image = NULL;
+	const json_t *c;
+	size_t i;
+	json_array_foreach(json_object_get(spec, "containers"), i, c)
+	{
+		if (container &&
+		    strcmp(json_string_value(json_object_get(c, "name")) ?: "", container) == 0)
+			image = json_string_value(json_object_get(c, "image"));
+	}
+	json_t *cs = json_pack("{s:s*, s:s*, s:b, s:b, s:i, s:o*}", "name", container, "image",
+	                       image, "ready", running, "started", running, "restartCount",
+	                       r->restarts, "state", container_state(r));
+	return json_pack("{s:s, s:s*, s:s, s:s, s:[o*]}", "phase", r->state, "startTime",
+	                 r->started, "hostIP", "127.0.0.1", "podIP", "127.0.0.1",
+	                 "containerStatuses", cs);
+}
+
+static json_t *pod_of(const json_t *jobset, const kft_pod_record *r, int restart_attempt,
+                      kft_error *err)
+{
+	const json_t *rjob = find_rjob(jobset, r->step);
+	if (!rjob)
+		return NULL; /* a record of a replicated job the JobSet no longer has */
+	int c = completions_of(rjob);
+	json_t *pod = NULL;
+	if (kft_pod_object(jobset, r->step, r->index / c, r->index % c, restart_attempt, &pod,
+	                   err) != 0)
+		return NULL;
+	const char *container = kft_pod_main_container(rjob, r->step);
+	json_t *meta = json_object_get(pod, "metadata");
+	if (r->started)
+		json_object_set_new(meta, "creationTimestamp", json_string(r->started));
+	json_t *status = pod_status(r, container, json_object_get(pod, "spec"));
+	if (!status || json_object_set_new(pod, "status", status) != 0) {
+		json_decref(pod);
+		kft_error_set(err, KFT_ENOMEM, "out of memory");
+		return NULL;
+	}
+	return pod;
+}
+
+static const json_t *stored_jobset(const json_t *objects)
+{
+	const json_t *o;
+	size_t i;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (kind && strcmp(kind, "JobSet") == 0)
+			return o;
+	}
+	return NULL;
+}
+
+int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	json_t *objects = NULL, *job = NULL, *items = json_array();
+	*out = NULL;
+	int rc = items ? kft_local_get(l, ns, name, &job, err)
+	               : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = kft_store_job_objects(kft_local_store(l), ns, name, &objects, err);
+	if (rc == 0)
+		rc = kft_store_pods(kft_local_store(l), ns, name, &recs, &n, err);
+	const json_t *jobset = stored_jobset(objects);
+	for (size_t i = 0; rc == 0 && jobset && i < n; i++) {
+		kft_error perr = {0};
+		json_t *pod = pod_of(jobset, &recs[i], 0, &perr);
+		if (pod)
+			json_array_append_new(items, pod);
+		else if (perr.code == KFT_ENOMEM)
+			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	if (rc == 0) {
+		*out = json_pack("{s:s, s:s, s:{}, s:O}", "apiVersion", "v1", "kind", "PodList",
+		                 "metadata", "items", items);
+		if (!*out)
+			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	kft_pod_records_free(recs, n);
+	json_decref(objects);
+	json_decref(job);
+	json_decref(items);
+	return rc;
+}
