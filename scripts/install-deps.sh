@@ -25,6 +25,8 @@ packages=(
 	# Debian's OpenMPI with mpi4py (installed for /usr/bin/python3, which the
 	# example calls by path).
 	jq openmpi-bin python3-mpi4py
+	# The python tier: a venv over Debian's python3 (which sees python3-mpi4py).
+	python3-venv
 )
 
 deps_dir=${KFT_DEPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kftrainer/deps}

@@ -1,0 +1,31 @@
+"""kftrainer: the Kubeflow SDK on kftrainer's local engine.
+
+A notebook written for the Kubeflow SDK changes one import::
+
+    from kftrainer import TrainerClient          # was: from kubeflow.trainer import ...
+    from kubeflow.trainer import CustomTrainer
+
+    client = TrainerClient()                      # the local engine, multi-node
+    job = client.train(trainer=CustomTrainer(func=train, num_nodes=2))
+
+Everything ``kubeflow.trainer`` exports is re-exported here, so
+``from kftrainer import TrainerClient, CustomTrainer`` works as well.
+"""
+
+from kubeflow.trainer import *  # noqa: F403  (the SDK's types, re-exported unchanged)
+from kubeflow.trainer import __all__ as _sdk_all
+
+from kftrainer.backend import LocalBackend
+from kftrainer.client import TrainerClient
+from kftrainer.config import LocalBackendConfig
+from kftrainer.engine import EngineError
+from kftrainer.paths import host_path
+
+__all__ = [
+    *[n for n in _sdk_all if n != "TrainerClient"],
+    "EngineError",
+    "LocalBackend",
+    "LocalBackendConfig",
+    "TrainerClient",
+    "host_path",
+]

@@ -1,0 +1,32 @@
+"""LocalBackendConfig: where the local engine keeps its jobs and finds its runtimes."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class LocalBackendConfig(BaseModel):
+    """Configuration of :class:`kftrainer.LocalBackend`, the local engine.
+
+    Every field is optional; an unset field means what the ``kftrainer`` CLI does
+    without the matching flag, so a notebook and a shell see the same jobs:
+
+    Args:
+        state_dir: the engine's state directory (the CLI's ``--state-dir``); default
+            ``$KFTRAINER_STATE_DIR``, then ``$XDG_STATE_HOME/kftrainer``, then
+            ``~/.local/state/kftrainer``.
+        runtimes: runtime files or directories (the CLI's ``-r``); default
+            ``$KFTRAINER_RUNTIMES``, ``./manifests/runtimes``, then the runtimes installed
+            beside the ``kftrainer`` binary.
+        namespace: the namespace jobs are created in (default ``default``).
+        kftrainer: the ``kftrainer`` binary to run; default the one this package
+            installed into the environment, else the first on ``PATH``.
+        venv_cache_dir: where environments for ``packages_to_install`` are cached;
+            default ``$XDG_CACHE_HOME/kftrainer/venvs`` (``~/.cache/kftrainer/venvs``).
+    """
+
+    state_dir: str | None = None
+    runtimes: list[str] | None = None
+    namespace: str = "default"
+    kftrainer: str | None = None
+    venv_cache_dir: str | None = None

@@ -1,0 +1,122 @@
+"""The local engine, spoken to through its command line.
+
+The engine is the ``kftrainer`` binary (C, built and installed with this package). Every
+call here is one short-lived process, so a notebook holds no engine state: jobs live in the
+state directory, with a supervisor per job, exactly as when they are started from a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from kftrainer.config import LocalBackendConfig
+
+
+class EngineError(RuntimeError):
+    """A ``kftrainer`` command failed; ``str()`` is what it said on stderr."""
+
+    def __init__(self, message: str, returncode: int, args: Sequence[str]):
+        super().__init__(message)
+        self.returncode = returncode
+        self.command = list(args)
+
+
+class NotFoundError(EngineError):
+    """The job (or runtime) named does not exist."""
+
+
+def find_binary(configured: str | None = None) -> str:
+    """The ``kftrainer`` binary: the configured one, the one installed into this
+    environment beside its scripts, or the first on PATH."""
+    candidates = [configured] if configured else []
+    candidates.append(os.path.join(sysconfig.get_path("scripts"), "kftrainer"))
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    found = shutil.which("kftrainer")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "the kftrainer engine is not installed: no kftrainer binary "
+        + (f"at {configured} " if configured else "in this environment ")
+        + "or on PATH (pip install the kftrainer package, or set LocalBackendConfig.kftrainer)"
+    )
+
+
+class Engine:
+    """Runs ``kftrainer`` verbs with the configured state directory and runtimes."""
+
+    def __init__(self, cfg: LocalBackendConfig):
+        self.binary = find_binary(cfg.kftrainer)
+        self.state_dir = (
+            os.path.abspath(os.path.expanduser(cfg.state_dir)) if cfg.state_dir else None
+        )
+        self.runtimes = [os.path.abspath(os.path.expanduser(r)) for r in cfg.runtimes or []]
+        self.namespace = cfg.namespace
+
+    def _argv(self, verb: str, args: Sequence[str]) -> list[str]:
+        argv = [self.binary]
+        if self.state_dir:
+            argv += ["--state-dir", self.state_dir]
+        return [*argv, verb, *args]
+
+    def runtime_args(self) -> list[str]:
+        """``-r`` for every configured runtime path (none: the CLI's own default)."""
+        return [a for r in self.runtimes for a in ("-r", r)]
+
+    def run(
+        self,
+        verb: str,
+        *args: str,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        """Runs one verb; returns its stdout. Raises NotFoundError when the CLI says
+        kubectl's NotFound, EngineError for any other failure."""
+        argv = self._argv(verb, args)
+        proc = subprocess.run(
+            argv,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=dict(env) if env is not None else None,
+            check=False,
+        )
+        if proc.returncode != 0:
+            message = proc.stderr.strip() or f"kftrainer {verb} exited with {proc.returncode}"
+            cls = NotFoundError if "(NotFound)" in message else EngineError
+            raise cls(message, proc.returncode, argv)
+        return proc.stdout
+
+    def json(self, verb: str, *args: str) -> Any:
+        """Runs a verb with ``-o json`` and decodes what it prints."""
+        return json.loads(self.run(verb, *args, "-o", "json"))
+
+    def stream(self, verb: str, *args: str) -> Iterator[str]:
+        """Yields a verb's stdout line by line as it is written (``logs -f``); the
+        process is stopped when the caller stops iterating."""
+        argv = self._argv(verb, args)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+        )
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                yield line.rstrip("\n")
+            proc.wait()
+            if proc.returncode != 0:
+                err = proc.stderr.read().strip() if proc.stderr else ""
+                raise EngineError(err or f"kftrainer {verb} failed", proc.returncode, argv)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+            for f in (proc.stdout, proc.stderr):
+                if f:
+                    f.close()

@@ -1,0 +1,168 @@
+"""The environment a job's processes run in: the caller's own interpreter.
+
+A notebook's training function should see what the notebook sees: the same interpreter
+(``sys.executable``), its packages and its PATH (so ``torchrun`` and ``mpirun`` resolve as
+they do for the user), not a throwaway virtual environment rebuilt on every ``train()``.
+
+- The Kubeflow SDK's commands run ``python`` (and ``python -m pip``). ``python`` may not
+  name the caller's interpreter (Debian has ``python3`` only; a conda or pyenv shell may
+  put another first), so a small directory of shims, ``python`` and ``python3`` scripts that
+  exec ``sys.executable``, goes first on PATH. Scripts, not symlinks: an interpreter finds
+  its virtual environment from the path it was started by.
+- ``packages_to_install`` go into a virtual environment layered on the caller's
+  (``--system-site-packages``), keyed by the interpreter, the packages and the index URLs,
+  built once (pip's progress shown) and reused by every later job that asks for the same;
+  the caller's own environment is never modified. A build that failed leaves nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+
+def cache_root(configured: str | None = None) -> str:
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kftrainer", "venvs")
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
+
+
+def _write_if_changed(path: str, text: str, mode: int) -> None:
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def interpreter_shims(root: str) -> str:
+    """A directory whose ``python`` and ``python3`` run sys.executable."""
+    d = os.path.join(root, "shims", _key(sys.executable), "bin")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    quoted = "'" + sys.executable.replace("'", "'\\''") + "'"
+    for name in ("python", "python3"):
+        _write_if_changed(os.path.join(d, name), f'#!/bin/sh\nexec {quoted} "$@"\n', 0o755)
+    return d
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _pip_install(venv: str, packages: Sequence[str], index_urls: Sequence[str]) -> None:
+    argv = [
+        os.path.join(venv, "bin", "python"),
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+    ]
+    if index_urls:
+        argv += ["--index-url", index_urls[0]]
+        for url in index_urls[1:]:
+            argv += ["--extra-index-url", url]
+    argv += list(packages)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip()
+        tail = [*tail[-39:], line]
+        print(f"kftrainer: pip: {line}", file=sys.stderr, flush=True)
+    if proc.wait() != 0:
+        raise ValueError(
+            f"packages_to_install: pip could not install {list(packages)}:\n" + "\n".join(tail)
+        )
+
+
+def package_venv(
+    packages: Sequence[str], index_urls: Sequence[str], root: str | None = None
+) -> str:
+    """The cached virtual environment holding ``packages`` over the caller's
+    interpreter, built when missing. Raises ValueError naming packages_to_install
+    when pip fails (nothing is left behind)."""
+    base = cache_root(root)
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    venv = os.path.join(base, _key(sys.executable, sys.version, list(packages), list(index_urls)))
+    done = os.path.join(venv, ".kftrainer-complete")
+    if os.path.exists(done):
+        return venv
+    with _locked(venv + ".lock"):
+        if os.path.exists(done):  # another process built it while we waited
+            return venv
+        shutil.rmtree(venv, ignore_errors=True)  # what an interrupted build left
+        print(
+            f"kftrainer: building an environment for packages_to_install {list(packages)} "
+            f"over {sys.executable} (once; cached in {venv})",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "venv", "--system-site-packages", venv],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            _pip_install(venv, packages, index_urls)
+        except subprocess.CalledProcessError as e:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise ValueError(
+                f"packages_to_install: cannot create a virtual environment with "
+                f"{sys.executable}: {e.stderr.strip()}"
+            ) from None
+        except BaseException:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise
+        with open(done, "w"):
+            pass
+    return venv
+
+
+def job_environment(
+    packages: Sequence[str] | None,
+    index_urls: Sequence[str],
+    cache_dir: str | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment to submit a job with: the caller's, with PATH led by the
+    package environment (when packages are asked for) or the interpreter shims, then
+    the interpreter's own directory."""
+    env = dict(os.environ if base is None else base)
+    first: list[str] = []
+    if packages:
+        venv = package_venv(packages, index_urls, cache_dir)
+        first.append(os.path.join(venv, "bin"))
+        env["VIRTUAL_ENV"] = venv
+    else:
+        first.append(interpreter_shims(os.path.dirname(cache_root(cache_dir))))
+    first.append(os.path.dirname(sys.executable))
+    rest = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and p not in first]
+    env["PATH"] = os.pathsep.join(first + rest)
+    return env

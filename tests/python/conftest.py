@@ -1,0 +1,94 @@
+"""Fixtures of the python tier: a TrainerClient on a state directory of its own per test,
+the built-in runtimes plus the tier's, and a file server standing in for the Hugging Face
+hub. After each test every job is deleted and no process of the test may be left."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import kftrainer
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+RUNTIMES = [str(REPO / "manifests" / "runtimes"), str(HERE / "fixtures")]
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose environment or command line contains text (the state
+    directory: every job process carries its status file path in its environment)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        for f in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{pid}/{f}", "rb") as fh:
+                    if text.encode() in fh.read():
+                        found.append(int(pid))
+                        break
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Iterator[Path]:
+    d = tmp_path / "state"
+    yield d
+    if d.exists():
+        subprocess.run(
+            [kftrainer.engine.find_binary(), "--state-dir", str(d), "delete", "--all"],
+            capture_output=True,
+            check=False,
+        )
+    deadline = time.monotonic() + 10
+    while processes_mentioning(str(d)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = processes_mentioning(str(d))
+    assert not left, f"processes left behind by the test: {left}"
+
+
+@pytest.fixture
+def config(state_dir: Path, tmp_path: Path) -> kftrainer.LocalBackendConfig:
+    return kftrainer.LocalBackendConfig(
+        state_dir=str(state_dir), runtimes=RUNTIMES, venv_cache_dir=str(tmp_path / "venvs")
+    )
+
+
+@pytest.fixture
+def client(config: kftrainer.LocalBackendConfig) -> kftrainer.TrainerClient:
+    return kftrainer.TrainerClient(backend_config=config)
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A stand-in Hugging Face hub (tests/local/fileserver.py): (URL, root directory)."""
+    root = tmp_path / "hub"
+    root.mkdir()
+    port_file = tmp_path / "hub.port"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "tests/local/fileserver.py"),
+            "--root",
+            str(root),
+            "--port-file",
+            str(port_file),
+        ],
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert proc.poll() is None and time.monotonic() < deadline, "hub did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text().strip()}", root
+    finally:
+        proc.terminate()
+        proc.wait()

@@ -1,0 +1,462 @@
+"""kftrainer.TrainerClient on the local engine, driven as a notebook drives the Kubeflow SDK.
+
+Each test pins upstream behaviour (Kubeflow SDK 0.5.0, Kubeflow Trainer v2.3.0) and runs real
+jobs: real supervisors, real processes, the real SDK from PyPI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from kubeflow.trainer import (
+    CustomTrainer,
+    CustomTrainerContainer,
+    DataCacheInitializer,
+    HuggingFaceDatasetInitializer,
+    HuggingFaceModelInitializer,
+    Initializer,
+)
+from kubeflow.trainer import TrainerClient as UpstreamClient
+from kubeflow.trainer.backends.base import RuntimeBackend
+from kubeflow.trainer.backends.kubernetes.backend import KubernetesBackend
+from kubeflow.trainer.backends.localprocess.types import LocalProcessBackendConfig
+from kubeflow.trainer.options import (
+    ActiveDeadlineSeconds,
+    Annotations,
+    Labels,
+    Name,
+    TrainerArgs,
+    TrainerCommand,
+)
+
+import kftrainer
+from kftrainer.backend import _EngineObjects
+
+# ---- training functions (sent to the job as source, as upstream sends them) ----------------
+
+
+def report_rank(greeting: str = "hello"):
+    import os
+
+    rank = os.environ["JAX_PROCESS_ID"]
+    size = os.environ["JAX_NUM_PROCESSES"]
+    print(f"{greeting} from rank {rank} of {size}", flush=True)
+
+
+def allreduce():
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    total = comm.allreduce(comm.Get_rank() + 1)
+    print(f"rank {comm.Get_rank()} of {comm.Get_size()}: sum {total}", flush=True)
+
+
+def crash():
+    print("about to fail", flush=True)
+    raise ZeroDivisionError("the training function failed on purpose")
+
+
+def sleep_long():
+    import time
+
+    print("sleeping", flush=True)
+    time.sleep(600)
+
+
+def read_initialized():
+    import os
+
+    import kftrainer
+
+    dataset = kftrainer.host_path("/workspace/dataset")
+    model = kftrainer.host_path("/workspace/model")
+    for d in (dataset, model):
+        for f in sorted(os.listdir(d)):
+            with open(os.path.join(d, f)) as fh:
+                print(f"{os.path.basename(d)}/{f}: {fh.read().strip()}", flush=True)
+
+
+def import_tiny():
+    import kft_tiny_pkg
+
+    print("tiny says", kft_tiny_pkg.VALUE, flush=True)
+
+
+def show_environment():
+    import os
+    import sys
+
+    print("executable", sys.executable, flush=True)
+    print("cwd", os.getcwd(), flush=True)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def engine(client: kftrainer.TrainerClient, *args: str) -> str:
+    b = client.backend
+    assert isinstance(b, kftrainer.LocalBackend)
+    return b.engine.run(*args)
+
+
+def stored(client: kftrainer.TrainerClient, name: str) -> dict:
+    return json.loads(engine(client, "get", name, "-o", "json"))
+
+
+def logs(client: kftrainer.TrainerClient, name: str, step: str = "node-0") -> str:
+    return "\n".join(client.get_job_logs(name, step=step))
+
+
+# ---- the backend ------------------------------------------------------------------------------
+
+
+def test_default_backend_is_local_and_upstream_configs_are_upstreams(config):
+    """TrainerClient() is the local engine; upstream's configs give upstream's backends
+    (SDK 0.5.0 TrainerClient.__init__)."""
+    assert isinstance(
+        kftrainer.TrainerClient(backend_config=config).backend, kftrainer.LocalBackend
+    )
+    up = kftrainer.TrainerClient(backend_config=LocalProcessBackendConfig())
+    assert type(up.backend).__name__ == "LocalProcessBackend"
+    # A user keeping upstream's client can assign the backend: it is a RuntimeBackend.
+    b = kftrainer.LocalBackend(config)
+    assert isinstance(b, RuntimeBackend)
+    upstream = UpstreamClient(backend_config=LocalProcessBackendConfig())
+    upstream.backend = b
+    assert {r.name for r in upstream.list_runtimes()} >= {"torch-distributed", "jax-distributed"}
+
+
+def test_runtimes_derived_as_upstream_derives_them(client):
+    """Framework, num_nodes, device and device_count come from upstream's own derivation
+    (utils.get_runtime_trainer) over the runtimes the engine reads."""
+    runtimes = {r.name: r for r in client.list_runtimes()}
+    assert runtimes["torch-distributed"].trainer.framework == "torch"
+    assert runtimes["torch-distributed"].trainer.command[0] == "bash"
+    assert runtimes["deepspeed-distributed"].trainer.command[0] == "mpirun"
+    assert runtimes["torchtune-llama3.2-1b"].trainer.trainer_type.name == "BUILTIN_TRAINER"
+    assert runtimes["torchtune-llama3.2-1b"].trainer.device == "gpu"
+    rt = client.get_runtime("jax-distributed")
+    assert (rt.name, rt.trainer.framework, rt.trainer.num_nodes) == ("jax-distributed", "jax", 1)
+    with pytest.raises(RuntimeError, match="no-such-runtime"):
+        client.get_runtime("no-such-runtime")
+
+
+def test_two_node_job_steps_logs_events(client):
+    """A 2-node CustomTrainer: steps named node-0/node-1 with pod names and status as upstream's
+    get_job builds them from Pods; logs per step; events with the kubelet's reasons."""
+    name = client.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainer(func=report_rank, func_args={"greeting": "hi"}, num_nodes=2),
+    )
+    job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert job.status == "Complete"
+    assert job.num_nodes == 2
+    assert [(s.name, s.status) for s in job.steps] == [
+        ("node-0", "Succeeded"),
+        ("node-1", "Succeeded"),
+    ]
+    assert all(s.pod_name and s.pod_name.startswith(f"{name}-node-") for s in job.steps)
+    assert "hi from rank 0 of 2" in logs(client, name, "node-0")
+    assert "hi from rank 1 of 2" in logs(client, name, "node-1")
+    reasons = [(e.involved_object_kind, e.reason) for e in client.get_job_events(name)]
+    assert ("Pod", "Started") in reasons
+    assert ("JobSet", "AllJobsCompleted") in reasons
+    assert name in [j.name for j in client.list_jobs()]
+    assert [j.name for j in client.list_jobs(runtime=client.get_runtime("torch-distributed"))] == []
+
+
+def test_function_runs_in_callers_interpreter_and_own_directory(client, tmp_path, monkeypatch):
+    """The function runs with sys.executable (not a throwaway venv) in a directory of the
+    job's own: the script file the SDK writes never lands in the caller's directory."""
+    import sys
+
+    notebook = tmp_path / "notebook"
+    notebook.mkdir()
+    monkeypatch.chdir(notebook)
+    name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=show_environment))
+    client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    out = logs(client, name)
+    exe = next(line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("executable"))
+    assert os.path.realpath(exe) == os.path.realpath(sys.executable)
+    cwd = next(line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("cwd "))
+    assert Path(cwd) != notebook and name in cwd
+    assert not list(notebook.iterdir()), "the job wrote into the caller's directory"
+
+
+def test_mpi4py_allreduce_two_nodes(client):
+    """deepspeed-distributed (MPI, runLauncherAsNode): mpirun starts one rank per node; upstream
+    names the launcher's step node-0 and the node pods' node-1..."""
+    pytest.importorskip("mpi4py")
+    name = client.train(
+        runtime="deepspeed-distributed", trainer=CustomTrainer(func=allreduce, num_nodes=2)
+    )
+    job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert job.status == "Complete"
+    assert [s.name for s in job.steps] == ["node-0", "node-1"]
+    out = logs(client, name, "node-0")
+    assert "rank 0 of 2: sum 3" in out and "rank 1 of 2: sum 3" in out
+
+
+def test_failing_function(client):
+    """A function that raises: the job is Failed, wait_for_job_status raises upstream's
+    RuntimeError, the traceback is in the logs, and every attempt is there."""
+    name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=crash))
+    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+        client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    job = client.get_job(name)
+    assert job.status == "Failed"
+    out = logs(client, name)
+    assert "ZeroDivisionError: the training function failed on purpose" in out
+    assert out.count("about to fail") >= 2, "restarted attempts are kept"
+    assert ("Pod", "BackOff") in [
+        (e.involved_object_kind, e.reason) for e in client.get_job_events(name)
+    ]
+    done = client.wait_for_job_status(name, status={"Failed"}, timeout=10, polling_interval=1)
+    assert done.status == "Failed"
+
+
+def test_delete_stops_everything(client, state_dir):
+    """delete_job stops every process of a running job and removes it."""
+    from conftest import processes_mentioning
+
+    name = client.train(
+        runtime="jax-distributed", trainer=CustomTrainer(func=sleep_long, num_nodes=2)
+    )
+    client.wait_for_job_status(name, status={"Running"}, timeout=60, polling_interval=1)
+    assert processes_mentioning(str(state_dir))
+    client.delete_job(name)
+    assert name not in [j.name for j in client.list_jobs()]
+    with pytest.raises(RuntimeError):
+        client.get_job(name)
+    assert processes_mentioning(str(state_dir)) == []
+
+
+def test_follow_logs_until_the_end(client):
+    name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))
+    lines = list(client.get_job_logs(name, follow=True))
+    client.wait_for_job_status(name, timeout=60, polling_interval=1)
+    assert "hello from rank 0 of 1" in lines
+
+
+def test_wait_callbacks_and_timeout(client):
+    seen: list[str] = []
+    name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=sleep_long))
+    with pytest.raises(TimeoutError):
+        client.wait_for_job_status(
+            name, timeout=3, polling_interval=1, callbacks=[lambda j: seen.append(j.status)]
+        )
+    assert seen and set(seen) <= {"Created", "Running"}
+    with pytest.raises(ValueError):
+        client.wait_for_job_status(name, status={"Bogus"})
+
+
+# ---- the TrainJob is upstream's ---------------------------------------------------------------
+
+
+class _Recorder(_EngineObjects):
+    """Runtimes from the engine, creates recorded: what upstream's KubernetesBackend sends."""
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.created: list[dict] = []
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kw):
+        self.created.append(body)
+        return body
+
+
+def upstream_body(config, **train_kwargs) -> dict:
+    """The TrainJob upstream's own KubernetesBackend.train() creates for the same call."""
+    local = kftrainer.LocalBackend(config)
+    up = KubernetesBackend.__new__(KubernetesBackend)
+    up.namespace = "default"
+    up.custom_api = _Recorder(local)
+    up.train(**train_kwargs)
+    return up.custom_api.created[0]
+
+
+def contains(big, small, path="") -> None:
+    """Every field of small is in big with the same value (big has the defaults added)."""
+    if isinstance(small, dict):
+        assert isinstance(big, dict), path
+        for k, v in small.items():
+            assert k in big, f"{path}.{k} missing"
+            contains(big[k], v, f"{path}.{k}")
+    else:
+        assert big == small, f"{path}: {big!r} != {small!r}"
+
+
+def test_trainjob_is_what_upstream_would_create(client, config):
+    """The TrainJob train() submits locally is, field for field, the one upstream's Kubernetes
+    backend creates for the same call (command, args, env, resources, initializers, options)."""
+    kwargs = dict(
+        runtime="plain-with-initializers",
+        initializer=Initializer(
+            dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/none"),
+            model=HuggingFaceModelInitializer(storage_uri="hf://acme/none", access_token="t0k"),
+        ),
+        trainer=CustomTrainer(
+            func=report_rank,
+            func_args={"greeting": "same"},
+            num_nodes=2,
+            resources_per_node={"cpu": 1, "memory": "1Gi"},
+            env={"MY_FLAG": "1"},
+        ),
+        options=[
+            Name("same-as-upstream"),
+            Labels({"team": "ml"}),
+            Annotations({"note": "pinned"}),
+            ActiveDeadlineSeconds(3600),
+        ],
+    )
+    want = upstream_body(config, **kwargs)
+    # The engine must not run it: suspended submission would change the body, so the
+    # initializers simply fail against a hub that is not there; only the object matters.
+    name = client.train(**kwargs)
+    assert name == "same-as-upstream"
+    got = stored(client, name)
+    contains(got, {k: v for k, v in want.items() if k != "status"})
+    assert got["spec"]["trainer"]["command"] == want["spec"]["trainer"]["command"]
+
+
+# ---- options ----------------------------------------------------------------------------------
+
+
+def test_options_labels_annotations_deadline(client):
+    """Upstream's option classes accept this backend (it is a KubernetesBackend) and go through
+    the same pipeline: labels and annotations on the TrainJob, activeDeadlineSeconds enforced."""
+    name = client.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainer(func=sleep_long),
+        options=[Labels({"team": "ml"}), Annotations({"a": "b"}), ActiveDeadlineSeconds(2)],
+    )
+    job = stored(client, name)
+    assert job["metadata"]["labels"]["team"] == "ml"
+    assert job["metadata"]["annotations"]["a"] == "b"
+    with pytest.raises(RuntimeError, match="is Failed"):
+        client.wait_for_job_status(name, timeout=60, polling_interval=1)
+    failed = next(c for c in stored(client, name)["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+
+
+def test_container_trainer_with_command_and_args(client, caplog):
+    """CustomTrainerContainer: the image is not pulled (said once), the command runs natively;
+    TrainerCommand/TrainerArgs set spec.trainer.command/args as upstream's options do."""
+    name = client.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainerContainer(image="example.com/trainer:1", num_nodes=2),
+        options=[TrainerCommand(["sh", "-c"]), TrainerArgs(['echo "node $JAX_PROCESS_ID up"'])],
+    )
+    client.wait_for_job_status(name, timeout=60, polling_interval=1)
+    assert "node 1 up" in logs(client, name, "node-1")
+    assert "does not pull image example.com/trainer:1" in caplog.text
+    assert stored(client, name)["spec"]["trainer"]["image"] == "example.com/trainer:1"
+
+
+# ---- initializers -----------------------------------------------------------------------------
+
+
+def test_huggingface_initializers_from_a_local_hub(client, hub, monkeypatch):
+    """HuggingFace dataset and model initializers fetch through the engine's hf:// fetcher
+    (HF_ENDPOINT points at a stand-in hub) before the trainer starts; the access token is
+    sent as upstream's initializer sends it."""
+    url, root = hub
+    (root / "datasets/acme/tiny").mkdir(parents=True)
+    (root / "datasets/acme/tiny/train.csv").write_text("x,y\n1,2\n")
+    (root / "acme/model").mkdir(parents=True)
+    (root / "acme/model/config.json").write_text('{"layers": 2}\n')
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    name = client.train(
+        runtime="plain-with-initializers",
+        initializer=Initializer(
+            dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/tiny"),
+            model=HuggingFaceModelInitializer(storage_uri="hf://acme/model"),
+        ),
+        trainer=CustomTrainer(func=read_initialized),
+    )
+    job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert [s.name for s in job.steps] == ["dataset-initializer", "model-initializer", "node-0"]
+    out = logs(client, name)
+    assert "dataset/train.csv: x,y\n1,2" in out
+    assert 'model/config.json: {"layers": 2}' in out
+    assert logs(client, name, "dataset-initializer")
+
+
+# ---- packages_to_install ---------------------------------------------------------------------
+
+
+def test_packages_go_into_a_cached_venv_not_the_callers(client, config, tmp_path):
+    """packages_to_install builds one cached virtual environment over the caller's
+    interpreter, reused by the next job; the caller's environment is not modified."""
+    pkg = tmp_path / "tinypkg"
+    (pkg / "kft_tiny_pkg").mkdir(parents=True)
+    (pkg / "kft_tiny_pkg/__init__.py").write_text("VALUE = 42\n")
+    (pkg / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "kft-tiny-pkg"\nversion = "1.0"\n'
+    )
+    trainer = CustomTrainer(func=import_tiny, packages_to_install=[str(pkg)])
+    first = client.train(runtime="jax-distributed", trainer=trainer)
+    client.wait_for_job_status(first, timeout=180, polling_interval=1)
+    assert "tiny says 42" in logs(client, first)
+    venvs = [p for p in Path(config.venv_cache_dir).iterdir() if p.is_dir()]
+    assert len(venvs) == 1
+    stamp = (venvs[0] / ".kftrainer-complete").stat().st_mtime
+    second = client.train(runtime="jax-distributed", trainer=trainer)
+    client.wait_for_job_status(second, timeout=120, polling_interval=1)
+    assert "tiny says 42" in logs(client, second)
+    assert (venvs[0] / ".kftrainer-complete").stat().st_mtime == stamp, "built once"
+    with pytest.raises(ImportError):
+        import kft_tiny_pkg  # noqa: F401
+
+
+# ---- bad input --------------------------------------------------------------------------------
+
+
+def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, tmp_path):
+    """Bad input raises a clear exception naming the argument, and nothing is left: no job,
+    no process, no virtual environment."""
+    with pytest.raises(RuntimeError, match="nope"):
+        client.train(runtime="nope", trainer=CustomTrainer(func=report_rank))
+    with pytest.raises(ValueError, match=r"trainer\.func"):
+        client.train(runtime="jax-distributed", trainer=CustomTrainer(func=len))
+    with pytest.raises(ValueError, match=r"initializer\.dataset: DataCacheInitializer"):
+        client.train(
+            runtime="plain-with-initializers",
+            initializer=Initializer(
+                dataset=DataCacheInitializer(
+                    storage_uri="cache://s/t", metadata_loc="s3://b/m", num_data_nodes=2
+                )
+            ),
+            trainer=CustomTrainer(func=report_rank),
+        )
+    with pytest.raises(ValueError, match="packages_to_install"):
+        client.train(
+            runtime="jax-distributed",
+            trainer=CustomTrainer(func=report_rank, packages_to_install=[str(tmp_path / "none")]),
+        )
+    assert not [p for p in Path(config.venv_cache_dir).iterdir() if p.is_dir()]
+    # A TrainJob the engine refuses (torch owns PET_* env): the engine's field error.
+    with pytest.raises(ValueError, match=r"spec\.trainer\.env"):
+        client.train(
+            runtime="torch-distributed",
+            trainer=CustomTrainer(func=report_rank, env={"PET_NNODES": "3"}),
+        )
+    with pytest.raises(ValueError, match="tune"):
+        from kubeflow.trainer import BuiltinTrainer, TorchTuneConfig
+
+        client.train(
+            runtime="torchtune-llama3.2-1b", trainer=BuiltinTrainer(config=TorchTuneConfig())
+        )
+    assert client.list_jobs() == []
+    out = subprocess.run(
+        [kftrainer.engine.find_binary(), "--state-dir", str(state_dir), "get", "-o", "name"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.stdout == ""
