@@ -30,3 +30,11 @@ run_example torchrun-ddp torch "equal parameters: True"
 run_example jax-distributed jax "of 2: ids [0, 1], sum 1"
 run_example xgboost-distributed xgboost "of 2: 10 trees"
 expect_no_processes "no process left"
+
+# `train --help` says what each runtime sets and starts (the same facts as docs/runtimes.md).
+run_capture kft train --help
+for want in "PET_MASTER_ADDR PET_MASTER_PORT: no torchrun is launched" \
+	"--procs starts no processes" "pass them to jax.distributed.initialize() explicitly" \
+	"DMLC_TASK_ID: worker 0 starts the tracker" "/etc/mpi/hostfile and OMPI_MCA_*" "KFTRAINER_GPUS"; do
+	expect_contains "train --help: $want" "$KFT_OUT" "$want"
+done
