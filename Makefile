@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test unit bench check-format format crds fuzz fuzz-run \
-        install demo clean bench-controller
+        install demo demo-deps clean bench-controller
 
 all: build
 
@@ -19,7 +19,12 @@ $(BUILD)/CMakeCache.txt: | deps
 
 configure: $(BUILD)/CMakeCache.txt
 
+# A tree first configured by `make demo` has no slim libcurl; once `deps` has built it, CMake is
+# asked again so the controller links it.
 build: deps configure
+	@p=$$(scripts/install-deps.sh --slim-curl-prefix); \
+	if [ -n "$$p" ] && [ "$$p/lib/libcurl.a" -nt $(BUILD)/CMakeCache.txt ]; then \
+		cmake -S . -B $(BUILD) >/dev/null; fi
 	cmake --build $(BUILD) -j$(JOBS)
 
 # Every tier in one ctest run, so the closing line is ctest's summary.
@@ -66,9 +71,19 @@ install: build
 
 # The data-parallel example (examples/local/data-parallel), 2 nodes x 2 processes on this
 # machine, from a fresh state directory; its processes start in the example's directory.
+# The first command a newcomer runs builds only what it runs: the CLI, over the system's
+# libraries (no slim libcurl for the controller, so no Debian source package and no deb-src
+# entry in the apt sources). `make build` and `make test` still build everything.
 DEMO_STATE ?= $(BUILD)/demo-state
 DEMO_ENV    = KFTRAINER_STATE_DIR=$(abspath $(DEMO_STATE)) KFTRAINER_RUNTIMES=$(CURDIR)/manifests/runtimes
-demo: build
+demo-deps:
+	@KFT_SLIM_CURL=off scripts/install-deps.sh --check >/dev/null 2>&1 || \
+		KFT_SLIM_CURL=off scripts/install-deps.sh
+
+demo: demo-deps
+	@[ -f $(BUILD)/CMakeCache.txt ] || \
+		cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake --build $(BUILD) --target kftrainer-cli -j$(JOBS)
 	rm -rf $(DEMO_STATE)
 	cd examples/local/data-parallel && \
 		$(DEMO_ENV) $(abspath $(BUILD))/bin/kftrainer train -f trainjob.yaml --follow

@@ -2,14 +2,15 @@
  * get.c - `kftrainer get [NAME...]`: TrainJobs of the local backend as
  * kubectl shows resources.
  *
- *     NAME   RUNTIME   STATUS   NODES   PROGRESS   AGE
+ *     NAME   RUNTIME   STATUS   NODES   RESTARTS   PROGRESS   AGE
  *
  * STATUS is the job's state in one word (Created, Running, Suspended,
  * Complete, Failed, or Terminating while a delete is under way) rather than upstream's printcolumn
  * (the type of the last condition, which reads "Suspended" for a job resumed long ago): a job whose
  * conditions say it finished or is suspended shows that; otherwise Running once a pod runs. NODES
  * is spec.trainer.numNodes when the TrainJob sets it, else the pods of the JobSet's "node" step
- * plus an MPI launcher labelled as the trainer step. PROGRESS is
+ * plus an MPI launcher labelled as the trainer step. RESTARTS counts the processes started again
+ * (kubectl's pod column, summed over the job's pods). PROGRESS is
  * status.trainerStatus.progressPercentage. -o json|yaml print the stored
  * TrainJobs with status as upstream shapes it: one object for one NAME, else
  * a v1 List, as kubectl does.
@@ -35,9 +36,10 @@ static void get_usage(FILE *out)
 	fputs("Usage: kftrainer get [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]\n"
 	      "                     [--no-headers]\n\n"
 	      "Show TrainJobs run by the local backend:\n\n"
-	      "  NAME  RUNTIME  STATUS  NODES  PROGRESS  AGE\n\n"
+	      "  NAME  RUNTIME  STATUS  NODES  RESTARTS  PROGRESS  AGE\n\n"
 	      "STATUS is Created, Running, Suspended, Complete, Failed, or Terminating while\n"
-	      "the job is being deleted. PROGRESS is the\n"
+	      "the job is being deleted. RESTARTS counts how often the job's processes were\n"
+	      "started again (each attempt is marked in the logs). PROGRESS is the\n"
 	      "percentage the training reports (status.trainerStatus.progressPercentage), or -.\n\n"
 	      "Options:\n"
 	      "  -n, --namespace NS      the namespace (default: default)\n"
@@ -139,8 +141,9 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	const json_t *pct = json_object_get(ts, "progressPercentage");
 	const json_t *eta = json_object_get(ts, "estimatedRemainingSeconds");
 	const json_t *cond = last_condition(job);
-	char nodes[32], progress[16] = "-", age[32], etabuf[32] = "-";
+	char nodes[32], progress[16] = "-", age[32], etabuf[32] = "-", restarts[24];
 	nodes_cell(l, job, nodes, sizeof(nodes));
+	snprintf(restarts, sizeof(restarts), "%lld", kft_cli_job_restarts(l, job));
 	if (json_is_integer(pct))
 		snprintf(progress, sizeof(progress), "%" JSON_INTEGER_FORMAT "%%",
 		         json_integer_value(pct));
@@ -159,6 +162,7 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	        runtime ? runtime : "-",
 	        kft_cli_job_phase(l, job),
 	        nodes,
+	        restarts,
 	        progress,
 	        age,
 	        etabuf,
@@ -166,17 +170,18 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	        message ? message : "-",
 	};
 	size_t first = a->all_ns ? 0 : 1;
-	kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 10 : 7) - first, cells + first);
+	kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 11 : 8) - first, cells + first);
 }
 
 static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
 {
-	static const char *const header[] = {"NAMESPACE", "NAME", "RUNTIME", "STATUS", "NODES",
-	                                     "PROGRESS",  "AGE",  "ETA",     "REASON", "MESSAGE"};
+	static const char *const header[] = {"NAMESPACE", "NAME",     "RUNTIME",  "STATUS",
+	                                     "NODES",     "RESTARTS", "PROGRESS", "AGE",
+	                                     "ETA",       "REASON",   "MESSAGE"};
 	json_t *rows = json_array();
 	size_t first = a->all_ns ? 0 : 1;
 	if (!a->no_headers)
-		kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 10 : 7) - first,
+		kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 11 : 8) - first,
 		                  header + first);
 	size_t i;
 	const json_t *job;

@@ -7,6 +7,8 @@
 #include "jobinput.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,37 +57,61 @@ static int is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The installed runtimes next to this executable: BIN/../share/kftrainer/
- * runtimes, so an installed tree works wherever it was installed. */
-static int installed_runtimes(char *buf, size_t size)
+/* The directory of this executable into buf (no trailing '/'), or -1. */
+static int exe_dir(char *buf, size_t size)
 {
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
 	if (n <= 0)
 		return -1;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
 	if (!slash)
 		return -1;
 	*slash = '\0';
-	int w = snprintf(buf, size, "%s/../share/kftrainer/runtimes", exe);
+	return 0;
+}
+
+/* The installed runtimes next to this executable: BIN/../share/kftrainer/
+ * runtimes, so an installed tree works wherever it was installed. */
+static int installed_runtimes(const char *dir, char *buf, size_t size)
+{
+	int w = snprintf(buf, size, "%s/../share/kftrainer/runtimes", dir);
 	return (w < 0 || (size_t)w >= size) ? -1 : 0;
+}
+
+/* The checkout's runtimes, for the binary the build tree holds (CMake bakes
+ * both paths in): a `kftrainer` built and not installed then works from any
+ * directory, as the README's tour runs it. A copy of the binary elsewhere,
+ * or an installed one, never reaches into a checkout. */
+static const char *source_runtimes(const char *dir)
+{
+#if defined(KFT_BUILD_BIN_DIR) && defined(KFT_SOURCE_RUNTIMES_DIR)
+	char a[PATH_MAX], b[PATH_MAX];
+	if (realpath(dir, a) && realpath(KFT_BUILD_BIN_DIR, b) && strcmp(a, b) == 0)
+		return KFT_SOURCE_RUNTIMES_DIR;
+#else
+	(void)dir;
+#endif
+	return NULL;
 }
 
 int kft_jobinput_default_runtimes(const char *verb, kft_paths *runtimes)
 {
 	if (runtimes->count)
 		return 0;
-	char beside[4200];
+	char dir[4096], beside[4200];
 	const char *env = getenv("KFTRAINER_RUNTIMES");
+	bool here = exe_dir(dir, sizeof(dir)) == 0;
 	const char *cands[] = {env, "manifests/runtimes",
-	                       installed_runtimes(beside, sizeof(beside)) == 0 ? beside : NULL,
-	                       KFT_RUNTIMES_DIR};
+	                       here && installed_runtimes(dir, beside, sizeof(beside)) == 0 ? beside
+	                                                                                    : NULL,
+	                       here ? source_runtimes(dir) : NULL, KFT_RUNTIMES_DIR};
 	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++)
 		if (cands[i] && *cands[i] && is_dir(cands[i]))
 			return kft_paths_add(runtimes, cands[i]) == 0 ? 0 : KFT_EXIT_INPUT;
-	kft_cli_error("%s: no runtimes: give -r FILE|DIR (no manifests/runtimes here and "
-	              "no %s)",
+	kft_cli_error("%s: no runtimes: give -r FILE|DIR or set KFTRAINER_RUNTIMES (no "
+	              "manifests/runtimes here, none beside this binary in "
+	              "../share/kftrainer/runtimes, no %s)",
 	              verb, KFT_RUNTIMES_DIR);
 	return KFT_EXIT_INPUT;
 }

@@ -102,6 +102,20 @@ static bool pods_running(kft_local *l, const json_t *job)
 	return running;
 }
 
+long long kft_cli_job_restarts(kft_local *l, const json_t *job)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	long long total = 0;
+	if (kft_store_pods(kft_local_store(l), kft_cli_job_ns(job), kft_cli_job_name(job), &recs,
+	                   &n, NULL) != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		total += recs[i].restarts > 0 ? recs[i].restarts : 0;
+	kft_pod_records_free(recs, n);
+	return total;
+}
+
 const char *kft_cli_job_phase(kft_local *l, const json_t *job)
 {
 	/* kubectl shows an object with a deletionTimestamp as Terminating until

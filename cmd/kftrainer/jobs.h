@@ -46,6 +46,12 @@ const char *kft_cli_job_outcome(const json_t *job);
  * through l), else Created. Static string. */
 const char *kft_cli_job_phase(kft_local *l, const json_t *job);
 
+/* RESTARTS of `get`: how often the job's pods' processes were started again
+ * (a pod's Job back-off and JobSet restarts alike), summed over its pods, as
+ * the pod records keep it since the job last started or resumed (0 when the
+ * records cannot be read). */
+long long kft_cli_job_restarts(kft_local *l, const json_t *job);
+
 /* The job's name and namespace (borrowed from job; namespace "default" when
  * unset). */
 const char *kft_cli_job_name(const json_t *job);

@@ -159,9 +159,14 @@ int kft_upsert_port(json_t *ports, int port);
 const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info,
                                               const kft_trainjob *job);
 
-/* GPUs in a ResourceRequirements object: the first resource whose name
- * contains "gpu" (any case) in requests, else in limits, rounded up. */
-int64_t kft_resources_gpus(const json_t *resources);
+/* GPUs per pod in a ResourceRequirements object (NULL: none), as upstream's
+ * GetNumGPUPerNode: the first resource whose name contains "gpu" (any case)
+ * in requests, else in limits, as Quantity.Value() (rounded up). The one
+ * place GPUs are counted: the plugins and the local engine's GPU placement
+ * all ask it. Returns 0 with *out set, or KFT_EINVAL naming the resource
+ * ("trainer resources: limits[nvidia.com/gpu]: ...") when its quantity does
+ * not parse; *out is then 0. */
+int kft_resources_gpus(const json_t *resources, int64_t *out, kft_error *err);
 
 /* ---- the TrainJob as the framework reads it ---------------------------- */
 

@@ -3,7 +3,6 @@
  * and freeing it. See kftrainer/framework.h; construction is in
  * runtime_info.c.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,28 +159,40 @@ const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info, cons
 	return NULL;
 }
 
-/* Value() of the first resource whose name contains "gpu" in any case. */
-static int64_t gpus_in(const json_t *list)
+/* Quantity.Value() of the first resource whose name contains "gpu" in any
+ * case (upstream's numGPU; a Go map has no order, ours is the document's). A
+ * quantity that does not parse is an error naming the resource: upstream's
+ * typed Quantity could never hold one, and reading it as 0 GPUs would let a
+ * typo place a job on no GPU at all. */
+static int gpus_in(const json_t *list, const char *which, int64_t *out, kft_error *err)
 {
 	const char *key;
 	const json_t *q;
+	*out = 0;
 	json_object_foreach((json_t *)list, key, q)
 	{
-		int gpu = 0;
-		for (size_t i = 0; key[i] && key[i + 1] && key[i + 2] && !gpu; i++)
-			gpu = tolower((unsigned char)key[i]) == 'g' &&
-			      tolower((unsigned char)key[i + 1]) == 'p' &&
-			      tolower((unsigned char)key[i + 2]) == 'u';
-		if (!gpu)
+		if (!strcasestr(key, "gpu"))
 			continue;
 		kft_quantity v;
-		return kft_quantity_from_json(q, &v, NULL) == 0 ? kft_quantity_value(&v) : 0;
+		kft_error qerr;
+		if (kft_quantity_from_json(q, &v, &qerr) != 0)
+			return kft_error_set(err, KFT_EINVAL, "trainer resources: %s[%s]: %s",
+			                     which, key, qerr.message);
+		*out = kft_quantity_value(&v);
+		return 0;
 	}
 	return 0;
 }
 
-int64_t kft_resources_gpus(const json_t *resources)
+int kft_resources_gpus(const json_t *resources, int64_t *out, kft_error *err)
 {
-	int64_t n = gpus_in(json_object_get(resources, "requests"));
-	return n ? n : gpus_in(json_object_get(resources, "limits"));
+	int64_t lim = 0;
+	int rc = gpus_in(json_object_get(resources, "requests"), "requests", out, err);
+	if (rc == 0)
+		rc = gpus_in(json_object_get(resources, "limits"), "limits", &lim, err);
+	if (rc != 0)
+		*out = 0;
+	else if (*out == 0 && lim > 0) /* GetNumGPUPerNode: requests, else limits */
+		*out = lim;
+	return rc;
 }

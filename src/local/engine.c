@@ -42,6 +42,7 @@
 #include "kftrainer/conditions.h"
 #include "kftrainer/constants.h"
 #include "local/engine.h"
+#include "local/gpus.h"
 #include "local/local.h"
 #include "local/local_internal.h"
 #include "local/podspec.h"
@@ -76,6 +77,7 @@ typedef struct engine {
 	json_t *tj;      /* the TrainJob, status kept current in memory */
 	json_t *objects; /* what the framework built (hostfile merged) */
 	const json_t *jobset;
+	const json_t *gpus; /* the GPUAllocation (gpus.h) among objects; NULL: none */
 	const char *jobset_name;
 	json_t *children; /* [JobSet stub with status] for the backend */
 	kft_local_backend_state backend;
@@ -314,6 +316,59 @@ static const json_t *find_jobset(const json_t *objects)
 	return NULL;
 }
 
+/* Sets NAME=value in the base environment (under the pod's own env, which
+ * wins), replacing the submitter's value when `replace`. */
+static int set_base_env(engine *e, const char *name, const char *value, bool replace)
+{
+	size_t n = 0, len = strlen(name);
+	char *kv = NULL;
+	while (e->base_env[n] &&
+	       !(strncmp(e->base_env[n], name, len) == 0 && e->base_env[n][len] == '='))
+		n++;
+	if (e->base_env[n] && !replace)
+		return 0;
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return KFT_ENOMEM;
+	if (e->base_env[n]) {
+		free(e->base_env[n]);
+		e->base_env[n] = kv;
+		return 0;
+	}
+	char **grown = realloc(e->base_env, (n + 2) * sizeof(char *));
+	if (!grown) {
+		free(kv);
+		return KFT_ENOMEM;
+	}
+	e->base_env = grown;
+	grown[n] = kv;
+	grown[n + 1] = NULL;
+	return 0;
+}
+
+/* What every process of the job gets beyond the submitter's environment:
+ *  - TMPDIR, a directory of the job's own under its job directory, so what
+ *    a framework leaves there (torchrun's torchelastic_* folders) goes with
+ *    the job when it is deleted instead of piling up in the system's;
+ *  - PYTHONUNBUFFERED=1 unless the submitter set it: Python buffers a file
+ *    8 KiB at a time, so without it a node's lines reach its log (and
+ *    `logs -f`) in late blocks rather than as they are printed. */
+static int job_env(engine *e, kft_error *err)
+{
+	char *tmp = NULL;
+	if (asprintf(&tmp, "%s/%s", e->job_dir, KFT_LOCAL_JOB_TMP) < 0)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+		int rc = kft_error_set(err, KFT_EIO, "cannot create %s: %s", tmp, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	int rc = set_base_env(e, "TMPDIR", tmp, true);
+	free(tmp);
+	if (rc == 0)
+		rc = set_base_env(e, "PYTHONUNBUFFERED", "1", false);
+	return rc ? kft_error_set(err, rc, "out of memory") : 0;
+}
+
 static int load_exec(engine *e, kft_error *err)
 {
 	json_t *base = NULL;
@@ -336,6 +391,9 @@ static int load_exec(engine *e, kft_error *err)
 			grown[n + 2] = NULL;
 		}
 	}
+	rc = e->base_env ? job_env(e, err) : 0;
+	if (rc)
+		return rc;
 	e->extra_env = calloc(2, sizeof(char *));
 	if (!e->base_env || !e->extra_env ||
 	    asprintf(&e->extra_env[0], "%s=%s", KFT_LOCAL_STATUS_FILE_ENV, e->status_path) < 0)
@@ -354,6 +412,7 @@ static int load(engine *e, kft_error *err)
 		return rc;
 	merge_hostfiles(e->objects);
 	e->jobset = find_jobset(e->objects);
+	e->gpus = kft_local_gpus_find(e->objects);
 	e->jobset_name = jstr(json_object_get(e->jobset, "metadata"), "name");
 	if (!e->jobset || !e->jobset_name)
 		return kft_error_set(err, KFT_EINVAL, "TrainJob %s has no JobSet to run", e->name);
@@ -455,8 +514,14 @@ static int start_native(const kft_exec_spec *spec, const char *log, rjob_kind ki
 
 static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, kft_error *err)
 {
+	/* the pod's GPU slice, set over everything as the device plugin does */
+	const char *slice = kft_local_gpus_slice(e->gpus, rj->name, p->rec_index);
+	char *cuda = NULL, *extra[] = {e->extra_env[0], NULL, NULL};
+	if (slice && asprintf(&cuda, "%s=%s", KFT_LOCAL_GPUS_CUDA_ENV, slice) < 0)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	extra[1] = cuda;
 	kft_exec_defaults d = {.base_env = e->base_env,
-	                       .extra_env = e->extra_env,
+	                       .extra_env = extra,
 	                       .workdir = e->workdir,
 	                       .restart_attempt = e->restarts,
 	                       .native = rj->kind == RJOB_DATASET_INIT ||
@@ -464,6 +529,9 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 	kft_exec_spec spec;
 	int rc = kft_exec_spec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
 	                                  rj->container, e->job_dir, &d, &spec, err);
+	free(cuda);
+	if (rc == 0 && slice)
+		rc = kft_local_gpus_resolve_nproc(spec.envp, slice, err);
 	if (rc == 0 && (rj->kind == RJOB_DATASET_INIT || rj->kind == RJOB_MODEL_INIT))
 		rc = start_native(&spec, log, rj->kind, &p->proc, err);
 	else if (rc == 0)
@@ -472,10 +540,42 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 	return rc;
 }
 
+/* A line in the pod's log before each attempt but the first, so a
+ * crash retried four times reads as four marked attempts (the mark is
+ * documented in docs/local.md; `grep '^==> '` finds them). Only when the
+ * log already holds something: a pod that never wrote gets no mark. */
+static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, const char *log)
+{
+	char now[32], why[64] = "";
+	struct stat st;
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return; /* starting the process reports it */
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		kft_local_now(now);
+		if (p->sig)
+			snprintf(why, sizeof(why), "; the previous was killed by signal %d",
+			         p->sig);
+		else if (p->exit_code)
+			snprintf(why, sizeof(why), "; the previous exited with code %d",
+			         p->exit_code);
+		dprintf(fd,
+		        "\n" KFT_LOCAL_ATTEMPT_MARK
+		        " %s-%d: attempt %d, started %s%s (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX
+		        ") <==\n",
+		        rj->name, p->rec_index, p->attempts, now, why, e->jobset_name, rj->name,
+		        p->replica, p->index);
+	}
+	close(fd);
+}
+
 static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 {
 	kft_error err = {0};
 	char *log = log_path(e, rj, p);
+	p->attempts++;
+	if (log && rj->kind != RJOB_PLACEHOLDER)
+		mark_attempt(e, rj, p, log);
 	p->phase = POD_RUNNING;
 	p->dirty = true;
 	kft_local_now(p->started);
@@ -917,7 +1017,7 @@ static int write_pod(engine *e, const eng_rjob *rj, eng_pod *p, kft_error *err)
 	                      .pid = p->running ? p->proc.pid : 0,
 	                      .exit_code = p->exit_code,
 	                      .signal = p->sig,
-	                      .restarts = p->restarts,
+	                      .restarts = p->attempts > 1 ? p->attempts - 1 : 0,
 	                      .started = p->started[0] ? p->started : NULL,
 	                      .finished = p->finished[0] ? p->finished : NULL,
 	                      .log_path = log,

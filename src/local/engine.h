@@ -31,6 +31,9 @@ typedef struct eng_pod {
 	bool running; /* proc holds a live process we must reap */
 	bool started_once;
 	int restarts, exit_code, sig;
+	int attempts; /* processes started for this pod since the supervisor
+	               * started (JobSet restarts included), for the log's
+	               * attempt marks and the pod record's restarts */
 	long long ticks;
 	int64_t restart_at; /* monotonic ms when a crashed pod starts again; 0: none */
 	char started[32], finished[32];

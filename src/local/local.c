@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "kftrainer/conditions.h"
+#include "local/gpus.h"
 #include "local/local_internal.h"
 #include "util/strbuf.h"
 
@@ -369,6 +370,108 @@ static char *job_workdir(kft_local *l, const char *ns, const char *name, kft_err
 	return wd;
 }
 
+/* ---- GPUs (gpus.h) ------------------------------------------------------------- */
+
+static bool needs_supervisor(const json_t *tj);
+static bool supervisor_alive(kft_local *l, const char *ns, const char *name, kft_error *err,
+                             int *rc);
+
+/* The devices every job that has not finished holds, inside the submit's
+ * transaction so two submits cannot hand out one GPU twice. A suspended job
+ * keeps its GPUs (its resume must find them); a job whose supervisor is gone
+ * no longer runs anything and holds none. `who` lists the holders. */
+static int gpus_held(kft_local *l, kft_local_gpus *held, char *who, size_t size, kft_error *err)
+{
+	json_t *jobs = NULL;
+	size_t i, used = 0;
+	json_t *tj;
+	int rc = kft_store_job_list(l->store, NULL, &jobs, err);
+	who[0] = '\0';
+	json_array_foreach(rc == 0 ? jobs : NULL, i, tj)
+	{
+		const json_t *meta = json_object_get(tj, "metadata");
+		const char *ns = json_string_value(json_object_get(meta, "namespace"));
+		const char *name = json_string_value(json_object_get(meta, "name"));
+		json_t *objects = NULL;
+		size_t n = 0;
+		int lost_rc = 0;
+		if (!ns || !name || kft_trainjob_is_finished(tj) ||
+		    (needs_supervisor(tj) && !supervisor_alive(l, ns, name, NULL, &lost_rc)))
+			continue;
+		rc = kft_store_job_objects(l->store, ns, name, &objects, err);
+		if (rc == 0)
+			rc = kft_local_gpus_held_by(kft_local_gpus_find(objects), held, &n, err);
+		json_decref(objects);
+		if (rc)
+			break;
+		if (n && used < size) {
+			int w = snprintf(who + used, size - used, "%s%s/%s: %zu", used ? ", " : "",
+			                 ns, name, n);
+			used += w > 0 ? (size_t)w : 0;
+		}
+	}
+	json_decref(jobs);
+	return rc;
+}
+
+/* Where the GPU request came from, for the refusal. */
+static const char *gpus_field(const json_t *tj)
+{
+	const json_t *t = json_object_get(json_object_get(tj, "spec"), "trainer");
+	return json_object_get(t, "resourcesPerNode") ? "spec.trainer.resourcesPerNode"
+	                                              : "the runtime's node container resources";
+}
+
+/* Gives each pod that asks for GPUs its slice (a GPUAllocation appended to
+ * objects), or refuses the job naming the field: no GPU on this machine, or
+ * fewer free than asked. Nothing is asked of NVML for a job without GPUs. */
+static int place_gpus(kft_local *l, const json_t *tj, json_t *objects, kft_error *err)
+{
+	const json_t *js = NULL;
+	size_t i;
+	const json_t *o;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (!js && kind && strcmp(kind, "JobSet") == 0)
+			js = o;
+	}
+	int64_t want = 0;
+	int rc = kft_local_gpus_request(js, &want, err);
+	if (rc || want == 0)
+		return rc;
+	kft_local_gpus all = {0}, held = {0}, avail = {0};
+	const char *source = "";
+	char who[512];
+	json_t *alloc = NULL;
+	rc = kft_local_gpus_inventory(&all, &source, err);
+	if (rc == 0)
+		rc = gpus_held(l, &held, who, sizeof(who), err);
+	if (rc == 0)
+		rc = kft_local_gpus_minus(&all, &held, &avail, err);
+	if (rc == 0 && all.n == 0)
+		rc = kft_error_set(
+		        err, KFT_EINVAL,
+		        "%s: %lld GPUs requested, but this machine has none (%s found no "
+		        "GPU; %s names them)",
+		        gpus_field(tj), (long long)want, source, KFT_LOCAL_GPUS_ENV);
+	else if (rc == 0 && (uint64_t)want > avail.n)
+		rc = kft_error_set(
+		        err, KFT_EINVAL,
+		        "%s: %lld GPUs requested, but only %zu of this machine's %zu are "
+		        "free (from %s)%s%s",
+		        gpus_field(tj), (long long)want, avail.n, all.n, source,
+		        who[0] ? "; held by jobs that have not finished: " : "", who);
+	if (rc == 0)
+		rc = kft_local_gpus_place(js, &avail, &alloc, err);
+	if (rc == 0 && json_array_append_new(objects, alloc) != 0)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	kft_local_gpus_free(&all);
+	kft_local_gpus_free(&held);
+	kft_local_gpus_free(&avail);
+	return rc;
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -393,6 +496,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	}
 	kft_local_backend_init(&b, uid, NULL);
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	if (rc == 0)
+		rc = place_gpus(l, tj, objects, err);
 	if (rc == 0 && opts && opts->objects)
 		rc = add_user_objects(objects, opts->objects, ns, err);
 	if (rc == 0)

@@ -27,6 +27,16 @@
  * supervisor). */
 #define KFT_LOCAL_REASON_SUPERVISOR_LOST "SupervisorLost"
 
+/* The job's own temporary directory under its job directory: every process
+ * of the job gets it as TMPDIR, and it is removed with the job. */
+#define KFT_LOCAL_JOB_TMP "tmp"
+
+/* How a pod's log marks each attempt after the first (engine.c):
+ *   ==> node-0: attempt 2, started 2026-01-02T03:04:05Z; the previous exited
+ *   with code 1 (pod NAME) <==
+ * on one line, after an empty one, like tail(1)'s file headers. */
+#define KFT_LOCAL_ATTEMPT_MARK "==>"
+
 /* How long a stopped pod's process group gets between SIGTERM and SIGKILL. */
 #define KFT_LOCAL_STOP_GRACE_MS 5000
 

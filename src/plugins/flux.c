@@ -546,22 +546,16 @@ static void put_shell_word(kft_strbuf *b, const char *s)
 	kft_strbuf_putc(b, '\'');
 }
 
-/* GPUs per node: the TrainJob's resourcesPerNode, else the template's;
- * requests first, then limits (GetNumGPUPerNode). */
-static int64_t gpus_per_node(const kft_runtime_info *info, const kft_trainjob *job)
-{
-	return kft_resources_gpus(kft_runtime_info_node_resources(info, job));
-}
-
+/* gpus: per node, the TrainJob's resourcesPerNode, else the template's
+ * (kft_resources_gpus, upstream's GetNumGPUPerNode). */
 static char *entrypoint_sh(const kft_runtime_info *info, const kft_trainjob *job,
-                           const flux_hosts *h)
+                           const flux_hosts *h, int64_t gpus)
 {
 	const json_t *p = json_object_get(flux_source(info), "numProcPerNode");
 	long long tasks = job->has_num_proc_per_node ? job->num_proc_per_node
 	                  : json_is_integer(p)       ? (long long)json_integer_value(p)
 	                                             : 1;
 	long long nodes = (long long)h->n;
-	int64_t gpus = gpus_per_node(info, job);
 	kft_strbuf spec, flags, b;
 	kft_strbuf_init(&spec);
 	kft_strbuf_init(&flags);
@@ -609,7 +603,10 @@ static int flux_configmap(const kft_plugin_ctx *ctx, const kft_runtime_info *inf
                           const kft_trainjob *job, const char *name, json_t **out, kft_error *err)
 {
 	flux_hosts h;
-	int rc = hosts_of(info, &h, err);
+	int64_t gpus = 0;
+	int rc = kft_resources_gpus(kft_runtime_info_node_resources(info, job), &gpus, err);
+	if (rc == 0)
+		rc = hosts_of(info, &h, err);
 	if (rc != 0)
 		return rc;
 	flux_settings s = settings_of(info, job);
@@ -623,7 +620,7 @@ static int flux_configmap(const kft_plugin_ctx *ctx, const kft_runtime_info *inf
 	kft_strbuf_putc(&hl, '\n');
 	char *hostlist = kft_strbuf_detach(&hl);
 	char *toml = broker_toml(job, &h, &s, port);
-	char *entry = entrypoint_sh(info, job, &h);
+	char *entry = entrypoint_sh(info, job, &h, gpus);
 	hosts_free(&h);
 	json_t *data =
 	        (hostlist && toml && entry)

@@ -185,20 +185,27 @@ static void read_policy(const json_t *src, mpi_policy *p)
 /* ---- processes per node ------------------------------------------------------ */
 
 /* The TrainJob's numProcPerNode wins; a runtime value of 1 becomes the GPU
- * count per node when that is more than 1. */
-static int32_t effective_procs(const kft_runtime_info *info, const kft_trainjob *job,
-                               const mpi_policy *p)
+ * count per node when that is more than 1. A GPU quantity that does not
+ * parse is an error (kft_resources_gpus). */
+static int effective_procs(const kft_runtime_info *info, const kft_trainjob *job,
+                           const mpi_policy *p, int32_t *out, kft_error *err)
 {
-	if (job->has_num_proc_per_node)
-		return job->num_proc_per_node;
+	*out = p->num_proc_per_node;
+	if (job->has_num_proc_per_node) {
+		*out = job->num_proc_per_node;
+		return 0;
+	}
 	if (p->num_proc_per_node != 1)
-		return p->num_proc_per_node;
+		return 0;
 	const json_t *res = job->resources_per_node ? job->resources_per_node
 	                                            : kft_runtime_info_node_resources(info, NULL);
-	int64_t gpus = kft_resources_gpus(res);
+	int64_t gpus = 0;
+	int rc = kft_resources_gpus(res, &gpus, err);
 	if (gpus > INT32_MAX)
 		gpus = INT32_MAX;
-	return gpus > 1 ? (int32_t)gpus : p->num_proc_per_node;
+	if (rc == 0 && gpus > 1)
+		*out = (int32_t)gpus;
+	return rc;
 }
 
 /* ---- volumes, mounts, environment ------------------------------------------------ */
@@ -320,7 +327,9 @@ static int mpi_enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info *in
 		int64_t n = job->num_nodes;
 		node->count = (int32_t)(p.launcher_as_node ? (n - 1 > 1 ? n - 1 : 1) : n);
 	}
-	int32_t procs = effective_procs(info, job, &p);
+	int32_t procs;
+	if ((rc = effective_procs(info, job, &p, &procs, err)) != 0)
+		return rc;
 	for (size_t i = 0; i < info->n_pod_sets; i++) {
 		kft_pod_set *ps = &info->pod_sets[i];
 		if (strcmp(ps->name, KFT_CONTAINER_NODE) != 0 &&
@@ -501,7 +510,11 @@ static int hostfile_configmap(const kft_plugin_ctx *ctx, const kft_runtime_info 
                               const kft_trainjob *job, const mpi_policy *p, const char *name,
                               json_t **out, kft_error *err)
 {
-	char *text = hostfile(info, p, effective_procs(info, job, p));
+	int32_t procs;
+	int rc = effective_procs(info, job, p, &procs, err);
+	if (rc != 0)
+		return rc;
+	char *text = hostfile(info, p, procs);
 	json_t *cm = text ? core_object(ctx, job, "ConfigMap", name) : NULL;
 	json_t *data = text ? json_pack("{s:s}", MPI_HOSTFILE_NAME, text) : NULL;
 	free(text);

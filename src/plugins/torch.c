@@ -111,33 +111,6 @@ static int quantity_units(const json_t *v, const char *what, int64_t *out, kft_e
 	return 0;
 }
 
-/* The first resource whose name contains "gpu" in any case (a Go map has no
- * order upstream; ours is the document's). */
-static int list_gpus(const json_t *list, int64_t *out, kft_error *err)
-{
-	const char *name;
-	const json_t *v;
-	*out = 0;
-	json_object_foreach((json_t *)list, name, v)
-	{
-		if (strcasestr(name, "gpu"))
-			return quantity_units(v, name, out, err);
-	}
-	return 0;
-}
-
-/* GPUs per node: the requests, else the limits. */
-static int node_gpus(const json_t *res, int64_t *out, kft_error *err)
-{
-	int64_t lim = 0;
-	int rc = list_gpus(json_object_get(res, "requests"), out, err);
-	if (rc == 0)
-		rc = list_gpus(json_object_get(res, "limits"), &lim, err);
-	if (rc == 0 && *out == 0 && lim > 0)
-		*out = lim;
-	return rc;
-}
-
 /* CPUs per node as upstream v2.3.0 counts them: the request when it is set
  * and not zero, else the limit, else 0. */
 static int node_cpus(const json_t *res, int64_t *out, kft_error *err)
@@ -206,7 +179,7 @@ static int resolve_nproc(const kft_runtime_info *info, const kft_trainjob *job,
 	const json_t *res = node_resources(info, job);
 	int rc = requested_nproc(info, job, npp, err);
 	if (rc == 0)
-		rc = node_gpus(res, gpus, err);
+		rc = kft_resources_gpus(res, gpus, err);
 	if (rc == 0 && !npp->is_int && strcmp(npp->str, "auto") == 0) {
 		int64_t cpus = 0;
 		if (*gpus > 0)
@@ -842,7 +815,7 @@ static void validate_torchtune(const kft_runtime_info *info, const kft_trainjob 
 		add_invalid(errs, "spec.trainer.numNodes", json_integer(nodes), detail);
 	}
 	if (requested_nproc(info, job, &npp, NULL) != 0 ||
-	    node_gpus(node_resources(info, job), &gpus, NULL) != 0)
+	    kft_resources_gpus(node_resources(info, job), &gpus, NULL) != 0)
 		npp = (kft_torch_nproc){.str = "auto"};
 	if (kft_torchtune_recipe_config(nodes, &npp, gpus, job->args, ref_name, &recipe, config,
 	                                sizeof(config)) == 0)

@@ -37,41 +37,6 @@ static int has_policy(const kft_runtime_info *info)
 	return info && json_is_object(json_object_get(info->ml_policy, "xgboost"));
 }
 
-/* ---- GPUs per node ---------------------------------------------------------- */
-
-/* Quantity.Value() of the first resource whose name contains "gpu". */
-static int list_gpus(const json_t *list, int64_t *out, kft_error *err)
-{
-	const char *name;
-	const json_t *v;
-	*out = 0;
-	json_object_foreach((json_t *)list, name, v)
-	{
-		kft_quantity q;
-		kft_error qerr;
-		if (!strcasestr(name, "gpu"))
-			continue;
-		if (kft_quantity_from_json(v, &q, &qerr) != 0)
-			return kft_error_set(err, KFT_EINVAL, "trainer resources: %s: %s", name,
-			                     qerr.message);
-		*out = kft_quantity_value(&q);
-		return 0;
-	}
-	return 0;
-}
-
-/* GPUs per node: the requests, else the limits. */
-static int node_gpus(const json_t *res, int64_t *out, kft_error *err)
-{
-	int64_t lim = 0;
-	int rc = list_gpus(json_object_get(res, "requests"), out, err);
-	if (rc == 0)
-		rc = list_gpus(json_object_get(res, "limits"), &lim, err);
-	if (rc == 0 && *out == 0 && lim > 0)
-		*out = lim;
-	return rc;
-}
-
 /* ---- EnforceMLPolicy ---------------------------------------------------------- */
 
 /* The tracker's host (the first trainer pod) and port, as the backend says. */
@@ -126,7 +91,7 @@ static int xgboost_enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info
 	const json_t *res = kft_runtime_info_node_resources(info, job);
 	int64_t gpus = 0;
 	char host[512];
-	int port, rc = node_gpus(res, &gpus, err);
+	int port, rc = kft_resources_gpus(res, &gpus, err);
 	if (rc == 0)
 		rc = tracker(ctx, info, job, ps, host, sizeof(host), &port, err);
 	if (rc != 0)

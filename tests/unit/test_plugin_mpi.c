@@ -310,6 +310,21 @@ static void test_existing_secret_is_kept(void **state)
 	fixture_free(&f);
 }
 
+/* One GPU count for every plugin (kft_resources_gpus): a GPU quantity that
+ * does not parse is an error naming the resource, as torch and xgboost gave,
+ * where MPI used to read it as no GPU and start one rank per node. */
+static void test_procs_bad_gpu_quantity(void **state)
+{
+	(void)state;
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, "{\"resourcesPerNode\": {\"limits\": {\"nvidia.com/gpu\": \"two\"}}}",
+	             "{\"mpi\": {\"numProcPerNode\": 1}}", NULL);
+	assert_int_equal(run_ml_policy(&f, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "trainer resources: limits[nvidia.com/gpu]"));
+	fixture_free(&f);
+}
+
 /* ours: a runtime numProcPerNode other than 1 is kept even with GPUs, and
  * a runtime of 1 takes the GPU limits of the template's node container
  * (ExtractResourcePerNodeFromRuntime) when requests name none. */
@@ -676,6 +691,7 @@ int main(void)
 	        cmocka_unit_test(test_run_launcher_as_node),
 	        cmocka_unit_test(test_existing_secret_is_kept),
 	        cmocka_unit_test(test_procs_from_runtime),
+	        cmocka_unit_test(test_procs_bad_gpu_quantity),
 	        cmocka_unit_test(test_mount_path_and_defaults),
 	        cmocka_unit_test(test_implementation_names),
 	        cmocka_unit_test(test_intel_mpi),

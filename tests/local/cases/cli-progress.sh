@@ -11,8 +11,8 @@ kft train --runtime torch-distributed --name prog -- sh -c '
 	printf "%s" "{\"trainerStatus\": {\"progressPercentage\": 42, \"estimatedRemainingSeconds\": 185,
 	  \"metrics\": [{\"name\": \"loss\", \"value\": \"0.25\"}]}}" >"$KFTRAINER_STATUS_FILE"
 	while [ ! -e "'"$gate"'" ]; do sleep 0.1; done' >/dev/null
-progress() { kft get prog --no-headers | awk '{print $5}'; }
-if wait_for 30 sh -c "[ \"\$(\"$KFTRAINER\" get prog --no-headers | awk '{print \$5}')\" = 42% ]"; then
+progress() { kft get prog --no-headers | awk '{print $6}'; }
+if wait_for 30 sh -c "[ \"\$(\"$KFTRAINER\" get prog --no-headers | awk '{print \$6}')\" = 42% ]"; then
 	pass "get shows PROGRESS 42%"
 else
 	fail "get shows PROGRESS 42%" "got $(progress)"
