@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test unit bench check-format format crds fuzz fuzz-run \
-        install demo demo-deps clean bench-controller
+        install demo demo-deps clean bench-controller test-frameworks bench-sdk python
 
 all: build
 
@@ -43,6 +43,20 @@ bench: build
 # ours beside upstream v2.3.0 built from its Go module (docs/deploy.md).
 bench-controller: build
 	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/controller/run
+
+# Real torch from PyPI (about 3 GB, downloaded once) through kftrainer.TrainerClient: a 2-node x
+# 2-process gloo DDP job (tests/frameworks). Not part of `make test`.
+test-frameworks: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) tests/frameworks/run-tier
+
+# train() to the function's first line: kftrainer's SDK backend, upstream's LocalProcessBackend
+# and `kftrainer train`, in one run (bench/sdk; the frameworks tier's environment).
+bench-sdk: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/sdk/run
+
+# The Python package into the current environment (pip; builds the engine with CMake).
+python: deps
+	python3 -m pip install .
 
 # Regenerate manifests/crds/ from api/ (the test tier checks they are current).
 crds: build

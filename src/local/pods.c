@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "kftrainer/quantity.h"
 #include "local/local.h"
 #include "local/podspec.h"
 
@@ -72,6 +73,36 @@ static json_t *pod_status(const kft_pod_record *r, const char *container, const 
 	                 "containerStatuses", cs);
 }
 
+/* The API server hands out a Pod's quantities in canonical string form
+ * ("2", "500m", "1Gi") whatever the manifest said (2, 0.5): so does this. */
+static void canonical_quantities(json_t *podspec)
+{
+	static const char *const lists[] = {"containers", "initContainers"};
+	for (size_t l = 0; l < 2; l++) {
+		const json_t *c;
+		size_t i;
+		json_array_foreach(json_object_get(podspec, lists[l]), i, c)
+		{
+			static const char *const kinds[] = {"limits", "requests"};
+			for (size_t k = 0; k < 2; k++) {
+				json_t *res =
+				        json_object_get(json_object_get(c, "resources"), kinds[k]);
+				const char *key;
+				json_t *v;
+				json_object_foreach(res, key, v)
+				{
+					kft_quantity q;
+					char buf[64];
+					if (kft_quantity_from_json(v, &q, NULL) == 0 &&
+					    kft_quantity_format_canonical(&q, buf, sizeof(buf)) >=
+					            0)
+						json_object_set_new(res, key, json_string(buf));
+				}
+			}
+		}
+	}
+}
+
 static json_t *pod_of(const json_t *jobset, const kft_pod_record *r, int restart_attempt,
                       kft_error *err)
 {
@@ -85,6 +116,7 @@ static json_t *pod_of(const json_t *jobset, const kft_pod_record *r, int restart
 		return NULL;
 	const char *container = kft_pod_main_container(rjob, r->step);
 	json_t *meta = json_object_get(pod, "metadata");
+	canonical_quantities(json_object_get(pod, "spec"));
 	if (r->started)
 		json_object_set_new(meta, "creationTimestamp", json_string(r->started));
 	json_t *status = pod_status(r, container, json_object_get(pod, "spec"));

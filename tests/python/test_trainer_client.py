@@ -460,3 +460,34 @@ def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, 
         check=False,
     )
     assert out.stdout == ""
+
+
+# ---- GPUs -------------------------------------------------------------------------------------
+
+
+def show_gpus():
+    import os
+
+    print("gpus", os.environ.get("JAX_PROCESS_ID"), os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def test_gpu_placement_and_oversubscription(client, monkeypatch):
+    """resources_per_node GPUs give each node a disjoint CUDA_VISIBLE_DEVICES slice of this
+    machine's GPUs (the inventory given by KFTRAINER_GPUS here, as the machine has none); the
+    steps report device gpu and its count as upstream derives them from the pods' limits; a
+    request for more than is free is refused naming the field, and nothing runs."""
+    monkeypatch.setenv("KFTRAINER_GPUS", "4")
+    name = client.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainer(func=show_gpus, num_nodes=2, resources_per_node={"gpu": 2}),
+    )
+    job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert [(s.device, s.device_count) for s in job.steps] == [("gpu", "2"), ("gpu", "2")]
+    slices = {logs(client, name, "node-0").split()[-1], logs(client, name, "node-1").split()[-1]}
+    assert slices == {"0,1", "2,3"}
+    with pytest.raises(ValueError, match=r"spec\.trainer\.resourcesPerNode"):
+        client.train(
+            runtime="jax-distributed",
+            trainer=CustomTrainer(func=show_gpus, num_nodes=3, resources_per_node={"gpu": 2}),
+        )
+    assert [j.name for j in client.list_jobs()] == [name]
