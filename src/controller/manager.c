@@ -667,6 +667,14 @@ static void count_requests(kft_cm *cm)
 	kft_kube_set_observer(cm->kube, count_request, cm->metrics);
 }
 
+/* An object the client skipped because it cannot hold it (kube.h): the
+ * caches go on without it, and this line is how anyone learns of it. */
+static void kube_warning(void *ctx, const char *message)
+{
+	kft_cm *cm = ctx;
+	KFT_LOG_ERR(cm->lg, "cache", "Object skipped: the client cannot hold it", message, NULL);
+}
+
 /* After connect_api: the rest of start-up, which may wait on the server. */
 static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
@@ -676,6 +684,7 @@ static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 	if (rc)
 		return rc;
 	count_requests(cm);
+	kft_kube_set_warning_handler(cm->kube, kube_warning, cm);
 	kft_cm_backend_init(&cm->backend, kft_cm_lookup, cm);
 	if ((rc = start_http(cm, http, err)))
 		return rc;
