@@ -295,6 +295,16 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
                           kft_error *err);
 
 /*
+ * What a failing readiness probe says after "[-]readyz failed: ": fn writes
+ * at most n bytes (NUL included) into buf, e.g. which caches have not
+ * synced and why. Called from the server's threads while the ready flag is
+ * zero; set or clear it at any time (NULL fn: "reason withheld", as
+ * controller-runtime says).
+ */
+typedef void (*kft_cm_http_reason_fn)(void *ctx, char *buf, size_t n);
+void kft_cm_http_set_readiness_reason(kft_cm_http *h, kft_cm_http_reason_fn fn, void *ctx);
+
+/*
  * A self-signed server certificate for localhost and 127.0.0.1 (RSA 2048,
  * SHA-256, a year), as controller-runtime's metrics server falls back to,
  * made with mbedTLS. *cert_pem and *key_pem are new strings the caller

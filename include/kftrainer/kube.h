@@ -201,12 +201,14 @@ typedef void (*kft_kube_observer)(void *ctx, const char *method, long code);
 void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
 
 /*
- * Where the client says it skipped an object it cannot hold instead of
- * failing a whole list or watch: one larger than KFT_KUBE_MAX_OBJECT_BYTES,
- * or with a NUL character in an object key (jansson cannot represent one;
- * NULs in string values are kept). The message names the request and the
- * object. Called from whichever thread listed or watched; set it before
- * the first request.
+ * Where the client says what its caller does not see as a failure: an
+ * object it skipped because it cannot hold it instead of failing a whole
+ * list or watch (larger than KFT_KUBE_MAX_OBJECT_BYTES, a NUL character in
+ * an object key, which jansson cannot represent - NULs in string values are
+ * kept - or nesting deeper than jansson's 2048 levels), and a request about
+ * to be retried (once per request, with the reason: a refused connection,
+ * a 5xx's message). The message names the request. Called from whichever
+ * thread made the request; set it before the first request.
  */
 typedef void (*kft_kube_warning_fn)(void *ctx, const char *message);
 void kft_kube_set_warning_handler(kft_kube *kube, kft_kube_warning_fn fn, void *ctx);

@@ -91,6 +91,9 @@ struct kft_cm_http {
 	char liveness[72], readiness[72];
 	kft_metrics *m;
 	const volatile int *ready;
+	pthread_mutex_t reason_mu; /* reason_fn and reason_ctx */
+	kft_cm_http_reason_fn reason_fn;
+	void *reason_ctx;
 };
 
 /* One connection being served. */
@@ -396,15 +399,27 @@ static int probe_path(const char *url, const char *name, int *verbose)
 	return *rest == '\0' || strcmp(rest, "/") == 0;
 }
 
-static void probe(answer *a, const char *check, int ok, int verbose)
+/* Why readiness fails: the manager's words, or controller-runtime's. */
+static void not_ready_reason(kft_cm_http *h, char *buf, size_t n)
 {
-	char body[128];
+	snprintf(buf, n, "reason withheld");
+	pthread_mutex_lock(&h->reason_mu);
+	if (h->reason_fn)
+		h->reason_fn(h->reason_ctx, buf, n);
+	pthread_mutex_unlock(&h->reason_mu);
+}
+
+static void probe(kft_cm_http *h, answer *a, const char *check, int ok, int verbose)
+{
+	char body[1024], why[768] = "";
 	if (!verbose && ok) {
 		set_text(a, 200, "ok");
 		return;
 	}
-	snprintf(body, sizeof(body), "[%c]%s %s\n%s check %s\n", ok ? '+' : '-', check,
-	         ok ? "ok" : "failed: reason withheld", "health", ok ? "passed" : "failed");
+	if (!ok)
+		not_ready_reason(h, why, sizeof(why));
+	snprintf(body, sizeof(body), "[%c]%s %s%s\n%s check %s\n", ok ? '+' : '-', check,
+	         ok ? "ok" : "failed: ", why, "health", ok ? "passed" : "failed");
 	char *copy = strdup(body);
 	if (!copy) {
 		set_text(a, 500, "out of memory\n");
@@ -418,7 +433,7 @@ static void probe(answer *a, const char *check, int ok, int verbose)
  * known paths with a method other than GET and HEAD. */
 static void route(const server *s, const char *method, const char *path, answer *a)
 {
-	const kft_cm_http *h = s->h;
+	kft_cm_http *h = s->h;
 	int verbose = 0, live = 0, ready = 0, metrics = 0;
 	if (s->is_metrics)
 		metrics = strcmp(path, "/metrics") == 0;
@@ -434,7 +449,7 @@ static void route(const server *s, const char *method, const char *path, answer 
 		return;
 	}
 	if (live || ready) {
-		probe(a, live ? "ping" : "readyz", live || (h->ready && *h->ready), verbose);
+		probe(h, a, live ? "ping" : "readyz", live || (h->ready && *h->ready), verbose);
 		return;
 	}
 	char *text = kft_metrics_render(h->m);
@@ -815,6 +830,7 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
 	snprintf(h->readiness, sizeof(h->readiness), "%s", readiness ? readiness : "readyz");
 	h->m = m;
 	h->ready = ready;
+	pthread_mutex_init(&h->reason_mu, NULL);
 	init_one(&h->health, h, 0);
 	init_one(&h->metrics, h, 1);
 	int rc = 0;
@@ -843,5 +859,16 @@ void kft_cm_http_stop(kft_cm_http *h)
 		return;
 	stop_one(&h->health);
 	stop_one(&h->metrics);
+	pthread_mutex_destroy(&h->reason_mu);
 	free(h);
+}
+
+void kft_cm_http_set_readiness_reason(kft_cm_http *h, kft_cm_http_reason_fn fn, void *ctx)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->reason_mu);
+	h->reason_fn = fn;
+	h->reason_ctx = ctx;
+	pthread_mutex_unlock(&h->reason_mu);
 }

@@ -274,6 +274,17 @@ static int gave_up(const char *what, const attempt *a, int retries, json_t **out
 	return rc ? (retries > 0 ? KFT_EUNAVAILABLE : rc) : 0;
 }
 
+/* A request about to be retried is worth saying at once: retries of a
+ * refused connection take half a minute, and a start-up that waits on
+ * them must not be silent meanwhile. Said once per request. */
+static void warn_retrying(kft_kube *k, const char *what, const attempt *a)
+{
+	kft_error why;
+	kft_error_clear(&why);
+	finish(what, a, NULL, &why);
+	kft_kube_warn(k, "%s (retrying, at most %d times)", why.message, k->max_retries);
+}
+
 static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char *what,
                json_t **out, kft_error *err)
 {
@@ -305,6 +316,8 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 			                           : finish(what, &a, out, err);
 			break;
 		}
+		if (retries == 0)
+			warn_retrying(k, what, &a);
 		retries++;
 		if (wait_before_retry(k, req, &a, &bo)) {
 			rc = canceled(what, err);

@@ -172,6 +172,12 @@ static long get(int port, const char *path, char *body)
 
 /* controller-runtime: healthz ping, readyz after the caches synced,
  * /metrics on its own port, 404 elsewhere. */
+static void why_not_ready(void *ctx, char *buf, size_t n)
+{
+	(void)ctx;
+	snprintf(buf, n, "caches not synced: trainjobs.trainer.kubeflow.org (list: forbidden)");
+}
+
 static void test_http(void **state)
 {
 	(void)state;
@@ -189,6 +195,12 @@ static void test_http(void **state)
 	assert_int_equal(get(hp, "/healthz", body), 200);
 	assert_string_equal(body, "ok");
 	assert_int_equal(get(hp, "/readyz", body), 500);
+	assert_non_null(strstr(body, "[-]readyz failed: reason withheld"));
+	/* the manager says which caches start-up waits for, and why */
+	kft_cm_http_set_readiness_reason(h, why_not_ready, NULL);
+	assert_int_equal(get(hp, "/readyz", body), 500);
+	assert_non_null(strstr(body, "[-]readyz failed: caches not synced: trainjobs.trainer."
+	                             "kubeflow.org (list: forbidden)\n"));
 	ready = 1;
 	assert_int_equal(get(hp, "/readyz", body), 200);
 	assert_int_equal(get(hp, "/readyz/", body), 200);
