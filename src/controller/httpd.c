@@ -85,6 +85,7 @@ typedef struct pending {
 
 typedef struct tls_server {
 	mbedtls_ssl_config conf;
+	int suites[KFT_CM_TLS_SUITES_MAX]; /* the conf points at them */
 	mbedtls_x509_crt crt;
 	mbedtls_pk_context key;
 	mbedtls_entropy_context entropy;
@@ -817,6 +818,10 @@ static int tls_load(tls_server *t, const kft_cm_http_tls *cfg, int min, kft_erro
 	                                      MBEDTLS_SSL_PRESET_DEFAULT)) != 0 ||
 	    (rc = mbedtls_ssl_conf_own_cert(&t->conf, &t->crt, &t->key)) != 0)
 		return tls_fail(rc, "configuration", err);
+	if ((rc = kft_cm_tls_cipher_suites(cfg->cipher_suites, t->suites, KFT_CM_TLS_SUITES_MAX,
+	                                   err)) != 0)
+		return rc;
+	mbedtls_ssl_conf_ciphersuites(&t->conf, t->suites);
 	mbedtls_ssl_conf_rng(&t->conf, mbedtls_ctr_drbg_random, &t->drbg);
 	mbedtls_ssl_conf_min_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3, min + 1);
 	mbedtls_ssl_conf_max_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3,

@@ -716,7 +716,8 @@ static int metrics_enabled(const char *addr)
 static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
 	const kft_cm_config *cfg = cm->cfg;
-	kft_cm_http_tls tls = {.min_version = cfg->tls_min_version};
+	kft_cm_http_tls tls = {.min_version = cfg->tls_min_version,
+	                       .cipher_suites = cfg->tls_cipher_suites};
 	int secure = cfg->metrics_secure_serving && metrics_enabled(cfg->metrics_bind_address);
 	int generated = 0;
 	if (secure) {
