@@ -357,8 +357,7 @@ static void nul_characters_are_data(void **state)
 	assert_int_equal(ns.n, 2);
 	assert_int_equal(ns.annotation_len, 3); /* "1", NUL, "2" */
 	assert_int_equal(w.n, 1);
-	assert_non_null(
-	        strstr(w.last, "watch trainjobs: event skipped: NUL byte in object key"));
+	assert_non_null(strstr(w.last, "watch trainjobs: event skipped: NUL byte in object key"));
 }
 
 int main(void)
