@@ -552,6 +552,15 @@ static void readiness_reason(void *ctx, char *buf, size_t n)
 	}
 }
 
+/* /readyz's reason before the informers exist. */
+static void discovering_reason(void *ctx, char *buf, size_t n)
+{
+	(void)ctx;
+	snprintf(buf, n,
+	         "starting: asking the API server which kinds it serves (the log says "
+	         "why it waits)");
+}
+
 /* Logs an informer's list or watch failure as soon as it happens (a
  * forbidden list, a refused connection, a bad token...), once per new
  * message or every 30 s while it repeats, so a start-up that waits says
@@ -783,6 +792,7 @@ static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 	kft_cm_backend_init(&cm->backend, kft_cm_lookup, cm);
 	if ((rc = start_http(cm, http, err)))
 		return rc;
+	kft_cm_http_set_readiness_reason(*http, discovering_reason, NULL);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, "setup",
 	        "Probe endpoints are configured on healthz and readyz",
 	        json_pack("{s:i, s:i}", "healthPort", kft_cm_http_port(*http, 0), "metricsPort",
