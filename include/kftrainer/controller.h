@@ -86,6 +86,7 @@ typedef struct kft_cm_config {
 	double status_qps;           /* 5 */
 	int status_burst;            /* 10 */
 	char *tls_min_version;       /* NULL or "1.0".."1.3" */
+	json_t *tls_cipher_suites;   /* tls.cipherSuites (Go names), NULL when unset */
 	unsigned features;           /* KFT_FEATURE_* bits from featureGates */
 	json_t *warnings;            /* array of strings: what is accepted but ignored */
 } kft_cm_config;
@@ -281,6 +282,9 @@ typedef struct kft_cm_http_tls {
 	const char *cert_pem;    /* the server certificate (chain), PEM */
 	const char *key_pem;     /* its private key, PEM (RSA or ECDSA, unencrypted) */
 	const char *min_version; /* tls.minVersion, "1.0".."1.2"; NULL or "" is 1.2 */
+	/* tls.cipherSuites: an array of Go cipher suite names; NULL or empty:
+	 * ECDHE with AEAD only (see kft_cm_tls_cipher_suites) */
+	const json_t *cipher_suites;
 } kft_cm_http_tls;
 
 /*
@@ -293,6 +297,16 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
                           const char *metrics_addr, const kft_cm_http_tls *metrics_tls,
                           kft_metrics *m, const volatile int *ready, kft_cm_http **out,
                           kft_error *err);
+
+/*
+ * What a failing readiness probe says after "[-]readyz failed: ": fn writes
+ * at most n bytes (NUL included) into buf, e.g. which caches have not
+ * synced and why. Called from the server's threads while the ready flag is
+ * zero; set or clear it at any time (NULL fn: "reason withheld", as
+ * controller-runtime says).
+ */
+typedef void (*kft_cm_http_reason_fn)(void *ctx, char *buf, size_t n);
+void kft_cm_http_set_readiness_reason(kft_cm_http *h, kft_cm_http_reason_fn fn, void *ctx);
 
 /*
  * A self-signed server certificate for localhost and 127.0.0.1 (RSA 2048,
@@ -321,6 +335,21 @@ int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *g
  * client. Any other string is KFT_EINVAL too.
  */
 int kft_cm_tls_min_version(const char *min_version, kft_error *err);
+
+/* The most cipher suites kft_cm_tls_cipher_suites writes, with the 0 that
+ * ends them. */
+#define KFT_CM_TLS_SUITES_MAX 40
+
+/*
+ * tls.cipherSuites as mbedTLS suite numbers: names (an array of strings,
+ * Go's crypto/tls names as controller-runtime takes them; NULL or empty for
+ * the default) into ids[0..cap), ended by 0. The default is forward-secret
+ * AEAD suites only (ECDHE with AES-GCM or ChaCha20-Poly1305), Go's secure
+ * TLS 1.2 list. TLS 1.3 names are accepted and skipped, as Go does.
+ * KFT_EINVAL naming tls.cipherSuites[i] for a name Go does not know or
+ * mbedTLS does not offer (RC4), or when no TLS 1.2 suite remains.
+ */
+int kft_cm_tls_cipher_suites(const json_t *names, int *ids, size_t cap, kft_error *err);
 
 /* The bound port of the health (which=0) or metrics (which=1) server, 0 when none. */
 int kft_cm_http_port(const kft_cm_http *h, int which);

@@ -50,10 +50,14 @@
 extern "C" {
 #endif
 
-/* Largest response body accepted for one request (one list page included). */
+/* Largest response body kept whole for one request. List pages are not
+ * kept whole: they are read item by item as they arrive, of any size. */
 #define KFT_KUBE_MAX_RESPONSE_BYTES ((size_t)64 * 1024 * 1024)
+/* Largest single object in a list page or watch event (the API server's own
+ * request limit is 3 MiB); a larger one is skipped with a warning. */
+#define KFT_KUBE_MAX_OBJECT_BYTES ((size_t)16 * 1024 * 1024)
 /* Largest single watch event (one line of the stream). */
-#define KFT_KUBE_MAX_WATCH_EVENT_BYTES ((size_t)16 * 1024 * 1024)
+#define KFT_KUBE_MAX_WATCH_EVENT_BYTES KFT_KUBE_MAX_OBJECT_BYTES
 /* Largest kubeconfig, token, certificate or key file read. */
 #define KFT_KUBE_MAX_FILE_BYTES ((size_t)4 * 1024 * 1024)
 /* Most pages one kft_kube_list / kft_kube_list_each follows. */
@@ -195,6 +199,19 @@ const char *kft_kube_server(const kft_kube *kube);
 
 typedef void (*kft_kube_observer)(void *ctx, const char *method, long code);
 void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
+
+/*
+ * Where the client says what its caller does not see as a failure: an
+ * object it skipped because it cannot hold it instead of failing a whole
+ * list or watch (larger than KFT_KUBE_MAX_OBJECT_BYTES, a NUL character in
+ * an object key, which jansson cannot represent - NULs in string values are
+ * kept - or nesting deeper than jansson's 2048 levels), and a request about
+ * to be retried (once per request, with the reason: a refused connection,
+ * a 5xx's message). The message names the request. Called from whichever
+ * thread made the request; set it before the first request.
+ */
+typedef void (*kft_kube_warning_fn)(void *ctx, const char *message);
+void kft_kube_set_warning_handler(kft_kube *kube, kft_kube_warning_fn fn, void *ctx);
 
 /* The config's default namespace; owned by the client, valid until kft_kube_free. */
 const char *kft_kube_namespace(const kft_kube *kube);
@@ -392,11 +409,13 @@ typedef int (*kft_watch_fn)(void *ctx, const char *type, const json_t *object);
  *                       event with code 410): list again
  *   KFT_EUNAVAILABLE    cannot connect, the connection was cut or went idle,
  *                       429/5xx on opening (no retry here)
- *   KFT_ELIMIT          an event larger than KFT_KUBE_MAX_WATCH_EVENT_BYTES
  *   KFT_EPARSE          an event that is not a JSON watch event
  *   other statuses      an ERROR event or HTTP status mapped as at the top
  * ERROR events are not passed to on_event; they end the watch as above with
- * the server's message in err.
+ * the server's message in err. An event larger than
+ * KFT_KUBE_MAX_WATCH_EVENT_BYTES, or whose object has a NUL in a key, is
+ * skipped with a warning (kft_kube_set_warning_handler); NULs in strings are
+ * kept.
  */
 int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft_watch_opts *opts,
                    kft_watch_fn on_event, void *ctx, const atomic_int *stop, kft_error *err);

@@ -76,6 +76,8 @@ void kft_cm_config_free(kft_cm_config *cfg)
 	}
 	json_decref(cfg->warnings);
 	cfg->warnings = NULL;
+	json_decref(cfg->tls_cipher_suites);
+	cfg->tls_cipher_suites = NULL;
 }
 
 /* ---- strict decoding ------------------------------------------------------ */
@@ -492,6 +494,18 @@ static int read_tls(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 	    (rc = read_string_list(t, "cipherSuites", "tls.cipherSuites", 100, 100, err)) ||
 	    (rc = read_string_list(t, "nextProtos", "tls.nextProtos", 10, 32, err)))
 		return rc;
+	const json_t *cs = json_object_get(t, "cipherSuites");
+	if (json_array_size(cs) > 0) {
+		int ids[KFT_CM_TLS_SUITES_MAX];
+		if ((rc = kft_cm_tls_cipher_suites(cs, ids, KFT_CM_TLS_SUITES_MAX, err)) != 0) {
+			char msg[KFT_ERROR_MESSAGE_MAX];
+			snprintf(msg, sizeof(msg), "%s", err ? err->message : "");
+			return kft_error_set(err, rc, "invalid configuration: %s", msg);
+		}
+		json_decref(cfg->tls_cipher_suites);
+		if (!(cfg->tls_cipher_suites = json_deep_copy(cs)))
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
 	if (cfg->tls_min_version && *cfg->tls_min_version) {
 		size_t i = 0;
 		while (i < 4 && strcmp(versions[i], cfg->tls_min_version) != 0)
@@ -585,10 +599,9 @@ static int note_ignored(kft_cm_config *cfg, const json_t *doc)
 		rc |= warn(cfg, "certManagement: no webhook certificates are managed by this "
 		                "binary");
 	const json_t *tls = json_object_get(doc, "tls");
-	if (json_object_get(tls, "cipherSuites") || json_object_get(tls, "nextProtos"))
-		rc |= warn(cfg,
-		           "tls: cipherSuites and nextProtos are ignored (the metrics server "
-		           "speaks HTTP/1.1 with mbedTLS's default suites); minVersion is used");
+	if (json_object_get(tls, "nextProtos"))
+		rc |= warn(cfg, "tls.nextProtos is ignored (the metrics server speaks HTTP/1.1); "
+		                "minVersion and cipherSuites are used");
 	if (cfg->features & KFT_FEATURE_TRAINJOB_STATUS)
 		rc |= warn(cfg, "featureGates.TrainJobStatus: the TrainJobStatus plugin runs, but "
 		                "no runtime status server is started");

@@ -8,14 +8,20 @@
  * static binary that holds to a tenth of upstream's memory, and the HTTP
  * libraries at hand each bring a large TLS library with them.
  *
- * Each server is one thread running a poll() loop over its listening socket
- * and the read end of a pipe that stop() writes to. Connections are served
- * one after another: read the request head (at most 8 KiB, within 5 s),
- * answer, close. Closing after every answer keeps the server stateless; a
- * probe or a scrape is one request per connection anyway. A client that
- * sends nothing holds its server for the 5 s and no longer; the two servers
- * have separate threads, so a stuck scrape never delays a probe. Every wait
- * also watches the pipe, so stop() returns at once even mid-request.
+ * Each server has one thread running a poll() loop over its listening
+ * socket, the connections that have sent nothing yet, and the read end of a
+ * pipe that stop() writes to; and a fixed pool of WORKERS threads. The loop
+ * accepts at most MAX_CONNS open connections (the rest wait in the kernel's
+ * backlog), closes one that sends nothing within 5 s of its accept, and
+ * hands one that becomes readable to a worker, which reads the request head
+ * (at most 8 KiB, within those 5 s), answers and closes. Closing after every
+ * answer keeps the server stateless; a probe or a scrape is one request per
+ * connection anyway. So idle connections hold no worker (the kubelet's
+ * probes time out after 3 s, and one silent client used to hold the only
+ * thread for 5), and only WORKERS clients that send part of a head and stall
+ * can delay a probe, for 5 s at most; the two servers have separate
+ * threads, so a stuck scrape never delays a probe. Every wait also watches
+ * the pipe, so stop() returns at once even mid-request.
  *
  * After answering we shut our side down and read what the client still
  * sends (bounded in time and bytes) before closing: closing a socket with
@@ -49,6 +55,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +71,21 @@
 #define LINGER_MS        500
 #define LINGER_MAX       (256 * 1024)
 #define THREAD_STACK     (256 * 1024)
+/* Connections served at once per server, and open at most (the rest wait
+ * in the kernel's backlog): a few idle or slow clients cannot starve a
+ * probe, and a flood costs at most this much. */
+#define WORKERS   4
+#define MAX_CONNS 64
+
+/* A connection accepted and not yet served. */
+typedef struct pending {
+	int fd;
+	long long deadline; /* accept time + HEAD_TIMEOUT_MS */
+} pending;
 
 typedef struct tls_server {
 	mbedtls_ssl_config conf;
+	int suites[KFT_CM_TLS_SUITES_MAX]; /* the conf points at them */
 	mbedtls_x509_crt crt;
 	mbedtls_pk_context key;
 	mbedtls_entropy_context entropy;
@@ -78,12 +97,19 @@ typedef struct server {
 	int is_metrics;
 	int lfd;
 	int wake[2]; /* stop() writes to [1]; every wait polls [0] */
-	int running; /* the thread exists and must be joined */
+	int running; /* the poll thread exists and must be joined */
 	pthread_t thread;
 	int port;
 	tls_server *tls;
-	char *head; /* HEAD_MAX + 1: the request head being read */
-	char *path; /* HEAD_MAX + 1: its decoded path */
+	/* connections accepted and readable, waiting for a worker (a ring) */
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	pending ready[MAX_CONNS];
+	int nready, first;
+	int stopping;
+	atomic_int open; /* connections accepted and not yet closed */
+	pthread_t workers[WORKERS];
+	int nworkers;
 } server;
 
 struct kft_cm_http {
@@ -91,6 +117,9 @@ struct kft_cm_http {
 	char liveness[72], readiness[72];
 	kft_metrics *m;
 	const volatile int *ready;
+	pthread_mutex_t reason_mu; /* reason_fn and reason_ctx */
+	kft_cm_http_reason_fn reason_fn;
+	void *reason_ctx;
 };
 
 /* One connection being served. */
@@ -99,6 +128,8 @@ typedef struct conn {
 	int fd;
 	long long deadline; /* CLOCK_MONOTONIC ms */
 	mbedtls_ssl_context *ssl;
+	char *head; /* HEAD_MAX + 1: the request head being read (the worker's) */
+	char *path; /* HEAD_MAX + 1: its decoded path */
 } conn;
 
 /* An answer. body is freed when owned. */
@@ -236,24 +267,24 @@ static int plausible(const char *buf, size_t n)
 	return i == n || (i > 0 && i < 16 && buf[i] == ' ');
 }
 
-/* Reads the request head into s->head, NUL-terminated. 0 when complete,
+/* Reads the request head into c->head, NUL-terminated. 0 when complete,
  * 400 when it cannot be a request, 431 when it does not fit, -1 when the
  * client went away or was too slow. */
 static int read_head(const conn *c)
 {
 	size_t n = 0;
 	while (n < HEAD_MAX) {
-		int r = conn_read(c, c->s->head + n, HEAD_MAX - n);
+		int r = conn_read(c, c->head + n, HEAD_MAX - n);
 		if (r <= 0)
 			return -1;
 		size_t from = n > 2 ? n - 2 : 0;
 		n += (size_t)r;
-		size_t end = head_end(c->s->head + from, n - from);
+		size_t end = head_end(c->head + from, n - from);
 		if (end) {
-			c->s->head[from + end] = '\0';
-			return plausible(c->s->head, from + end) ? 0 : 400;
+			c->head[from + end] = '\0';
+			return plausible(c->head, from + end) ? 0 : 400;
 		}
-		if (!plausible(c->s->head, n))
+		if (!plausible(c->head, n))
 			return 400;
 	}
 	return 431;
@@ -396,15 +427,27 @@ static int probe_path(const char *url, const char *name, int *verbose)
 	return *rest == '\0' || strcmp(rest, "/") == 0;
 }
 
-static void probe(answer *a, const char *check, int ok, int verbose)
+/* Why readiness fails: the manager's words, or controller-runtime's. */
+static void not_ready_reason(kft_cm_http *h, char *buf, size_t n)
 {
-	char body[128];
+	snprintf(buf, n, "reason withheld");
+	pthread_mutex_lock(&h->reason_mu);
+	if (h->reason_fn)
+		h->reason_fn(h->reason_ctx, buf, n);
+	pthread_mutex_unlock(&h->reason_mu);
+}
+
+static void probe(kft_cm_http *h, answer *a, const char *check, int ok, int verbose)
+{
+	char body[1024], why[768] = "";
 	if (!verbose && ok) {
 		set_text(a, 200, "ok");
 		return;
 	}
-	snprintf(body, sizeof(body), "[%c]%s %s\n%s check %s\n", ok ? '+' : '-', check,
-	         ok ? "ok" : "failed: reason withheld", "health", ok ? "passed" : "failed");
+	if (!ok)
+		not_ready_reason(h, why, sizeof(why));
+	snprintf(body, sizeof(body), "[%c]%s %s%s\n%s check %s\n", ok ? '+' : '-', check,
+	         ok ? "ok" : "failed: ", why, "health", ok ? "passed" : "failed");
 	char *copy = strdup(body);
 	if (!copy) {
 		set_text(a, 500, "out of memory\n");
@@ -418,7 +461,7 @@ static void probe(answer *a, const char *check, int ok, int verbose)
  * known paths with a method other than GET and HEAD. */
 static void route(const server *s, const char *method, const char *path, answer *a)
 {
-	const kft_cm_http *h = s->h;
+	kft_cm_http *h = s->h;
 	int verbose = 0, live = 0, ready = 0, metrics = 0;
 	if (s->is_metrics)
 		metrics = strcmp(path, "/metrics") == 0;
@@ -434,7 +477,7 @@ static void route(const server *s, const char *method, const char *path, answer 
 		return;
 	}
 	if (live || ready) {
-		probe(a, live ? "ping" : "readyz", live || (h->ready && *h->ready), verbose);
+		probe(h, a, live ? "ping" : "readyz", live || (h->ready && *h->ready), verbose);
 		return;
 	}
 	char *text = kft_metrics_render(h->m);
@@ -473,7 +516,7 @@ static void exchange(conn *c)
 	if (rc < 0)
 		return; /* gone, or too slow: nothing to answer */
 	if (rc == 0)
-		rc = kft_cm_http_parse(s->head, method, s->path);
+		rc = kft_cm_http_parse(c->head, method, c->path);
 	if (rc == 431)
 		set_text(&a, rc, "431 request header fields too large\n");
 	else if (rc == 505)
@@ -481,7 +524,7 @@ static void exchange(conn *c)
 	else if (rc)
 		set_text(&a, rc, "400 bad request\n");
 	else
-		route(s, method, s->path, &a);
+		route(s, method, c->path, &a);
 	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
 	int sent = send_answer(c, &a);
 	if (a.owned)
@@ -510,13 +553,55 @@ static void serve_tls(conn *c)
 	mbedtls_ssl_free(&ssl);
 }
 
-static void serve_conn(server *s, int fd)
+static void serve_conn(server *s, const pending *p, char *bufs)
 {
-	conn c = {.s = s, .fd = fd, .deadline = now_ms() + HEAD_TIMEOUT_MS};
+	conn c = {.s = s,
+	          .fd = p->fd,
+	          .deadline = p->deadline,
+	          .head = bufs,
+	          .path = bufs + HEAD_MAX + 1};
 	if (s->tls)
 		serve_tls(&c);
 	else
 		exchange(&c);
+}
+
+/* A worker: serves connections the poll loop found readable, one at a
+ * time, until the server stops. */
+static void *work(void *arg)
+{
+	server *s = arg;
+	char *bufs = malloc(2 * (HEAD_MAX + 1));
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->stopping && s->nready == 0)
+			pthread_cond_wait(&s->cond, &s->mu);
+		if (s->stopping)
+			break;
+		pending p = s->ready[s->first];
+		s->first = (s->first + 1) % MAX_CONNS;
+		s->nready--;
+		pthread_mutex_unlock(&s->mu);
+		if (bufs)
+			serve_conn(s, &p, bufs);
+		close(p.fd);
+		atomic_fetch_sub(&s->open, 1);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(bufs);
+	return NULL;
+}
+
+/* Hands a readable connection to the workers (there is room: at most
+ * MAX_CONNS are open). */
+static void dispatch(server *s, const pending *p)
+{
+	pthread_mutex_lock(&s->mu);
+	s->ready[(s->first + s->nready) % MAX_CONNS] = *p;
+	s->nready++;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Sleeps up to ms unless stop() is called; 1 when it was. */
@@ -526,30 +611,72 @@ static int nap(server *s, int ms)
 	return poll(&p, 1, ms) > 0;
 }
 
+/* Accepts what the listener holds, while there is room; -1 when stopped
+ * meanwhile. */
+static int accept_some(server *s, pending *idle, int *nidle)
+{
+	while (atomic_load(&s->open) < MAX_CONNS) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			/* out of descriptors: the pending connection stays readable,
+			 * so wait instead of spinning on it */
+			if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			     errno == ENOMEM) &&
+			    nap(s, 100))
+				return -1;
+			return 0;
+		}
+		atomic_fetch_add(&s->open, 1);
+		idle[(*nidle)++] = (pending){fd, now_ms() + HEAD_TIMEOUT_MS};
+	}
+	return 0;
+}
+
+/* The poll loop: accepts connections (at most MAX_CONNS open) and watches
+ * those that have sent nothing yet; one that becomes readable goes to a
+ * worker, one silent past the head timeout is closed here. So an idle
+ * connection costs a descriptor and holds no worker. */
 static void *serve(void *arg)
 {
 	server *s = arg;
+	pending idle[MAX_CONNS];
+	struct pollfd p[MAX_CONNS + 2];
+	int nidle = 0;
 	for (;;) {
-		struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
-		int n = poll(p, 2, -1);
+		int room = atomic_load(&s->open) < MAX_CONNS;
+		long long now = now_ms(), next = now + 60000;
+		p[0] = (struct pollfd){s->wake[0], POLLIN, 0};
+		p[1] = (struct pollfd){room ? s->lfd : -1, POLLIN, 0};
+		for (int i = 0; i < nidle; i++) {
+			p[i + 2] = (struct pollfd){idle[i].fd, POLLIN, 0};
+			if (idle[i].deadline < next)
+				next = idle[i].deadline;
+		}
+		/* without room, look again soon: a worker may have closed one */
+		int wait = room ? (int)(next > now ? next - now : 0) : 50;
+		int n = poll(p, (nfds_t)nidle + 2, wait);
 		if (n < 0 && errno != EINTR)
 			break;
-		if (n < 0)
-			continue;
-		if (p[1].revents)
+		if (n > 0 && p[0].revents)
 			break;
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd >= 0) {
-			serve_conn(s, fd);
-			close(fd);
-		} else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-		           errno == ENOMEM) {
-			/* out of descriptors: the pending connection stays
-			 * readable, so wait instead of spinning on it */
-			if (nap(s, 100))
-				break;
+		now = now_ms();
+		int kept = 0;
+		for (int i = 0; i < nidle; i++) {
+			if (n > 0 && p[i + 2].revents) {
+				dispatch(s, &idle[i]);
+			} else if (idle[i].deadline <= now) {
+				close(idle[i].fd); /* sent nothing in time */
+				atomic_fetch_sub(&s->open, 1);
+			} else {
+				idle[kept++] = idle[i];
+			}
 		}
+		nidle = kept;
+		if (n > 0 && p[1].revents && accept_some(s, idle, &nidle))
+			break;
 	}
+	for (int i = 0; i < nidle; i++)
+		close(idle[i].fd);
 	return NULL;
 }
 
@@ -691,6 +818,10 @@ static int tls_load(tls_server *t, const kft_cm_http_tls *cfg, int min, kft_erro
 	                                      MBEDTLS_SSL_PRESET_DEFAULT)) != 0 ||
 	    (rc = mbedtls_ssl_conf_own_cert(&t->conf, &t->crt, &t->key)) != 0)
 		return tls_fail(rc, "configuration", err);
+	if ((rc = kft_cm_tls_cipher_suites(cfg->cipher_suites, t->suites, KFT_CM_TLS_SUITES_MAX,
+	                                   err)) != 0)
+		return rc;
+	mbedtls_ssl_conf_ciphersuites(&t->conf, t->suites);
 	mbedtls_ssl_conf_rng(&t->conf, mbedtls_ctr_drbg_random, &t->drbg);
 	mbedtls_ssl_conf_min_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3, min + 1);
 	mbedtls_ssl_conf_max_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
@@ -721,8 +852,8 @@ static int tls_open(const kft_cm_http_tls *cfg, tls_server **out, kft_error *err
 	return 0;
 }
 
-/* Starts the thread with every signal blocked in it: the manager takes
- * signals in one thread of its own. */
+/* Starts the poll thread and the workers with every signal blocked in
+ * them: the manager takes signals in one thread of its own. */
 static int start_thread(server *s)
 {
 	pthread_attr_t attr;
@@ -733,9 +864,12 @@ static int start_thread(server *s)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&s->thread, &attr, serve, s);
+	s->running = rc == 0;
+	while (rc == 0 && s->nworkers < WORKERS &&
+	       (rc = pthread_create(&s->workers[s->nworkers], &attr, work, s)) == 0)
+		s->nworkers++;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	s->running = rc == 0;
 	return rc == 0 ? 0 : -1;
 }
 
@@ -750,10 +884,6 @@ static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls, kf
 		return rc;
 	if (tls && (rc = tls_open(tls, &s->tls, err)))
 		return rc;
-	s->head = malloc(2 * (HEAD_MAX + 1));
-	if (!s->head)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	s->path = s->head + HEAD_MAX + 1;
 	s->lfd = open_listener(&ss, len);
 	if (s->lfd < 0)
 		return kft_error_set(err, KFT_EIO, "listen tcp %s: %s", addr, strerror(errno));
@@ -766,12 +896,23 @@ static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls, kf
 
 static void stop_one(server *s)
 {
-	if (s->running) {
+	if (s->wake[1] >= 0) {
 		ssize_t w;
 		do
 			w = write(s->wake[1], "x", 1);
 		while (w < 0 && errno == EINTR);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	if (s->running)
 		pthread_join(s->thread, NULL);
+	for (int i = 0; i < s->nworkers; i++)
+		pthread_join(s->workers[i], NULL);
+	for (; s->nready > 0; s->nready--) {
+		close(s->ready[s->first].fd);
+		s->first = (s->first + 1) % MAX_CONNS;
 	}
 	if (s->lfd >= 0)
 		close(s->lfd);
@@ -779,7 +920,8 @@ static void stop_one(server *s)
 		if (s->wake[i] >= 0)
 			close(s->wake[i]);
 	tls_free(s->tls);
-	free(s->head);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->mu);
 }
 
 static void init_one(server *s, kft_cm_http *h, int is_metrics)
@@ -787,6 +929,8 @@ static void init_one(server *s, kft_cm_http *h, int is_metrics)
 	s->h = h;
 	s->is_metrics = is_metrics;
 	s->lfd = s->wake[0] = s->wake[1] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cond, NULL);
 }
 
 static int disabled(const char *addr)
@@ -815,6 +959,7 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
 	snprintf(h->readiness, sizeof(h->readiness), "%s", readiness ? readiness : "readyz");
 	h->m = m;
 	h->ready = ready;
+	pthread_mutex_init(&h->reason_mu, NULL);
 	init_one(&h->health, h, 0);
 	init_one(&h->metrics, h, 1);
 	int rc = 0;
@@ -843,5 +988,16 @@ void kft_cm_http_stop(kft_cm_http *h)
 		return;
 	stop_one(&h->health);
 	stop_one(&h->metrics);
+	pthread_mutex_destroy(&h->reason_mu);
 	free(h);
+}
+
+void kft_cm_http_set_readiness_reason(kft_cm_http *h, kft_cm_http_reason_fn fn, void *ctx)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->reason_mu);
+	h->reason_fn = fn;
+	h->reason_ctx = ctx;
+	pthread_mutex_unlock(&h->reason_mu);
 }

@@ -46,11 +46,19 @@
 #define CACHE_SYNC_TIMEOUT_S 120
 #define SA_NAMESPACE_FILE    "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
+/* What start-up last said of one informer's failures (report_failures). */
+typedef struct failure_seen {
+	uint64_t errors;
+	char last[256];
+	struct timespec logged;
+} failure_seen;
+
 typedef struct run_state {
 	kft_leader *leader;
 	atomic_int leading;
 	int workers_started;
 	struct timespec started;
+	failure_seen failures[3 + KFT_CM_MAX_CHILD_KINDS];
 } run_state;
 
 /* ---- informer handlers --------------------------------------------------------------- */
@@ -489,6 +497,99 @@ static int all_synced(kft_cm *cm)
 	return 1;
 }
 
+/* One informer the manager runs, with its kind for messages. */
+typedef struct watched {
+	kft_informer *inf;
+	const kft_gvr *gvr;
+	int optional;
+} watched;
+
+/* Every informer, the three of the controllers first; 0 before they exist. */
+static size_t all_watched(kft_cm *cm, watched *out)
+{
+	if (!cm->trainjobs)
+		return 0;
+	out[0] = (watched){cm->trainjobs, kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_TRAINJOB), 0};
+	out[1] = (watched){cm->runtimes, kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_RUNTIME), 0};
+	out[2] = (watched){cm->cluster_runtimes,
+	                   kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_CLUSTER_RUNTIME), 0};
+	size_t n = 3;
+	for (size_t i = 0; i < cm->n_children; i++)
+		out[n++] = (watched){cm->children[i].inf, cm->children[i].gvr,
+		                     cm->children[i].optional};
+	return n;
+}
+
+static void resource_name(const kft_gvr *gvr, char *buf, size_t n)
+{
+	if (!gvr)
+		snprintf(buf, n, "?");
+	else if (gvr->group[0])
+		snprintf(buf, n, "%s.%s", gvr->resource, gvr->group);
+	else
+		snprintf(buf, n, "%s", gvr->resource);
+}
+
+/* /readyz's reason while not ready: the caches not synced yet, each with
+ * its last failure, so a probe says what start-up waits for. Called from
+ * the health server's threads; the informers outlive the hook (teardown
+ * clears it first), and has_synced and stats are thread-safe. */
+static void readiness_reason(void *ctx, char *buf, size_t n)
+{
+	kft_cm *cm = ctx;
+	watched w[3 + KFT_CM_MAX_CHILD_KINDS];
+	size_t count = all_watched(cm, w), used = 0;
+	used = (size_t)snprintf(buf, n, "caches not synced:");
+	for (size_t i = 0; i < count && used < n; i++) {
+		if (w[i].optional || kft_informer_has_synced(w[i].inf))
+			continue;
+		char res[160];
+		kft_informer_stats st;
+		kft_informer_stats_get(w[i].inf, &st);
+		resource_name(w[i].gvr, res, sizeof(res));
+		used += (size_t)snprintf(buf + used, n - used, " %s (%s)", res,
+		                         st.last_error[0] ? st.last_error : "listing");
+	}
+}
+
+/* /readyz's reason before the informers exist. */
+static void discovering_reason(void *ctx, char *buf, size_t n)
+{
+	(void)ctx;
+	snprintf(buf, n,
+	         "starting: asking the API server which kinds it serves (the log says "
+	         "why it waits)");
+}
+
+/* Logs an informer's list or watch failure as soon as it happens (a
+ * forbidden list, a refused connection, a bad token...), once per new
+ * message or every 30 s while it repeats, so a start-up that waits says
+ * why instead of timing out in silence. */
+static void report_failures(kft_cm *cm, run_state *rs)
+{
+	watched w[3 + KFT_CM_MAX_CHILD_KINDS];
+	size_t count = all_watched(cm, w);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (size_t i = 0; i < count; i++) {
+		failure_seen *f = &rs->failures[i];
+		kft_informer_stats st;
+		kft_informer_stats_get(w[i].inf, &st);
+		if (st.errors == f->errors)
+			continue;
+		f->errors = st.errors;
+		if (strcmp(f->last, st.last_error) == 0 && now.tv_sec - f->logged.tv_sec < 30)
+			continue;
+		snprintf(f->last, sizeof(f->last), "%s", st.last_error);
+		f->logged = now;
+		char res[160];
+		resource_name(w[i].gvr, res, sizeof(res));
+		KFT_LOG_ERR(cm->lg, "cache", "Failed to watch", st.last_error,
+		            json_pack("{s:s, s:b}", "resource", res, "synced",
+		                      kft_informer_has_synced(w[i].inf)));
+	}
+}
+
 /* Says which optional watches are not working yet (typically: no RBAC
  * permission to list them); they keep retrying on their own. */
 static void log_unsynced_optional(kft_cm *cm)
@@ -624,7 +725,8 @@ static int metrics_enabled(const char *addr)
 static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
 	const kft_cm_config *cfg = cm->cfg;
-	kft_cm_http_tls tls = {.min_version = cfg->tls_min_version};
+	kft_cm_http_tls tls = {.min_version = cfg->tls_min_version,
+	                       .cipher_suites = cfg->tls_cipher_suites};
 	int secure = cfg->metrics_secure_serving && metrics_enabled(cfg->metrics_bind_address);
 	int generated = 0;
 	if (secure) {
@@ -667,6 +769,16 @@ static void count_requests(kft_cm *cm)
 	kft_kube_set_observer(cm->kube, count_request, cm->metrics);
 }
 
+/* What the client tells of without failing (kube.h): an object it skipped
+ * because it cannot hold it (the caches go on without it), a request it
+ * retries (a refused connection at start-up). This line is how anyone
+ * learns of either. */
+static void kube_warning(void *ctx, const char *message)
+{
+	kft_cm *cm = ctx;
+	KFT_LOG_ERR(cm->lg, "client", "API client warning", message, NULL);
+}
+
 /* After connect_api: the rest of start-up, which may wait on the server. */
 static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
@@ -676,9 +788,11 @@ static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 	if (rc)
 		return rc;
 	count_requests(cm);
+	kft_kube_set_warning_handler(cm->kube, kube_warning, cm);
 	kft_cm_backend_init(&cm->backend, kft_cm_lookup, cm);
 	if ((rc = start_http(cm, http, err)))
 		return rc;
+	kft_cm_http_set_readiness_reason(*http, discovering_reason, NULL);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, "setup",
 	        "Probe endpoints are configured on healthz and readyz",
 	        json_pack("{s:i, s:i}", "healthPort", kft_cm_http_port(*http, 0), "metricsPort",
@@ -759,6 +873,7 @@ static double elapsed_s(const struct timespec *t0)
 /* One turn between signals: readiness, then workers once we may lead. */
 static int tick(kft_cm *cm, run_state *rs, kft_error *err)
 {
+	report_failures(cm, rs);
 	if (!cm->ready) {
 		if (!all_synced(cm)) {
 			if (elapsed_s(&rs->started) > CACHE_SYNC_TIMEOUT_S)
@@ -898,6 +1013,8 @@ int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *
 		rc = setup(&cm, &http, err);
 	if (!rc)
 		rc = start_informers(&cm, err);
+	if (!rc)
+		kft_cm_http_set_readiness_reason(http, readiness_reason, &cm);
 	if (!rc && cfg->leader_elect)
 		rc = start_leader(&cm, &rs, err);
 	if (!rc) {
@@ -911,6 +1028,7 @@ int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *
 		rc = 0;
 	}
 	sig_watch_end(&w);
+	kft_cm_http_set_readiness_reason(http, NULL, NULL);
 	teardown(&cm, &rs, http);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;

@@ -28,6 +28,7 @@
 #include <mbedtls/pk.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/rsa.h>
+#include <mbedtls/ssl_ciphersuites.h>
 #include <mbedtls/version.h>
 #include <mbedtls/x509_crt.h>
 #include <stdio.h>
@@ -339,4 +340,113 @@ int kft_cm_tls_min_version(const char *min_version, kft_error *err)
 	                     "tls.minVersion: Unsupported value: \"%s\": supported values: "
 	                     "\"1.0\", \"1.1\", \"1.2\"",
 	                     min_version);
+}
+
+/* ---- cipher suites ------------------------------------------------------------------- */
+
+/* Go's crypto/tls names (CipherSuites and InsecureCipherSuites, with the
+ * two ChaCha20 aliases Go keeps) and mbedTLS's numbers. TLS 1.3 suites are
+ * named so they are accepted, as Go accepts and ignores them (they are not
+ * configurable there); RC4 is named so it is refused with a reason. */
+#define SUITE_TLS13 (-1)
+#define SUITE_NONE  0
+
+static const struct {
+	const char *go;
+	int id;
+} suites[] = {
+        {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+         MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+        {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
+        {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+         MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384},
+        {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
+        {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+         MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256},
+        {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+         MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256},
+        {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+         MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256},
+        {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+         MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256},
+        {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA},
+        {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA},
+        {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA},
+        {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA},
+        {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+         MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256},
+        {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256},
+        {"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", MBEDTLS_TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA},
+        {"TLS_RSA_WITH_AES_128_GCM_SHA256", MBEDTLS_TLS_RSA_WITH_AES_128_GCM_SHA256},
+        {"TLS_RSA_WITH_AES_256_GCM_SHA384", MBEDTLS_TLS_RSA_WITH_AES_256_GCM_SHA384},
+        {"TLS_RSA_WITH_AES_128_CBC_SHA", MBEDTLS_TLS_RSA_WITH_AES_128_CBC_SHA},
+        {"TLS_RSA_WITH_AES_256_CBC_SHA", MBEDTLS_TLS_RSA_WITH_AES_256_CBC_SHA},
+        {"TLS_RSA_WITH_AES_128_CBC_SHA256", MBEDTLS_TLS_RSA_WITH_AES_128_CBC_SHA256},
+        {"TLS_RSA_WITH_3DES_EDE_CBC_SHA", MBEDTLS_TLS_RSA_WITH_3DES_EDE_CBC_SHA},
+        {"TLS_RSA_WITH_RC4_128_SHA", SUITE_NONE},
+        {"TLS_ECDHE_ECDSA_WITH_RC4_128_SHA", SUITE_NONE},
+        {"TLS_ECDHE_RSA_WITH_RC4_128_SHA", SUITE_NONE},
+        {"TLS_AES_128_GCM_SHA256", SUITE_TLS13},
+        {"TLS_AES_256_GCM_SHA384", SUITE_TLS13},
+        {"TLS_CHACHA20_POLY1305_SHA256", SUITE_TLS13},
+};
+
+/* The default: forward secrecy (ECDHE) and AEAD only, Go's secure TLS 1.2
+ * list. RSA key exchange lets whoever gets the key later read every
+ * recorded session, and SHA-1 CBC suites are the ones padding-oracle
+ * attacks feed on; mbedTLS's own default list has both. */
+static const int default_suites[] = {
+        MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+};
+
+int kft_cm_tls_cipher_suites(const json_t *names, int *ids, size_t cap, kft_error *err)
+{
+	size_t n = 0;
+	if (json_array_size(names) == 0) {
+		for (size_t i = 0; i < sizeof(default_suites) / sizeof(default_suites[0]); i++)
+			if (mbedtls_ssl_ciphersuite_from_id(default_suites[i]) && n + 1 < cap)
+				ids[n++] = default_suites[i];
+		ids[n] = 0;
+		return 0;
+	}
+	size_t i;
+	const json_t *v;
+	json_array_foreach(names, i, v)
+	{
+		const char *name = json_string_value(v);
+		size_t k = 0;
+		while (k < sizeof(suites) / sizeof(suites[0]) &&
+		       !(name && strcmp(suites[k].go, name) == 0))
+			k++;
+		if (k == sizeof(suites) / sizeof(suites[0]))
+			return kft_error_set(
+			        err, KFT_EINVAL,
+			        "tls.cipherSuites[%zu]: Unsupported value: \"%s\": not a "
+			        "cipher suite name of Go's crypto/tls",
+			        i, name ? name : "");
+		int id = suites[k].id;
+		if (id == SUITE_TLS13)
+			continue; /* as Go: TLS 1.3 suites are not configurable */
+		if (id == SUITE_NONE || !mbedtls_ssl_ciphersuite_from_id(id))
+			return kft_error_set(
+			        err, KFT_EINVAL,
+			        "tls.cipherSuites[%zu]: Unsupported value: \"%s\": the "
+			        "metrics server's TLS library (mbedTLS %d.%d) does not "
+			        "offer it",
+			        i, name, MBEDTLS_VERSION_MAJOR, MBEDTLS_VERSION_MINOR);
+		if (n + 1 >= cap)
+			return kft_error_set(err, KFT_ELIMIT, "tls.cipherSuites: Too many");
+		ids[n++] = id;
+	}
+	ids[n] = 0;
+	if (n == 0)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "tls.cipherSuites: Invalid value: only TLS 1.3 suites are "
+		                     "named, and the metrics server speaks TLS 1.2 at most");
+	return 0;
 }

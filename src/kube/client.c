@@ -24,6 +24,8 @@
 #include "kube/kube_internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -591,6 +593,30 @@ void kft_kube_set_observer(kft_kube *k, kft_kube_observer fn, void *ctx)
 {
 	k->observe = fn;
 	k->observe_ctx = ctx;
+}
+
+void kft_kube_set_warning_handler(kft_kube *k, kft_kube_warning_fn fn, void *ctx)
+{
+	k->warn = fn;
+	k->warn_ctx = ctx;
+}
+
+void kft_kube_warn(kft_kube *k, const char *fmt, ...)
+{
+	if (!k || !k->warn)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	k->warn(k->warn_ctx, msg);
+}
+
+int kft_kube_unholdable(const json_error_t *e)
+{
+	enum json_error_code c = json_error_code(e);
+	return c == json_error_null_byte_in_key || c == json_error_stack_overflow;
 }
 
 void kft_kube_observe(kft_kube *k, const char *method, long code)

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "kftrainer/kube.h"
+#include "util/strbuf.h"
 
 #define KFT_KUBE_POOL_MAX 16
 
@@ -79,7 +80,20 @@ struct kft_kube {
 	struct kft_event_cache *events;
 
 	atomic_int cancel; /* kft_kube_cancel */
+
+	kft_kube_warning_fn warn; /* kft_kube_set_warning_handler */
+	void *warn_ctx;
 };
+
+/* Whether jansson refused valid JSON it cannot represent: a NUL in an
+ * object key, or nesting deeper than its 2048 levels. Such an object is
+ * skipped with a warning; anything else that does not decode is a broken
+ * answer. */
+int kft_kube_unholdable(const json_error_t *e);
+
+/* Tells the warning handler, if any, one printf-formatted line: an object
+ * skipped, never a failure the caller also sees. */
+void kft_kube_warn(kft_kube *kube, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Reads at most `max` bytes of `path` into a NUL-terminated heap blob.
  * `what` names the file in messages. KFT_EIO, KFT_ELIMIT, KFT_ENOMEM. */
@@ -121,6 +135,67 @@ int kft_kube_list_scan(const char *text, size_t len, const char *what,
                        int (*on_item)(void *ctx, json_t *item), void *ctx, json_t **metadata,
                        kft_error *err);
 
+/*
+ * The incremental reader of List pages behind kft_kube_list_scan and
+ * kft_kube_list_each: bytes are fed as they arrive, each element of "items"
+ * is gathered alone (at most KFT_KUBE_MAX_OBJECT_BYTES), decoded with NULs
+ * in strings allowed, given to on_item (borrowed) and released. An item
+ * that cannot be held (too large, a NUL in a key) is skipped with a
+ * warning through kube (may be NULL). init, feed any number of times (0 or
+ * the first failure, which sticks), then end (always; it frees): 0 when a
+ * whole List was read, *metadata (may be NULL) getting its metadata (a new
+ * reference, NULL when absent).
+ */
+#define KFT_LS_KEY_MAX 64 /* "metadata" with every letter as \uXXXX is 48 */
+
+enum ls_state {
+	LS_START,     /* before the page's '{' */
+	LS_FIRST_KEY, /* a key or '}' */
+	LS_NEXT_KEY,  /* a key */
+	LS_KEY,       /* inside a key's quotes */
+	LS_COLON,
+	LS_VALUE,       /* before a top-level value */
+	LS_STRING,      /* inside a top-level string value being skipped */
+	LS_LITERAL,     /* a number or literal */
+	LS_CAPTURE,     /* inside an object or array being gathered */
+	LS_AFTER_VALUE, /* ',' or '}' */
+	LS_FIRST_ITEM,  /* '{' or ']' */
+	LS_NEXT_ITEM,   /* '{' */
+	LS_AFTER_ITEM,  /* ',' or ']' */
+	LS_END,         /* only white space may follow */
+	LS_FAILED,
+};
+
+enum ls_role { LS_OTHER, LS_ITEMS, LS_METADATA };
+
+typedef struct kft_kube_list_stream {
+	int (*on_item)(void *, json_t *);
+	void *ctx;
+	kft_kube *kube; /* for warnings; NULL: none */
+	const char *what;
+	kft_error *err;
+	json_t *metadata;
+	enum ls_state state;
+	enum ls_role role; /* of the value being read */
+	int in_item;       /* the capture is an element of items */
+	int esc, in_str;   /* string state inside keys, strings and captures */
+	int depth;         /* of the capture */
+	int over;          /* the capture outgrew the bound: skipped */
+	size_t item_no;    /* items seen, for messages */
+	char key[KFT_LS_KEY_MAX + 1];
+	size_t key_len;
+	int key_long, key_escaped;
+	char lit[8];
+	size_t lit_len;
+	kft_strbuf buf; /* the capture */
+	int rc;
+} kft_kube_list_stream;
+
+void kft_kube_list_stream_init(kft_kube_list_stream *ls, kft_kube *kube, const char *what,
+                               int (*on_item)(void *ctx, json_t *item), void *ctx, kft_error *err);
+int kft_kube_list_stream_feed(kft_kube_list_stream *ls, const char *data, size_t len);
+int kft_kube_list_stream_end(kft_kube_list_stream *ls, json_t **metadata);
+
 /* A response body growing up to a bound. */
 typedef struct kft_kube_body {
 	char *data;
@@ -136,9 +211,13 @@ typedef struct kft_kube_req {
 	const char *body;
 	size_t body_len;
 	const atomic_int *stop; /* NULL, or ends the request as kft_kube_cancel */
-	/* NULL, or where a 2xx body goes unparsed (data the caller's to free;
-	 * out is then left NULL): list pages are read item by item */
-	kft_kube_body *raw;
+	/* NULL, or where a 2xx body goes as it arrives instead of being kept
+	 * (out is then left NULL): list pages are read item by item. A
+	 * non-zero return ends the transfer and is kft_kube_do's result (err
+	 * set by the sink). A request whose body reached the sink is never
+	 * retried: the caller has seen part of it. */
+	int (*sink)(void *ctx, const char *data, size_t len);
+	void *sink_ctx;
 } kft_kube_req;
 
 /*

@@ -35,12 +35,26 @@ typedef struct attempt {
 	CURLcode cc;      /* transport result */
 	long retry_after; /* seconds, -1 when absent */
 	char curl_msg[CURL_ERROR_SIZE];
+	const kft_kube_req *req;
+	CURL *h;
+	int sunk;    /* body bytes went to req->sink */
+	int sink_rc; /* the sink's non-zero result */
 } attempt;
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 {
-	kft_kube_body *b = ctx;
+	attempt *a = ctx;
+	kft_kube_body *b = &a->body;
 	size_t len = size * n;
+	if (a->req->sink) {
+		long code = 0;
+		curl_easy_getinfo(a->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200 && code <= 299) {
+			a->sunk = 1;
+			a->sink_rc = a->req->sink(a->req->sink_ctx, data, len);
+			return a->sink_rc ? 0 : len;
+		}
+	}
 	if (len > b->max - b->len) {
 		b->too_big = 1;
 		return 0; /* aborts the transfer */
@@ -130,7 +144,9 @@ static int send_once(kft_kube *k, const kft_kube_req *req, const char *url, atte
 	a->curl_msg[0] = '\0';
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, a->curl_msg);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a->body);
+	a->req = req;
+	a->h = h;
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -179,6 +195,8 @@ static int transient(CURLcode cc)
 static int should_retry(const kft_kube_req *req, const attempt *a)
 {
 	int post = strcmp(req->method, "POST") == 0;
+	if (a->sunk)
+		return 0; /* the sink has seen part of the body */
 	if (a->cc != CURLE_OK)
 		return post ? never_sent(a->cc) : transient(a->cc);
 	if (a->code == 429)
@@ -205,6 +223,8 @@ static int transport_error(const char *what, const attempt *a, kft_error *err)
 
 static int finish(const char *what, const attempt *a, json_t **out, kft_error *err)
 {
+	if (a->sink_rc)
+		return a->sink_rc;
 	if (a->cc != CURLE_OK)
 		return transport_error(what, a, err);
 	if (a->code < 200 || a->code > 299)
@@ -212,7 +232,8 @@ static int finish(const char *what, const attempt *a, json_t **out, kft_error *e
 	if (!out || a->body.len == 0)
 		return 0;
 	json_error_t jerr;
-	*out = json_loadb(a->body.data, a->body.len, 0, &jerr);
+	/* objects are data: "\u0000" is a valid string, as for Go's client */
+	*out = json_loadb(a->body.data, a->body.len, JSON_ALLOW_NUL, &jerr);
 	if (!*out)
 		return kft_error_set(err, KFT_EPARSE, "%s: the answer is not JSON: %s", what,
 		                     jerr.text);
@@ -253,6 +274,17 @@ static int gave_up(const char *what, const attempt *a, int retries, json_t **out
 	return rc ? (retries > 0 ? KFT_EUNAVAILABLE : rc) : 0;
 }
 
+/* A request about to be retried is worth saying at once: retries of a
+ * refused connection take half a minute, and a start-up that waits on
+ * them must not be silent meanwhile. Said once per request. */
+static void warn_retrying(kft_kube *k, const char *what, const attempt *a)
+{
+	kft_error why;
+	kft_error_clear(&why);
+	finish(what, a, NULL, &why);
+	kft_kube_warn(k, "%s (retrying, at most %d times)", why.message, k->max_retries);
+}
+
 static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char *what,
                json_t **out, kft_error *err)
 {
@@ -269,7 +301,8 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 		rc = send_once(k, req, url, &a, err);
 		if (rc)
 			break;
-		if (a.cc == CURLE_ABORTED_BY_CALLBACK && kft_kube_canceled(k, req->stop)) {
+		if (a.cc == CURLE_ABORTED_BY_CALLBACK && !a.sink_rc &&
+		    kft_kube_canceled(k, req->stop)) {
 			rc = canceled(what, err);
 			break;
 		}
@@ -283,15 +316,13 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 			                           : finish(what, &a, out, err);
 			break;
 		}
+		if (retries == 0)
+			warn_retrying(k, what, &a);
 		retries++;
 		if (wait_before_retry(k, req, &a, &bo)) {
 			rc = canceled(what, err);
 			break;
 		}
-	}
-	if (rc == 0 && req->raw) {
-		*req->raw = a.body; /* handed over: not freed below */
-		a.body.data = NULL;
 	}
 	free(a.body.data);
 	return rc;
@@ -310,8 +341,8 @@ int kft_kube_do(kft_kube *k, const kft_kube_req *req, json_t **out, kft_error *e
 	if (url.failed || what.failed)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	else
-		rc = run(k, req, kft_strbuf_str(&url), kft_strbuf_str(&what), req->raw ? NULL : out,
-		         err);
+		rc = run(k, req, kft_strbuf_str(&url), kft_strbuf_str(&what),
+		         req->sink ? NULL : out, err);
 	kft_strbuf_free(&url);
 	kft_strbuf_free(&what);
 	if (rc && out && *out) {
@@ -347,7 +378,7 @@ static void excerpt(const char *body, size_t len, char *buf, size_t n)
 
 int kft_kube_map_status(long code, const char *body, size_t len, const char *what, kft_error *err)
 {
-	json_t *st = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+	json_t *st = body && len ? json_loadb(body, len, JSON_ALLOW_NUL, NULL) : NULL;
 	const char *kind = json_string_value(json_object_get(st, "kind"));
 	const char *reason = json_string_value(json_object_get(st, "reason"));
 	const char *msg = json_string_value(json_object_get(st, "message"));

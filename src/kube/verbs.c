@@ -55,8 +55,13 @@ static int send_json_stop(kft_kube *k, const char *method, const char *path, con
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	if (body && !text)
 		return kft_error_set(err, KFT_ENOMEM, "serialising the request body failed");
-	kft_kube_req req = {method, path, body ? ctype : NULL, text, text ? strlen(text) : 0,
-	                    stop,   NULL};
+	/* json_dumps writes a NUL in a string as "\u0000": the text has none */
+	kft_kube_req req = {.method = method,
+	                    .path = path,
+	                    .content_type = body ? ctype : NULL,
+	                    .body = text,
+	                    .body_len = text ? strlen(text) : 0,
+	                    .stop = stop};
 	int rc = kft_kube_do(k, &req, out, err);
 	free(text);
 	return rc;
@@ -120,142 +125,368 @@ static char *page_path(const kft_gvr *gvr, const char *ns, const kft_list_opts *
 /* ---- list pages, item by item ---------------------------------------------------------- */
 
 /* A jansson tree costs about eight times its text: a 100-item page of JobSets
- * is ~4 MB as a tree. So a page is walked as text: the top-level keys are
- * read by hand, and each item is decoded alone with JSON_DISABLE_EOF_CHECK,
- * which stops after the value and says how many bytes it took. */
+ * is ~4 MB as a tree, and a page of 500 ConfigMaps of 1 MB is half a
+ * gigabyte as text. So a page is never held whole: its bytes go through a
+ * small state machine as curl hands them over. The top-level keys are read
+ * by hand; each element of "items" is gathered alone (up to
+ * KFT_KUBE_MAX_OBJECT_BYTES) and decoded when its closing brace arrives, so
+ * a page of any size costs one object's text and tree.
+ *
+ * Objects are data: strings may hold "\u0000" (Go's client accepts it, and
+ * any user who may create a ConfigMap can store one), so items are decoded
+ * with JSON_ALLOW_NUL. An item that cannot be held at all - larger than the
+ * bound, or with a NUL in an object key, which jansson cannot represent - is
+ * skipped with a warning (kft_kube_set_warning_handler) instead of failing
+ * the page: one object must never keep a whole cache from syncing. Text that
+ * is not JSON still fails the page: the server is then broken, not an
+ * object. */
 
-typedef struct scanner {
-	const char *p;
-	size_t n, i;
-} scanner;
+enum { LS_TAKEN, LS_AGAIN, LS_STOP };
 
-static void skip_ws(scanner *s)
+static int ls_fail(kft_kube_list_stream *ls)
 {
-	while (s->i < s->n && (s->p[s->i] == ' ' || s->p[s->i] == '\t' || s->p[s->i] == '\n' ||
-	                       s->p[s->i] == '\r'))
-		s->i++;
+	ls->state = LS_FAILED;
+	ls->rc = KFT_EPARSE;
+	return kft_error_set(ls->err, KFT_EPARSE, "%s: the answer is not a List", ls->what);
 }
 
-static int eat(scanner *s, char c)
+static int ls_stop(kft_kube_list_stream *ls)
 {
-	skip_ws(s);
-	if (s->i < s->n && s->p[s->i] == c) {
-		s->i++;
-		return 1;
+	ls_fail(ls);
+	return LS_STOP;
+}
+
+static int is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The role of the key just read: its raw bytes are compared, or decoded
+ * first when written with escapes. */
+static enum ls_role key_role(const kft_kube_list_stream *ls)
+{
+	if (ls->key_long)
+		return LS_OTHER;
+	const char *k = ls->key;
+	size_t n = ls->key_len;
+	json_t *dec = NULL;
+	if (ls->key_escaped) {
+		char quoted[KFT_LS_KEY_MAX + 3];
+		quoted[0] = '"';
+		memcpy(quoted + 1, ls->key, n);
+		quoted[n + 1] = '"';
+		dec = json_loadb(quoted, n + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		k = json_string_value(dec);
+		n = json_string_length(dec);
 	}
-	return 0;
+	enum ls_role r = LS_OTHER;
+	if (k && n == 5 && memcmp(k, "items", 5) == 0)
+		r = LS_ITEMS;
+	else if (k && n == 8 && memcmp(k, "metadata", 8) == 0)
+		r = LS_METADATA;
+	json_decref(dec);
+	return r;
 }
 
-/* A string token (escapes skipped, not decoded): its raw bytes between the
- * quotes in *start and *len. 0, or -1 when unterminated. */
-static int raw_string(scanner *s, const char **start, size_t *len)
+static void ls_skip(kft_kube_list_stream *ls, const char *why)
 {
-	if (!eat(s, '"'))
-		return -1;
-	size_t b = s->i;
-	while (s->i < s->n && s->p[s->i] != '"')
-		s->i += s->p[s->i] == '\\' ? 2 : 1;
-	if (s->i >= s->n)
-		return -1;
-	*start = s->p + b;
-	*len = s->i - b;
-	s->i++;
-	return 0;
+	if (ls->kube)
+		kft_kube_warn(ls->kube, "%s: item %zu skipped: %s", ls->what, ls->item_no, why);
 }
 
-/* One object or array value, decoded; NULL when it is not one. */
-static json_t *container(scanner *s)
+/* A capture ended: decode it and hand it on. */
+static int ls_captured(kft_kube_list_stream *ls)
 {
-	skip_ws(s);
-	if (s->i >= s->n || (s->p[s->i] != '{' && s->p[s->i] != '['))
-		return NULL;
-	json_error_t e;
-	json_t *v = json_loadb(s->p + s->i, s->n - s->i, JSON_DISABLE_EOF_CHECK, &e);
-	if (v)
-		s->i += (size_t)e.position;
-	return v;
-}
-
-/* Skips a value of a key we do not read: a string, a container or a literal. */
-static int skip_value(scanner *s)
-{
-	skip_ws(s);
-	if (s->i < s->n && s->p[s->i] == '"') {
-		const char *b;
-		size_t l;
-		return raw_string(s, &b, &l);
-	}
-	json_t *v = container(s);
-	if (v) {
-		json_decref(v);
-		return 0;
-	}
-	size_t b = s->i; /* a number or literal ends at the next delimiter */
-	while (s->i < s->n && s->p[s->i] != ',' && s->p[s->i] != '}' && s->p[s->i] != ']' &&
-	       s->p[s->i] != ' ' && s->p[s->i] != '\t' && s->p[s->i] != '\r' && s->p[s->i] != '\n')
-		s->i++;
-	return s->i > b ? 0 : -1;
-}
-
-static int scan_items(scanner *s, int (*on_item)(void *, json_t *), void *ctx)
-{
-	skip_ws(s);
-	if (s->n - s->i >= 4 && strncmp(s->p + s->i, "null", 4) == 0) {
-		s->i += 4;
-		return 0;
-	}
-	if (!eat(s, '['))
-		return -1;
-	if (eat(s, ']'))
-		return 0;
-	do {
-		json_t *item = container(s);
-		if (!json_is_object(item)) {
-			json_decref(item);
-			return -1;
+	int rc = 0;
+	if (ls->over) {
+		char why[96];
+		snprintf(why, sizeof(why), "larger than %zu bytes", KFT_KUBE_MAX_OBJECT_BYTES);
+		if (!ls->in_item)
+			return ls_fail(ls);
+		ls_skip(ls, why);
+	} else if (ls->buf.failed) {
+		ls->state = LS_FAILED;
+		return ls->rc = kft_error_set(ls->err, KFT_ENOMEM, "%s: out of memory", ls->what);
+	} else {
+		json_error_t e;
+		json_t *v = json_loadb(ls->buf.buf, ls->buf.len, JSON_ALLOW_NUL, &e);
+		if (!v && ls->in_item && kft_kube_unholdable(&e)) {
+			ls_skip(ls, e.text);
+		} else if (!v) {
+			return ls_fail(ls);
+		} else if (ls->in_item) {
+			rc = ls->on_item(ls->ctx, v); /* an object: the capture began with '{' */
+			json_decref(v);
+		} else if (ls->role == LS_METADATA) {
+			if (!json_is_object(v)) {
+				json_decref(v);
+				return ls_fail(ls);
+			}
+			ls->metadata = v;
+		} else {
+			json_decref(v);
 		}
-		int rc = on_item(ctx, item);
-		json_decref(item);
-		if (rc)
-			return rc;
-	} while (eat(s, ','));
-	return eat(s, ']') ? 0 : -1;
+	}
+	/* one large object must not pin its buffer for the rest of the page */
+	if (ls->buf.cap > (size_t)1024 * 1024)
+		kft_strbuf_free(&ls->buf);
+	kft_strbuf_reset(&ls->buf);
+	if (rc) {
+		ls->state = LS_FAILED;
+		ls->rc = rc;
+		return rc;
+	}
+	ls->state = ls->in_item ? LS_AFTER_ITEM : LS_AFTER_VALUE;
+	return 0;
+}
+
+static void ls_begin_capture(kft_kube_list_stream *ls, int in_item)
+{
+	ls->state = LS_CAPTURE;
+	ls->in_item = in_item;
+	ls->depth = 0;
+	ls->in_str = ls->esc = 0;
+	ls->over = 0;
+	if (in_item)
+		ls->item_no++;
+	kft_strbuf_reset(&ls->buf);
+}
+
+/* Feeds the bytes of a capture; returns how many it took (the capture may
+ * end before the chunk does). */
+static size_t ls_capture(kft_kube_list_stream *ls, const char *p, size_t n)
+{
+	size_t i = 0;
+	for (; i < n; i++) {
+		char c = p[i];
+		if (ls->in_str) {
+			if (ls->esc)
+				ls->esc = 0;
+			else if (c == '\\')
+				ls->esc = 1;
+			else if (c == '"')
+				ls->in_str = 0;
+			continue;
+		}
+		if (c == '"')
+			ls->in_str = 1;
+		else if (c == '{' || c == '[')
+			ls->depth++;
+		else if ((c == '}' || c == ']') && --ls->depth == 0) {
+			i++;
+			break;
+		}
+	}
+	if (!ls->over && ls->buf.len + i > KFT_KUBE_MAX_OBJECT_BYTES) {
+		ls->over = 1;
+		kft_strbuf_free(&ls->buf);
+		kft_strbuf_init(&ls->buf);
+	}
+	if (!ls->over)
+		kft_strbuf_putn(&ls->buf, p, i);
+	if (ls->depth == 0)
+		ls_captured(ls);
+	return i;
+}
+
+/* The end of a number or literal. */
+static int ls_literal_end(kft_kube_list_stream *ls)
+{
+	if (ls->role == LS_ITEMS && !(ls->lit_len == 4 && memcmp(ls->lit, "null", 4) == 0))
+		return ls_fail(ls);
+	if (ls->role == LS_METADATA)
+		return ls_fail(ls);
+	ls->state = LS_AFTER_VALUE;
+	return 0;
+}
+
+/* One byte outside captures: LS_TAKEN, LS_AGAIN (read it again in the new
+ * state) or LS_STOP (failed). */
+static int ls_byte(kft_kube_list_stream *ls, char c)
+{
+	switch (ls->state) {
+	case LS_START:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (c != '{')
+			return ls_stop(ls);
+		ls->state = LS_FIRST_KEY;
+		return LS_TAKEN;
+	case LS_FIRST_KEY:
+	case LS_NEXT_KEY:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (c == '}' && ls->state == LS_FIRST_KEY) {
+			ls->state = LS_END;
+			return LS_TAKEN;
+		}
+		if (c != '"')
+			return ls_stop(ls);
+		ls->state = LS_KEY;
+		ls->key_len = 0;
+		ls->key_long = ls->key_escaped = ls->esc = 0;
+		return LS_TAKEN;
+	case LS_KEY:
+		if (!ls->esc && c == '"') {
+			ls->state = LS_COLON;
+			return LS_TAKEN;
+		}
+		ls->esc = !ls->esc && c == '\\';
+		if (c == '\\')
+			ls->key_escaped = 1;
+		if (ls->key_len < KFT_LS_KEY_MAX)
+			ls->key[ls->key_len++] = c;
+		else
+			ls->key_long = 1;
+		return LS_TAKEN;
+	case LS_COLON:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (c != ':')
+			return ls_stop(ls);
+		ls->role = key_role(ls);
+		if (ls->role == LS_METADATA && ls->metadata)
+			ls->role = LS_OTHER; /* the first one counts */
+		ls->state = LS_VALUE;
+		return LS_TAKEN;
+	case LS_VALUE:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (ls->role == LS_ITEMS && c == '[') {
+			ls->state = LS_FIRST_ITEM;
+		} else if (c == '{' || (c == '[' && ls->role == LS_OTHER)) {
+			if (ls->role == LS_ITEMS)
+				return ls_stop(ls);
+			ls_begin_capture(ls, 0);
+			return LS_AGAIN; /* c opens the capture */
+		} else if (c == '"' && ls->role == LS_OTHER) {
+			ls->state = LS_STRING;
+			ls->esc = 0;
+		} else if (c == '"' || c == '[' || c == ',' || c == '}' || c == ']' || c == ':') {
+			return ls_stop(ls);
+		} else {
+			ls->state = LS_LITERAL;
+			ls->lit[0] = c;
+			ls->lit_len = 1;
+		}
+		return LS_TAKEN;
+	case LS_STRING:
+		if (!ls->esc && c == '"')
+			ls->state = LS_AFTER_VALUE;
+		else
+			ls->esc = !ls->esc && c == '\\';
+		return LS_TAKEN;
+	case LS_LITERAL:
+		if (c == ',' || c == '}' || c == ']' || is_ws(c)) {
+			return ls_literal_end(ls) ? LS_STOP
+			                          : LS_AGAIN; /* the delimiter is read again */
+		}
+		if (ls->lit_len < sizeof(ls->lit))
+			ls->lit[ls->lit_len++] = c;
+		else
+			ls->lit_len = sizeof(ls->lit); /* too long to be "null" */
+		return LS_TAKEN;
+	case LS_AFTER_VALUE:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (c == ',')
+			ls->state = LS_NEXT_KEY;
+		else if (c == '}')
+			ls->state = LS_END;
+		else
+			return ls_stop(ls);
+		return LS_TAKEN;
+	case LS_FIRST_ITEM:
+	case LS_NEXT_ITEM:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (c == ']' && ls->state == LS_FIRST_ITEM) {
+			ls->state = LS_AFTER_VALUE;
+			return LS_TAKEN;
+		}
+		if (c != '{')
+			return ls_stop(ls);
+		ls_begin_capture(ls, 1);
+		return LS_AGAIN;
+	case LS_AFTER_ITEM:
+		if (is_ws(c))
+			return LS_TAKEN;
+		if (c == ',')
+			ls->state = LS_NEXT_ITEM;
+		else if (c == ']')
+			ls->state = LS_AFTER_VALUE;
+		else
+			return ls_stop(ls);
+		return LS_TAKEN;
+	case LS_END: return is_ws(c) ? 0 : ls_fail(ls);
+	case LS_CAPTURE:
+	case LS_FAILED: break;
+	}
+	return ls_stop(ls);
+}
+
+void kft_kube_list_stream_init(kft_kube_list_stream *ls, kft_kube *kube, const char *what,
+                               int (*on_item)(void *ctx, json_t *item), void *ctx, kft_error *err)
+{
+	memset(ls, 0, sizeof(*ls));
+	ls->kube = kube;
+	ls->what = what;
+	ls->on_item = on_item;
+	ls->ctx = ctx;
+	ls->err = err;
+	kft_strbuf_init(&ls->buf);
+}
+
+int kft_kube_list_stream_feed(kft_kube_list_stream *ls, const char *data, size_t len)
+{
+	size_t i = 0;
+	while (i < len && ls->state != LS_FAILED) {
+		if (ls->state == LS_CAPTURE) {
+			i += ls_capture(ls, data + i, len - i);
+			continue;
+		}
+		int r = ls_byte(ls, data[i]);
+		if (r == LS_TAKEN)
+			i++;
+		else if (r == LS_STOP)
+			break;
+	}
+	return ls->state == LS_FAILED ? ls->rc : 0;
+}
+
+/* Frees what the stream holds, without judging it (the request failed). */
+static void ls_release(kft_kube_list_stream *ls)
+{
+	kft_strbuf_free(&ls->buf);
+	json_decref(ls->metadata);
+	ls->metadata = NULL;
+}
+
+int kft_kube_list_stream_end(kft_kube_list_stream *ls, json_t **metadata)
+{
+	int rc = ls->rc;
+	if (rc == 0 && ls->state == LS_LITERAL)
+		rc = ls_literal_end(ls);
+	if (rc == 0 && ls->state != LS_END)
+		rc = ls_fail(ls);
+	kft_strbuf_free(&ls->buf);
+	if (rc == 0 && metadata)
+		*metadata = ls->metadata;
+	else
+		json_decref(ls->metadata);
+	ls->metadata = NULL;
+	return rc;
 }
 
 int kft_kube_list_scan(const char *text, size_t len, const char *what,
                        int (*on_item)(void *ctx, json_t *item), void *ctx, json_t **metadata,
                        kft_error *err)
 {
-	scanner s = {text ? text : "", text ? len : 0, 0};
+	kft_kube_list_stream ls;
 	*metadata = NULL;
-	int rc = eat(&s, '{') ? 0 : -1, closed = rc == 0 && eat(&s, '}');
-	if (rc == 0 && !closed)
-		do {
-			const char *key;
-			size_t kl;
-			if ((rc = raw_string(&s, &key, &kl)) != 0 ||
-			    (rc = eat(&s, ':') ? 0 : -1) != 0)
-				break;
-			if (kl == 5 && strncmp(key, "items", 5) == 0) {
-				rc = scan_items(&s, on_item, ctx);
-			} else if (kl == 8 && strncmp(key, "metadata", 8) == 0 && !*metadata) {
-				*metadata = container(&s);
-				rc = json_is_object(*metadata) ? 0 : -1;
-			} else {
-				rc = skip_value(&s);
-			}
-		} while (rc == 0 && eat(&s, ','));
-	if (rc == 0 && !closed && !eat(&s, '}'))
-		rc = -1;
-	skip_ws(&s);
-	if (rc == 0 && s.i != s.n)
-		rc = -1;
-	if (rc == -1) {
-		json_decref(*metadata);
-		*metadata = NULL;
-		return kft_error_set(err, KFT_EPARSE, "%s: the answer is not a List", what);
-	}
-	return rc;
+	kft_kube_list_stream_init(&ls, NULL, what, on_item, ctx, err);
+	kft_kube_list_stream_feed(&ls, text ? text : "", text ? len : 0);
+	return kft_kube_list_stream_end(&ls, metadata);
 }
 
 typedef struct page_ctx {
@@ -271,20 +502,36 @@ static int page_item(void *ctx, json_t *item)
 	return pc->on_item(pc->ctx, item);
 }
 
-/* Hands out one page's items; keeps RV and continue token. */
-static int take_page(const kft_gvr *gvr, const kft_kube_body *page,
+static int page_sink(void *ctx, const char *data, size_t len)
+{
+	return kft_kube_list_stream_feed(ctx, data, len);
+}
+
+/* Reads one page as it arrives, handing out its items; keeps its RV and
+ * continue token. */
+static int take_page(kft_kube *k, const kft_gvr *gvr, const char *path, const kft_list_opts *o,
                      int (*on_item)(void *, const json_t *), void *ctx, char **rv, char **cont,
                      kft_error *err)
 {
 	char what[160];
 	snprintf(what, sizeof(what), "list %s", gvr->resource);
 	page_ctx pc = {gvr, on_item, ctx};
+	kft_kube_list_stream ls;
+	kft_kube_list_stream_init(&ls, k, what, page_item, &pc, err);
+	kft_kube_req req = {.method = "GET",
+	                    .path = path,
+	                    .stop = o ? o->stop : NULL,
+	                    .sink = page_sink,
+	                    .sink_ctx = &ls};
 	json_t *md = NULL;
-	int rc = kft_kube_list_scan(page->data, page->len, what, page_item, &pc, &md, err);
+	int rc = kft_kube_do(k, &req, NULL, err);
 	if (rc) {
-		json_decref(md);
+		ls_release(&ls);
 		return rc;
 	}
+	rc = kft_kube_list_stream_end(&ls, &md);
+	if (rc)
+		return rc;
 	const char *v = json_string_value(json_object_get(md, "resourceVersion"));
 	const char *c = json_string_value(json_object_get(md, "continue"));
 	free(*rv);
@@ -311,16 +558,9 @@ int kft_kube_list_each(kft_kube *k, const kft_gvr *gvr, const char *ns, const kf
 			break;
 		}
 		char *path = page_path(gvr, ns, opts, cont, err);
-		kft_kube_body text = {0};
-		kft_kube_req req = {.method = "GET",
-		                    .path = path,
-		                    .stop = opts ? opts->stop : NULL,
-		                    .raw = &text};
-		rc = path ? kft_kube_do(k, &req, NULL, err) : KFT_ENOMEM;
+		rc = path ? take_page(k, gvr, path, opts, on_item, ctx, &rv, &cont, err)
+		          : KFT_ENOMEM;
 		free(path);
-		if (rc == 0)
-			rc = take_page(gvr, &text, on_item, ctx, &rv, &cont, err);
-		free(text.data);
 		if (rc || !cont)
 			break;
 	}
@@ -557,6 +797,10 @@ int kft_kube_request(kft_kube *k, const char *method, const char *path, const ch
 		return kft_error_set(err, KFT_EINVAL,
 		                     "request: a method and a path starting with "
 		                     "'/' are required");
-	kft_kube_req req = {method, path, content_type, body, body ? body_len : 0, NULL, NULL};
+	kft_kube_req req = {.method = method,
+	                    .path = path,
+	                    .content_type = content_type,
+	                    .body = body,
+	                    .body_len = body ? body_len : 0};
 	return kft_kube_do(k, &req, out, err);
 }

@@ -5,7 +5,11 @@
  * per line, {"type": ..., "object": ...}. curl hands us the body in chunks
  * that do not respect line boundaries, so bytes are gathered into a line
  * buffer and each complete line becomes one event. The buffer is bounded: a
- * line longer than KFT_KUBE_MAX_WATCH_EVENT_BYTES ends the watch.
+ * line longer than KFT_KUBE_MAX_WATCH_EVENT_BYTES is dropped up to its
+ * newline, and so is an event whose object has a NUL character in a key
+ * (jansson cannot hold one), each with a warning: one object the client
+ * cannot hold must not end every watch of its kind, which would keep the
+ * cache from ever catching up. NULs in string values are data, and kept.
  *
  * Stopping: returning 0 from the body callback makes curl abandon the
  * transfer, which is how a callback's "stop" and an ERROR event end the
@@ -36,6 +40,7 @@ typedef struct wstate {
 	long code; /* HTTP status, read at the first body byte */
 	kft_strbuf line;
 	kft_strbuf errbody; /* the body of a non-200 answer, up to MAX_ERROR_BODY */
+	int dropping;       /* inside a line too long to keep, until its newline */
 	int done;           /* set when the watch must end; result holds why */
 	int result;
 	kft_error *err;
@@ -73,7 +78,11 @@ static int handle_line(wstate *w, const char *s, size_t len)
 	if (i == len)
 		return 0;
 	json_error_t jerr;
-	json_t *ev = json_loadb(s, len, 0, &jerr);
+	json_t *ev = json_loadb(s, len, JSON_ALLOW_NUL, &jerr);
+	if (!ev && kft_kube_unholdable(&jerr)) {
+		kft_kube_warn(w->kube, "watch %s: event skipped: %s", w->gvr->resource, jerr.text);
+		return 0;
+	}
 	const char *type = json_string_value(json_object_get(ev, "type"));
 	json_t *obj = json_object_get(ev, "object");
 	int rc;
@@ -97,11 +106,14 @@ static int handle_line(wstate *w, const char *s, size_t len)
 	return rc;
 }
 
-static int too_long(wstate *w)
+/* Starts dropping the line being read: it is too long to keep. */
+static void too_long(wstate *w)
 {
-	return finish_with(w, kft_error_set(w->err, KFT_ELIMIT,
-	                                    "watch %s: an event is larger than %zu bytes",
-	                                    w->gvr->resource, KFT_KUBE_MAX_WATCH_EVENT_BYTES));
+	kft_kube_warn(w->kube, "watch %s: event skipped: larger than %zu bytes", w->gvr->resource,
+	              KFT_KUBE_MAX_WATCH_EVENT_BYTES);
+	w->dropping = 1;
+	kft_strbuf_free(&w->line);
+	kft_strbuf_init(&w->line);
 }
 
 /* Splits data into lines, completing the one held from the last chunk. */
@@ -110,8 +122,18 @@ static int feed(wstate *w, const char *data, size_t len)
 	while (len > 0) {
 		const char *nl = memchr(data, '\n', len);
 		size_t part = nl ? (size_t)(nl - data) : len;
-		if (w->line.len + part > KFT_KUBE_MAX_WATCH_EVENT_BYTES)
-			return too_long(w);
+		if (w->dropping && !nl)
+			break;
+		if (w->dropping) {
+			w->dropping = 0;
+			data += part + 1;
+			len -= part + 1;
+			continue;
+		}
+		if (w->line.len + part > KFT_KUBE_MAX_WATCH_EVENT_BYTES) {
+			too_long(w);
+			continue;
+		}
 		if (!nl) {
 			kft_strbuf_putn(&w->line, data, part);
 			break;
@@ -213,7 +235,7 @@ static void set_stream(wstate *w, const kft_watch_opts *opts, char *errbuf)
 /* A body that ended: cleanly only between events. */
 static int stream_end(wstate *w)
 {
-	if (w->line.len == 0)
+	if (w->line.len == 0 && !w->dropping)
 		return 0;
 	return kft_error_set(w->err, KFT_EUNAVAILABLE,
 	                     "watch %s: the stream ended in the middle of an event",

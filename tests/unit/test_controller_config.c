@@ -151,6 +151,23 @@ static void test_validation(void **state)
 	expect_error(HEAD "statusServer:\n  qps: -2\n", "statusServer.qps");
 	expect_error(HEAD "statusServer:\n  burst: -2\n", "statusServer.burst");
 	expect_error(HEAD "tls:\n  minVersion: \"1.4\"\n", "tls.minVersion: Unsupported value");
+	/* tls.cipherSuites takes Go's crypto/tls names; one it does not know is
+	 * refused at start-up, naming the field */
+	expect_error(HEAD "tls:\n  cipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, "
+	                  "ECDHE-RSA-AES128-GCM-SHA256]\n",
+	             "invalid configuration: tls.cipherSuites[1]: Unsupported value: "
+	             "\"ECDHE-RSA-AES128-GCM-SHA256\"");
+	kft_cm_config cfg;
+	kft_error err = {0};
+	assert_int_equal(
+	        load_text(&cfg,
+	                  HEAD "tls:\n  cipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n",
+	                  &err),
+	        0);
+	assert_string_equal(json_string_value(json_array_get(cfg.tls_cipher_suites, 0)),
+	                    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256");
+	assert_int_equal(json_array_size(cfg.warnings), 0);
+	kft_cm_config_free(&cfg);
 }
 
 /* config.go: the strict decoder refuses unknown fields and wrong types;

@@ -599,9 +599,16 @@ static void tls_min_version(void **state)
 
 /* GET /metrics over TLS (versions min..max), trusting only `ca_pem`.
  * Returns the response (caller frees) or NULL when the handshake fails. */
-static char *tls_get(int port, const char *ca_pem, int min, int max)
+/* GET /metrics over TLS min..max offering only `cipher` (OpenSSL's names,
+ * as `openssl s_client -cipher` takes them; NULL: OpenSSL's default); the
+ * answer, or NULL when the handshake fails. */
+static char *tls_get_cipher(int port, const char *ca_pem, int min, int max, const char *cipher)
 {
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	/* security level 0, so the client offers even the suites that the
+	 * server must refuse (OpenSSL's own level would hide them) */
+	if (cipher)
+		assert_int_equal(SSL_CTX_set_cipher_list(ctx, cipher), 1);
 	X509 *ca = pem_cert(ca_pem);
 	X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca);
 	X509_free(ca);
@@ -631,6 +638,22 @@ static char *tls_get(int port, const char *ca_pem, int min, int max)
 	BIO_free_all(b);
 	SSL_CTX_free(ctx);
 	return out;
+}
+
+static char *tls_get(int port, const char *ca_pem, int min, int max)
+{
+	return tls_get_cipher(port, ca_pem, min, max, NULL);
+}
+
+/* Whether a TLS 1.2 client offering only `cipher` gets an answer. */
+static int suite_served(int port, const char *ca_pem, const char *cipher)
+{
+	char spec[128];
+	snprintf(spec, sizeof(spec), "%s:@SECLEVEL=0", cipher);
+	char *resp = tls_get_cipher(port, ca_pem, TLS1_2_VERSION, TLS1_2_VERSION, spec);
+	int ok = resp && strncmp(resp, "HTTP/1.1 200", 12) == 0;
+	free(resp);
+	return ok;
 }
 
 typedef struct fetched {
@@ -703,7 +726,7 @@ static void metrics_served_over_tls(void **state)
 	kft_metrics *m = kft_metrics_new();
 	assert_int_equal(kft_metrics_add_controller(m, "trainjob_controller", 1), 0);
 	volatile int ready = 1;
-	kft_cm_http_tls tls = {cert, key, NULL};
+	kft_cm_http_tls tls = {cert, key, NULL, NULL};
 	kft_cm_http *h = NULL;
 	assert_int_equal(kft_cm_http_start_tls("127.0.0.1:0", "healthz", "readyz", "127.0.0.1:0",
 	                                       &tls, m, &ready, &h, &err),
@@ -740,8 +763,46 @@ static void metrics_served_over_tls(void **state)
 	assert_true(strncmp(resp, "HTTP/1.1 200", 12) == 0);
 	free(resp);
 	assert_null(tls_get(port, cert, TLS1_3_VERSION, TLS1_3_VERSION));
+	/* forward-secret AEAD suites only by default: RSA key exchange and
+	 * SHA-1 CBC suites, which mbedTLS's default list has, are refused
+	 * (`openssl s_client -cipher AES128-SHA` fails) */
+	assert_false(suite_served(port, cert, "AES128-SHA"));
+	assert_false(suite_served(port, cert, "AES128-GCM-SHA256"));
+	assert_false(suite_served(port, cert, "ECDHE-RSA-AES128-SHA"));
+	assert_true(suite_served(port, cert, "ECDHE-RSA-AES128-GCM-SHA256"));
+	assert_true(suite_served(port, cert, "ECDHE-RSA-AES256-GCM-SHA384"));
+	assert_true(suite_served(port, cert, "ECDHE-RSA-CHACHA20-POLY1305"));
 	kft_cm_http_stop(h);
 	free(f);
+
+	/* tls.cipherSuites, Go's names as controller-runtime takes them, is
+	 * what is offered; TLS 1.3 names are accepted and skipped, as Go does */
+	json_t *names =
+	        json_pack("[s,s]", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLS_AES_128_GCM_SHA256");
+	tls.cipher_suites = names;
+	assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0", &tls, m,
+	                                       &ready, &h, &err),
+	                 0);
+	port = kft_cm_http_port(h, 1);
+	assert_true(suite_served(port, cert, "ECDHE-RSA-AES128-SHA"));
+	assert_false(suite_served(port, cert, "ECDHE-RSA-AES128-GCM-SHA256"));
+	kft_cm_http_stop(h);
+	/* a name Go does not know, or one mbedTLS does not offer: refused at
+	 * start-up, naming the field */
+	const char *refused[] = {"TLS_ECDHE_RSA_WITH_AES_128_GCM", "TLS_RSA_WITH_RC4_128_SHA"};
+	for (size_t i = 0; i < 2; i++) {
+		json_array_set_new(names, 1, json_string(refused[i]));
+		assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0",
+		                                       &tls, m, &ready, &h, &err),
+		                 KFT_EINVAL);
+		assert_null(h);
+		char want[128];
+		snprintf(want, sizeof(want), "tls.cipherSuites[1]: Unsupported value: \"%s\"",
+		         refused[i]);
+		assert_non_null(strstr(err.message, want));
+	}
+	json_decref(names);
+	tls.cipher_suites = NULL;
 
 	/* minVersion "1.3" cannot be served: refused by name before listening */
 	tls.min_version = "1.3";
@@ -751,7 +812,7 @@ static void metrics_served_over_tls(void **state)
 	assert_null(h);
 	assert_non_null(strstr(err.message, "tls.minVersion"));
 	/* a key that is no key, or another certificate's: the server does not start */
-	kft_cm_http_tls bad = {cert, "junk", NULL};
+	kft_cm_http_tls bad = {cert, "junk", NULL, NULL};
 	assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0", &bad, m,
 	                                       &ready, &h, &err),
 	                 KFT_EIO);

@@ -681,6 +681,86 @@ static void test_owner_index(void **state)
 	assert_int_equal(by_index_count(x->inf, "owner", "uid-1"), 0);
 }
 
+/* A ConfigMap whose data value k holds n bytes of v (NULs included). */
+static json_t *configmap_bytes(const char *ns, const char *name, const char *v, size_t n)
+{
+	json_t *o = fake_configmap(ns, name, "web");
+	json_object_set_new(json_object_get(o, "data"), "k", json_stringn(v, n));
+	return o;
+}
+
+static void assert_value(kft_informer *inf, const char *ns, const char *name, const char *v,
+                         size_t n)
+{
+	json_t *o = NULL;
+	assert_int_equal(kft_informer_get(inf, ns, name, &o), 0);
+	const json_t *k = json_object_get(json_object_get(o, "data"), "k");
+	assert_int_equal(json_string_length(k), n);
+	assert_memory_equal(json_string_value(k), v, n);
+	json_decref(o);
+}
+
+/* "\u0000" in a string is valid JSON; the API server stores it (any user
+ * who may create a ConfigMap can) and Go's client decodes it. It reached
+ * every list and watch of the kind and failed them all, so the cache never
+ * synced. Now the object is cached as the server holds it, NULs included,
+ * whether it comes in a list page or a watch event, and a relist keeps it. */
+static void test_nul_in_strings(void **state)
+{
+	fx *x = *state;
+	static const char v1[] = "a\0b", v2[] = "\0\0x";
+	fake_put(x->f, configmap_bytes("a", "nul", v1, 3));
+	start_informer(x, NULL);
+	assert_value(x->inf, "a", "nul", v1, 3);
+	assert_value(x->inf, "a", "one", "v", 1);
+	wait_watches(x, 1);
+	fake_put(x->f, configmap_bytes("b", "nul2", v2, 3));
+	wait_line(&x->rec, "add b/nul2");
+	assert_value(x->inf, "b", "nul2", v2, 3);
+	/* a relist reads both again */
+	fake_hold(x->f, 1);
+	fake_put(x->f, configmap_bytes("a", "nul", v2, 3));
+	fake_compact(x->f);
+	fake_cut(x->f);
+	fake_hold(x->f, 0);
+	wait_line(&x->rec, "update a/nul 105->107");
+	assert_value(x->inf, "a", "nul", v2, 3);
+	assert_int_equal(fake_count(x->f, &x->f->lists), 2);
+}
+
+/* A list page is not bounded as a whole: 70 ConfigMaps of 1 MiB in one page
+ * (more than the 64 MiB that a whole response may hold) sync, read as they
+ * arrive. Go's client reads such a page too. */
+static void test_list_page_over_64_mib(void **state)
+{
+	fx *x = *state;
+	size_t n = (size_t)1024 * 1024;
+	char *big = malloc(n + 1);
+	assert_non_null(big);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)('a' + i % 26);
+	big[n] = '\0';
+	for (int i = 0; i < 70; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "big%02d", i);
+		fake_put(x->f, configmap_bytes("c", name, big, n));
+	}
+	kft_error err;
+	kft_informer_opts o = {.gvr = kft_gvr_lookup("v1", "ConfigMap"),
+	                       .namespace = "c",
+	                       .max_backoff_s = 0.2}; /* page size: 500, so one page */
+	assert_int_equal(kft_informer_new(x->kube, &o, &x->inf, &err), 0);
+	assert_int_equal(kft_informer_start(x->inf, &err), 0);
+	if (kft_informer_wait_synced(x->inf, 60, &err) != 0)
+		fail_msg("not synced: %s", err.message);
+	assert_int_equal(fake_count(x->f, &x->f->list_pages), 1);
+	kft_informer_stats st;
+	kft_informer_stats_get(x->inf, &st);
+	assert_int_equal(st.objects, 70);
+	assert_value(x->inf, "c", "big69", big, n);
+	free(big);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -697,6 +777,8 @@ int main(void)
 	        T(test_storage_modes),
 	        T(test_shared_members),
 	        T(test_relist_copies_only_changes),
+	        T(test_nul_in_strings),
+	        T(test_list_page_over_64_mib),
 	        cmocka_unit_test(test_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
