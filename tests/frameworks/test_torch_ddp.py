@@ -42,7 +42,7 @@ def ddp_train(steps: int = 60):
         if step % 20 == 0 or step == steps - 1:
             print(f"rank {rank}/{world} step {step} loss {loss.item():.6f}", flush=True)
     flat = torch.cat([p.detach().flatten() for p in model.parameters()])
-    digest = hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
+    digest = hashlib.sha256(repr(flat.tolist()).encode()).hexdigest()[:16]
     print(f"rank {rank} node {os.environ.get('PET_NODE_RANK')} params {digest} "
           f"final {loss.item():.6f}", flush=True)
     dist.destroy_process_group()
