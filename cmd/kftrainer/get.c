@@ -2,7 +2,7 @@
  * get.c - `kftrainer get [NAME...]`: TrainJobs of the local backend as
  * kubectl shows resources.
  *
- *     NAME   RUNTIME   STATUS   NODES   RESTARTS   PROGRESS   AGE
+ *     NAME   RUNTIME   STATUS   NODES   RESTARTS   PROGRESS   ETA   AGE
  *
  * STATUS is the job's state in one word (Created, Running, Suspended,
  * Complete, Failed, or Terminating while a delete is under way) rather than upstream's printcolumn
@@ -11,7 +11,12 @@
  * is spec.trainer.numNodes when the TrainJob sets it, else the pods of the JobSet's "node" step
  * plus an MPI launcher labelled as the trainer step. RESTARTS counts the processes started again
  * (kubectl's pod column, summed over the job's pods). PROGRESS is
- * status.trainerStatus.progressPercentage. -o json|yaml print the stored
+ * status.trainerStatus.progressPercentage. ETA counts down between reports:
+ * estimatedRemainingSeconds less the time since lastUpdatedTime, never
+ * below 0, and "-" once the job has ended (what the training said about its
+ * remaining time no longer applies). -o wide adds METRICS (name=value, in
+ * the reported order) and the last condition's REASON and MESSAGE.
+ * -o json|yaml print the stored
  * TrainJobs with status as upstream shapes it: one object for one NAME, else
  * a v1 List, as kubectl does.
  */
@@ -36,16 +41,18 @@ static void get_usage(FILE *out)
 	fputs("Usage: kftrainer get [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]\n"
 	      "                     [--no-headers]\n\n"
 	      "Show TrainJobs run by the local backend:\n\n"
-	      "  NAME  RUNTIME  STATUS  NODES  RESTARTS  PROGRESS  AGE\n\n"
+	      "  NAME  RUNTIME  STATUS  NODES  RESTARTS  PROGRESS  ETA  AGE\n\n"
 	      "STATUS is Created, Running, Suspended, Complete, Failed, or Terminating while\n"
 	      "the job is being deleted. RESTARTS counts how often the job's processes were\n"
 	      "started again (each attempt is marked in the logs). PROGRESS is the\n"
-	      "percentage the training reports (status.trainerStatus.progressPercentage), or -.\n\n"
+	      "percentage the training reports (status.trainerStatus.progressPercentage), or -.\n"
+	      "ETA is the remaining time it last reported, counting down since that report.\n\n"
 	      "Options:\n"
 	      "  -n, --namespace NS      the namespace (default: default)\n"
 	      "  -A, --all-namespaces    every namespace (adds a NAMESPACE column)\n"
-	      "  -o, --output FORMAT     wide (adds ETA, REASON and MESSAGE of the last\n"
-	      "                          condition), json or yaml (the TrainJobs with status;\n"
+	      "  -o, --output FORMAT     wide (adds the reported METRICS, and REASON and\n"
+	      "                          MESSAGE of the last condition), json or yaml (the\n"
+	      "                          TrainJobs with status;\n"
 	      "                          a v1 List unless one NAME is given), name\n"
 	      "      --no-headers        no header line\n"
 	      "  -h, --help              this help\n\n"
@@ -135,20 +142,60 @@ static const json_t *last_condition(const json_t *job)
 	return n ? json_array_get(conds, n - 1) : NULL;
 }
 
+#define METRICS_CELL_MAX 120
+
+/* ETA: see the top of the file. */
+static void eta_cell(const json_t *ts, const char *phase, char *buf, size_t size)
+{
+	const json_t *eta = json_object_get(ts, "estimatedRemainingSeconds");
+	snprintf(buf, size, "-");
+	if (!json_is_integer(eta) || strcmp(phase, "Complete") == 0 || strcmp(phase, "Failed") == 0)
+		return;
+	long long left = json_integer_value(eta);
+	long long since =
+	        kft_cli_seconds_since(json_string_value(json_object_get(ts, "lastUpdatedTime")));
+	if (since > 0)
+		left -= since;
+	kft_cli_format_age(left > 0 ? left : 0, buf, size);
+}
+
+/* METRICS: "name=value,..." cut at METRICS_CELL_MAX bytes with "...". */
+static void metrics_cell(const json_t *ts, char *buf, size_t size)
+{
+	size_t i, used = 0;
+	const json_t *m;
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(ts, "metrics"), i, m)
+	{
+		const char *n = json_string_value(json_object_get(m, "name"));
+		const char *v = json_string_value(json_object_get(m, "value"));
+		int w = snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "", n ? n : "",
+		                 v ? v : "");
+		if (w < 0 || (size_t)w >= size - used) {
+			snprintf(buf + (size > 4 ? size - 4 : 0), size > 4 ? 4 : size, "...");
+			return;
+		}
+		used += (size_t)w;
+	}
+	if (!used)
+		snprintf(buf, size, "-");
+}
+
 static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_args *a)
 {
 	const json_t *ts = json_object_get(json_object_get(job, "status"), "trainerStatus");
 	const json_t *pct = json_object_get(ts, "progressPercentage");
-	const json_t *eta = json_object_get(ts, "estimatedRemainingSeconds");
 	const json_t *cond = last_condition(job);
-	char nodes[32], progress[16] = "-", age[32], etabuf[32] = "-", restarts[24];
+	const char *phase = kft_cli_job_phase(l, job);
+	char nodes[32], progress[16] = "-", age[32], etabuf[32], metrics[METRICS_CELL_MAX + 1],
+	                restarts[24];
 	nodes_cell(l, job, nodes, sizeof(nodes));
 	snprintf(restarts, sizeof(restarts), "%lld", kft_cli_job_restarts(l, job));
 	if (json_is_integer(pct))
 		snprintf(progress, sizeof(progress), "%" JSON_INTEGER_FORMAT "%%",
 		         json_integer_value(pct));
-	if (json_is_integer(eta))
-		kft_cli_format_age(json_integer_value(eta), etabuf, sizeof(etabuf));
+	eta_cell(ts, phase, etabuf, sizeof(etabuf));
+	metrics_cell(ts, metrics, sizeof(metrics));
 	kft_cli_format_age(kft_cli_seconds_since(json_string_value(json_object_get(
 	                           json_object_get(job, "metadata"), "creationTimestamp"))),
 	                   age, sizeof(age));
@@ -160,28 +207,29 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	        kft_cli_job_ns(job),
 	        kft_cli_job_name(job),
 	        runtime ? runtime : "-",
-	        kft_cli_job_phase(l, job),
+	        phase,
 	        nodes,
 	        restarts,
 	        progress,
-	        age,
 	        etabuf,
+	        age,
+	        metrics,
 	        reason ? reason : "-",
 	        message ? message : "-",
 	};
 	size_t first = a->all_ns ? 0 : 1;
-	kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 11 : 8) - first, cells + first);
+	kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 12 : 9) - first, cells + first);
 }
 
 static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
 {
 	static const char *const header[] = {"NAMESPACE", "NAME",     "RUNTIME",  "STATUS",
-	                                     "NODES",     "RESTARTS", "PROGRESS", "AGE",
-	                                     "ETA",       "REASON",   "MESSAGE"};
+	                                     "NODES",     "RESTARTS", "PROGRESS", "ETA",
+	                                     "AGE",       "METRICS",  "REASON",   "MESSAGE"};
 	json_t *rows = json_array();
 	size_t first = a->all_ns ? 0 : 1;
 	if (!a->no_headers)
-		kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 11 : 8) - first,
+		kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 12 : 9) - first,
 		                  header + first);
 	size_t i;
 	const json_t *job;

@@ -493,7 +493,7 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 	kft_error err;
 	char *name = NULL, *ns = NULL;
 	json_t *resolved = json_array();
-	int rc = kft_framework_new(0, &fw, &err);
+	int rc = kft_framework_new(KFT_LOCAL_FEATURES, &fw, &err);
 	if (rc != 0) {
 		kft_cli_error("train: %s", err.message);
 		rc = KFT_EXIT_FAILED;

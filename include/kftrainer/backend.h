@@ -25,6 +25,18 @@ extern "C" {
 
 typedef struct kft_backend kft_backend;
 
+/* Where training code reports progress (the TrainJobStatus plugin's
+ * question): strings as the trainer's containers see them. */
+typedef struct kft_status_endpoint {
+	char base_url[256]; /* "https://host:port", the status path follows */
+	char ca_cert[1024]; /* KUBEFLOW_TRAINER_SERVER_CA_CERT */
+	char token[1024];   /* KUBEFLOW_TRAINER_SERVER_TOKEN */
+	/* 0: the files come from the projected volume the plugin mounts (a
+	 * service-account token, the CA ConfigMap it builds); 1: the backend
+	 * provides them itself, so there is no volume and no ConfigMap. */
+	int files_provided;
+} kft_status_endpoint;
+
 struct kft_backend {
 	const char *name; /* "kubernetes", "local", "render" ... */
 	void *self;       /* passed back to every function */
@@ -50,6 +62,14 @@ struct kft_backend {
 	/* The TrainJob's UID for owner references; NULL when there is none (an
 	 * offline render, whose owner references then say so). */
 	const char *(*trainjob_uid)(void *self, const json_t *trainjob);
+
+	/* The status endpoint of TrainJob ns/job. Kubernetes: upstream's
+	 * defaults, "https://kubeflow-trainer-controller-manager.kubeflow-system.svc:10443"
+	 * and the projected files under /var/run/secrets/kubeflow/trainer.
+	 * Local: the job's supervisor on a free loopback port, files in the job
+	 * directory. Returns 0, or -1 when it cannot say. */
+	int (*status_endpoint)(void *self, const char *ns, const char *job,
+	                       kft_status_endpoint *out);
 };
 
 #ifdef __cplusplus

@@ -29,4 +29,13 @@
 
 #define KFT_LABEL_FRAMEWORK "trainer.kubeflow.org/framework"
 
+/* The TrainJobStatus plugin's environment (pkg/constants) and the path of
+ * the status endpoint (pkg/statusserver StatusUrl), "%s" the namespace
+ * then the name. */
+#define KFT_ENV_STATUS_SERVER_URL "KUBEFLOW_TRAINER_SERVER_URL"
+#define KFT_ENV_STATUS_CA_CERT    "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+#define KFT_ENV_STATUS_TOKEN      "KUBEFLOW_TRAINER_SERVER_TOKEN"
+#define KFT_STATUS_PATH_FORMAT    "/apis/" KFT_API_VERSION "/namespaces/%s/trainjobs/%s/status"
+#define KFT_STATUS_MOUNT_PATH     "/var/run/secrets/kubeflow/trainer"
+
 #endif

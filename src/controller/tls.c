@@ -10,24 +10,15 @@
  * simplifications: the files are read once (controller-runtime watches them
  * for rotation), and the generated certificate signs itself instead of
  * coming with a throw-away CA. The generated key is RSA 2048 and the
- * signature SHA-256, valid a year, as client-go's helper makes them.
- *
- * mbedTLS 2.28 has no helper for subjectAltName or extendedKeyUsage, so both
- * extensions are written here as DER with its ASN.1 writer. The writer
- * fills a buffer from its end backwards, which is why the last element of a
- * sequence is written first.
+ * signature SHA-256, valid a year, as client-go's helper makes them
+ * (util/cert.c makes it; the local engine's per-job certificates come from
+ * there too).
  *
  * tls.minVersion is checked here too: mbedTLS 2.28 speaks TLS 1.0 to 1.2,
  * so a configuration that allows only TLS 1.3 cannot be served and is
  * refused before the server starts rather than failing every handshake.
  */
-#include <mbedtls/asn1write.h>
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
-#include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
-#include <mbedtls/platform_util.h>
-#include <mbedtls/rsa.h>
 #include <mbedtls/ssl_ciphersuites.h>
 #include <mbedtls/version.h>
 #include <mbedtls/x509_crt.h>
@@ -37,209 +28,22 @@
 #include <time.h>
 
 #include "kftrainer/controller.h"
+#include "util/cert.h"
 
 #define CERT_FILE_MAX (1 << 20)
 #define VALID_DAYS    365
-#define RSA_BITS      2048
-#define CERT_PEM_MAX  4096
-#define KEY_PEM_MAX   4096
-
-typedef struct rng {
-	mbedtls_entropy_context entropy;
-	mbedtls_ctr_drbg_context drbg;
-} rng;
-
-static int rng_open(rng *r)
-{
-	static const char personal[] = "kftrainer metrics certificate";
-	mbedtls_entropy_init(&r->entropy);
-	mbedtls_ctr_drbg_init(&r->drbg);
-	return mbedtls_ctr_drbg_seed(&r->drbg, mbedtls_entropy_func, &r->entropy,
-	                             (const unsigned char *)personal, sizeof(personal) - 1);
-}
-
-static void rng_close(rng *r)
-{
-	mbedtls_ctr_drbg_free(&r->drbg);
-	mbedtls_entropy_free(&r->entropy);
-}
-
-/* Puts a tag and length in front of the len bytes just written before *p
- * (DER is written backwards): the element's whole length, or a negative
- * mbedTLS error. */
-static int wrap(unsigned char **p, unsigned char *buf, size_t len, unsigned char tag)
-{
-	int r = mbedtls_asn1_write_len(p, buf, len);
-	if (r < 0)
-		return r;
-	len += (size_t)r;
-	if ((r = mbedtls_asn1_write_tag(p, buf, tag)) < 0)
-		return r;
-	return (int)(len + (size_t)r);
-}
-
-#define SEQUENCE (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
-
-/* GeneralNames { dNSName "localhost", iPAddress 127.0.0.1 } into the end of
- * buf; *der points at it. Returns its length or a negative mbedTLS error. */
-static int san_der(unsigned char *buf, size_t size, unsigned char **der)
-{
-	static const unsigned char ip[4] = {127, 0, 0, 1};
-	static const char dns[] = "localhost";
-	unsigned char *p = buf + size;
-	int ipl = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip));
-	if (ipl < 0 || (ipl = wrap(&p, buf, (size_t)ipl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
-		return ipl;
-	int dnl =
-	        mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns, sizeof(dns) - 1);
-	if (dnl < 0 || (dnl = wrap(&p, buf, (size_t)dnl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2)) < 0)
-		return dnl;
-	int all = wrap(&p, buf, (size_t)ipl + (size_t)dnl, SEQUENCE);
-	if (all >= 0)
-		*der = p;
-	return all;
-}
-
-/* ExtKeyUsageSyntax { id-kp-serverAuth }, as san_der. */
-static int eku_der(unsigned char *buf, size_t size, unsigned char **der)
-{
-	unsigned char *p = buf + size;
-	int r = mbedtls_asn1_write_oid(&p, buf, MBEDTLS_OID_SERVER_AUTH,
-	                               MBEDTLS_OID_SIZE(MBEDTLS_OID_SERVER_AUTH));
-	if (r >= 0)
-		r = wrap(&p, buf, (size_t)r, SEQUENCE);
-	if (r >= 0)
-		*der = p;
-	return r;
-}
-
-static int add_der_ext(mbedtls_x509write_cert *c, const char *oid, size_t oid_len, int critical,
-                       int (*build)(unsigned char *, size_t, unsigned char **))
-{
-	unsigned char buf[64], *der = NULL;
-	int len = build(buf, sizeof(buf), &der);
-	if (len < 0)
-		return len;
-	return mbedtls_x509write_crt_set_extension(c, oid, oid_len, critical, der, (size_t)len);
-}
-
-/* "YYYYMMDDhhmmss" in UTC, `offset` seconds from now. */
-static void stamp(char out[16], long long offset)
-{
-	time_t t = time(NULL) + (time_t)offset;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, 16, "%Y%m%d%H%M%S", &tm);
-}
-
-/* Serial number, names and validity. 0 or a negative mbedTLS error. */
-static int cert_identity(mbedtls_x509write_cert *c, rng *r, mbedtls_mpi *serial)
-{
-	unsigned char bytes[16];
-	char cn[64], from[16], until[16];
-	int rc = mbedtls_ctr_drbg_random(&r->drbg, bytes, sizeof(bytes));
-	if (rc)
-		return rc;
-	bytes[0] &= 0x7f; /* DER integers are signed: keep the serial positive */
-	bytes[0] |= 0x01; /* and 16 bytes long */
-	snprintf(cn, sizeof(cn), "CN=localhost@%lld", (long long)time(NULL));
-	stamp(from, -3600);
-	stamp(until, (long long)VALID_DAYS * 24 * 3600);
-	if ((rc = mbedtls_mpi_read_binary(serial, bytes, sizeof(bytes))) ||
-	    (rc = mbedtls_x509write_crt_set_serial(c, serial)) ||
-	    (rc = mbedtls_x509write_crt_set_subject_name(c, cn)) ||
-	    (rc = mbedtls_x509write_crt_set_issuer_name(c, cn)))
-		return rc;
-	return mbedtls_x509write_crt_set_validity(c, from, until);
-}
-
-/* The extensions of a server certificate for localhost. */
-static int cert_extensions(mbedtls_x509write_cert *c)
-{
-	int rc;
-	if ((rc = mbedtls_x509write_crt_set_basic_constraints(c, 0, -1)) ||
-	    (rc = mbedtls_x509write_crt_set_key_usage(
-	             c, MBEDTLS_X509_KU_DIGITAL_SIGNATURE | MBEDTLS_X509_KU_KEY_ENCIPHERMENT)) ||
-	    (rc = mbedtls_x509write_crt_set_subject_key_identifier(c)) ||
-	    (rc = add_der_ext(c, MBEDTLS_OID_EXTENDED_KEY_USAGE,
-	                      MBEDTLS_OID_SIZE(MBEDTLS_OID_EXTENDED_KEY_USAGE), 0, eku_der)))
-		return rc;
-	return add_der_ext(c, MBEDTLS_OID_SUBJECT_ALT_NAME,
-	                   MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san_der);
-}
-
-/* The self-signed certificate of `key` as PEM in out (CERT_PEM_MAX). */
-static int write_cert(mbedtls_pk_context *key, rng *r, unsigned char *out)
-{
-	mbedtls_x509write_cert c;
-	mbedtls_mpi serial;
-	mbedtls_x509write_crt_init(&c);
-	mbedtls_mpi_init(&serial);
-	mbedtls_x509write_crt_set_version(&c, MBEDTLS_X509_CRT_VERSION_3);
-	mbedtls_x509write_crt_set_md_alg(&c, MBEDTLS_MD_SHA256);
-	mbedtls_x509write_crt_set_subject_key(&c, key);
-	mbedtls_x509write_crt_set_issuer_key(&c, key);
-	int rc = cert_identity(&c, r, &serial);
-	if (!rc)
-		rc = cert_extensions(&c);
-	if (!rc)
-		rc = mbedtls_x509write_crt_pem(&c, out, CERT_PEM_MAX, mbedtls_ctr_drbg_random,
-		                               &r->drbg);
-	mbedtls_mpi_free(&serial);
-	mbedtls_x509write_crt_free(&c);
-	return rc;
-}
-
-/* A fresh RSA key and its certificate, both PEM, into the two buffers. */
-static int make_pair(rng *r, unsigned char *cert, unsigned char *key)
-{
-	mbedtls_pk_context pk;
-	mbedtls_pk_init(&pk);
-	int rc = mbedtls_pk_setup(&pk, mbedtls_pk_info_from_type(MBEDTLS_PK_RSA));
-	if (!rc)
-		rc = mbedtls_rsa_gen_key(mbedtls_pk_rsa(pk), mbedtls_ctr_drbg_random, &r->drbg,
-		                         RSA_BITS, 65537);
-	if (!rc)
-		rc = write_cert(&pk, r, cert);
-	if (!rc)
-		rc = mbedtls_pk_write_key_pem(&pk, key, KEY_PEM_MAX);
-	mbedtls_pk_free(&pk);
-	return rc;
-}
 
 int kft_cm_self_signed_cert(char **cert_pem, char **key_pem, kft_error *err)
 {
-	*cert_pem = *key_pem = NULL;
-	rng *r = malloc(sizeof(*r));
-	unsigned char *cert = calloc(1, CERT_PEM_MAX), *key = calloc(1, KEY_PEM_MAX);
-	int rc = 0, nomem = !r || !cert || !key;
-	if (!nomem) {
-		rc = rng_open(r);
-		if (!rc)
-			rc = make_pair(r, cert, key);
-		rng_close(r);
-	}
-	if (!nomem && !rc) {
-		*cert_pem = strdup((char *)cert);
-		*key_pem = strdup((char *)key);
-		nomem = !*cert_pem || !*key_pem;
-	}
-	if (key)
-		mbedtls_platform_zeroize(key, KEY_PEM_MAX);
-	free(r);
-	free(cert);
-	free(key);
-	if (!nomem && !rc)
-		return 0;
-	free(*cert_pem);
-	free(*key_pem);
-	*cert_pem = *key_pem = NULL;
-	if (nomem)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	return kft_error_set(err, KFT_EIO,
-	                     "failed to generate self-signed certificate for metrics server "
-	                     "(mbedTLS error -0x%04x)",
-	                     (unsigned)-rc);
+	char cn[64];
+	kft_cert c = {0};
+	snprintf(cn, sizeof(cn), "CN=localhost@%lld", (long long)time(NULL));
+	kft_cert_opts o = {.key_type = KFT_CERT_RSA2048, .subject = cn, .valid_days = VALID_DAYS};
+	int rc = kft_cert_make(&o, "failed to generate self-signed certificate for metrics server",
+	                       &c, err);
+	*cert_pem = c.cert_pem;
+	*key_pem = c.key_pem;
+	return rc;
 }
 
 /* Reads a whole file of at most CERT_FILE_MAX bytes. KFT_ENOTFOUND when it

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
 
 static int k8s_pod_address(void *self, const char *job, const char *rjob, int replica, int pod,
@@ -30,12 +31,26 @@ static const char *no_uid(void *self, const json_t *trainjob)
 	return NULL;
 }
 
+/* Upstream's Configuration defaults: the manager's Service in the operator
+ * namespace, status server port 10443, the projected volume's mount. */
+static int k8s_status_endpoint(void *self, const char *ns, const char *job,
+                               kft_status_endpoint *out)
+{
+	snprintf(out->base_url, sizeof(out->base_url), "https://%s.%s.svc:%d",
+	         "kubeflow-trainer-controller-manager", "kubeflow-system", 10443);
+	snprintf(out->ca_cert, sizeof(out->ca_cert), KFT_STATUS_MOUNT_PATH "/ca.crt");
+	snprintf(out->token, sizeof(out->token), KFT_STATUS_MOUNT_PATH "/token");
+	out->files_provided = 0;
+	return 0;
+}
+
 static const kft_backend default_backend = {
         .name = "render",
         .pod_address = k8s_pod_address,
         .service_port = k8s_service_port,
         .get_object = nothing_exists,
         .trainjob_uid = no_uid,
+        .status_endpoint = k8s_status_endpoint,
 };
 
 const kft_backend *kft_backend_default(void)

@@ -63,6 +63,8 @@ static kft_backend complete_backend(const kft_backend *b)
 		out.get_object = d->get_object;
 	if (!out.trainjob_uid)
 		out.trainjob_uid = d->trainjob_uid;
+	if (!out.status_endpoint)
+		out.status_endpoint = d->status_endpoint;
 	return out;
 }
 

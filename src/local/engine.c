@@ -46,6 +46,7 @@
 #include "local/local.h"
 #include "local/local_internal.h"
 #include "local/podspec.h"
+#include "local/statusserver.h"
 
 #define TICK_MS             100
 #define JOB_DIR_CHECK_TICKS 20
@@ -54,6 +55,7 @@
 #define DEFAULT_BACKOFF     6    /* batch/v1 Job's default backoffLimit */
 #define MAX_PODS            4096
 #define STATUS_FILE_MAX     (64 * 1024)
+#define STATUS_POLL_MAX     64 /* the status server's listener and connections */
 #define JOBSET_API          "jobset.x-k8s.io/v1alpha2"
 
 /* JobSet v0.12's words for a failure policy that ran out of restarts. */
@@ -98,7 +100,8 @@ typedef struct engine {
 	bool write_failing;
 	struct timespec status_mtime;
 	off_t status_size;
-	json_t *events; /* Events recorded since the last write (events.c) */
+	json_t *events;                  /* Events recorded since the last write (events.c) */
+	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
 } engine;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -401,6 +404,20 @@ static int load_exec(engine *e, kft_error *err)
 	return 0;
 }
 
+/* Serves upstream's status endpoint where the TrainJobStatus plugin told the
+ * trainer's pods it is (their environment in the JobSet). A job built
+ * without the plugin has none; one whose port was taken since it was built
+ * runs without it, its reports refused, rather than not at all. */
+static void open_status_server(engine *e)
+{
+	kft_error err = {0};
+	const char *url = NULL, *ca = NULL, *token = NULL;
+	kft_statusserver_find_env(e->jobset, &url, &ca, &token);
+	if (url && kft_statusserver_open(url, ca, token, e->ns, e->name, e->tj, &e->status_server,
+	                                 &err) != 0)
+		fprintf(stderr, "kftrainer supervise: %s\n", err.message);
+}
+
 static int load(engine *e, kft_error *err)
 {
 	int rc = kft_store_job_get(e->store, e->ns, e->name, &e->tj, err);
@@ -436,10 +453,14 @@ static int load(engine *e, kft_error *err)
 	if (!e->conditions || !e->children || !e->events)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	kft_local_backend_init(&e->backend, e->info.uid, e->children);
-	rc = kft_framework_new(0, &e->fw, err);
+	rc = kft_framework_new(KFT_LOCAL_FEATURES, &e->fw, err);
 	if (rc == 0)
 		rc = load_exec(e, err);
-	return rc ? rc : setup_model(e, err);
+	if (rc == 0)
+		rc = setup_model(e, err);
+	if (rc == 0)
+		open_status_server(e);
+	return rc;
 }
 
 /* ---- pods ------------------------------------------------------------------- */
@@ -1063,6 +1084,22 @@ static int write_all(engine *e, bool suspended, kft_error *err)
 
 /* ---- progress reports ---------------------------------------------------------- */
 
+/* A TrainerStatus reported by the file or the endpoint (consumed; NULL: none)
+ * replaces the job's, as the status server's apply does. */
+static void record_report(engine *e, json_t *ts)
+{
+	json_t *status = json_object_get(e->tj, "status");
+	if (ts && !status) {
+		json_object_set_new(e->tj, "status", json_object());
+		status = json_object_get(e->tj, "status");
+	}
+	if (ts && !json_equal(ts, json_object_get(status, "trainerStatus"))) {
+		json_object_set(status, "trainerStatus", ts);
+		e->dirty = true;
+	}
+	json_decref(ts);
+}
+
 static void read_report(engine *e)
 {
 	struct stat st;
@@ -1083,17 +1120,7 @@ static void read_report(engine *e)
 	if (n > 0) {
 		buf[n] = '\0';
 		kft_local_now(now);
-		json_t *ts = kft_local_parse_report(buf, now);
-		json_t *status = json_object_get(e->tj, "status");
-		if (ts && !status) {
-			json_object_set_new(e->tj, "status", json_object());
-			status = json_object_get(e->tj, "status");
-		}
-		if (ts && !json_equal(ts, json_object_get(status, "trainerStatus"))) {
-			json_object_set(status, "trainerStatus", ts);
-			e->dirty = true;
-		}
-		json_decref(ts);
+		record_report(e, kft_local_parse_report(buf, now));
 	}
 	free(buf);
 }
@@ -1229,15 +1256,18 @@ static void flush(engine *e)
 /* Runs until the job has ended and that is recorded, or a stop signal. */
 static int loop(engine *e, kft_error *err)
 {
-	struct pollfd pfd = {.fd = e->sfd, .events = POLLIN};
+	struct pollfd pfd[1 + STATUS_POLL_MAX];
 	judge(e);
 	e->dirty = true;
 	for (;;) {
 		flush(e);
 		if (e->finished && !e->dirty)
 			return 0;
-		if (poll(&pfd, 1, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
+		pfd[0] = (struct pollfd){.fd = e->sfd, .events = POLLIN};
+		size_t ns = kft_statusserver_pollfds(e->status_server, pfd + 1, STATUS_POLL_MAX);
+		if (poll(pfd, 1 + ns, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
 			return kft_error_set(err, KFT_EIO, "poll: %s", strerror(errno));
+		record_report(e, kft_statusserver_serve(e->status_server, pfd + 1, ns));
 		drain_signals(e);
 		if (e->stop_requested)
 			return on_stop(e, err);
@@ -1304,6 +1334,7 @@ static void engine_free(engine *e)
 	free(e->job_dir);
 	free(e->workdir);
 	free(e->status_path);
+	kft_statusserver_close(e->status_server);
 	free_vec(e->base_env);
 	free_vec(e->extra_env);
 	kft_store_close(e->store);

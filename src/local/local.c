@@ -489,13 +489,15 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	char *dir = kft_local_job_dir(l, ns, name);
 	*made_dir = dir != NULL;
 	rc = dir ? mkdir_p(dir, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
-	free(dir);
 	if (rc) {
+		free(dir);
 		free(uid);
 		return rc;
 	}
 	kft_local_backend_init(&b, uid, NULL);
+	b.job_dir = dir;
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	free(dir);
 	if (rc == 0)
 		rc = place_gpus(l, tj, objects, err);
 	if (rc == 0 && opts && opts->objects)

@@ -39,6 +39,12 @@
  * progress to (upstream v2.3.0 trainerStatus as JSON; see docs/local.md). */
 #define KFT_LOCAL_STATUS_FILE_ENV "KFTRAINER_STATUS_FILE"
 
+/* The feature gates the local backend runs with: TrainJobStatus is alpha
+ * and off by default upstream, but here its endpoint is the job's own
+ * supervisor on loopback, so nothing needs enabling on a cluster first.
+ * Every framework that builds or runs a local job is made with these. */
+#define KFT_LOCAL_FEATURES KFT_FEATURE_TRAINJOB_STATUS
+
 typedef struct kft_local kft_local;
 
 /* Opens the local backend on state_dir (NULL: kft_store_default_dir()).

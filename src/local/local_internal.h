@@ -128,6 +128,8 @@ typedef struct kft_local_backend_state {
 	kft_backend table;
 	const char *uid;
 	const json_t *children;
+	const char *job_dir; /* borrowed; where the status endpoint's files go (NULL: unknown) */
+	int status_port;     /* the status endpoint's port, chosen on first question */
 	struct {
 		char service[32];
 		int port;
@@ -136,6 +138,11 @@ typedef struct kft_local_backend_state {
 } kft_local_backend_state;
 
 void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const json_t *children);
+
+/* The status endpoint's files under a job directory (statusserver.c writes
+ * them, the local backend names them to the TrainJobStatus plugin). */
+#define KFT_LOCAL_STATUS_CA_FILE    "status-server/ca.crt"
+#define KFT_LOCAL_STATUS_TOKEN_FILE "status-server/token"
 
 /* ---- the engine (engine.c) ------------------------------------------------- */
 

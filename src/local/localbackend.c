@@ -6,7 +6,9 @@
  * rendezvous port cannot be the framework's default (two jobs, or two tests,
  * would collide on 29500), so each service gets a free loopback port the
  * first time it is asked for during one build and the same answer after
- * that, since several plugins may ask about one service.
+ * that, since several plugins may ask about one service. The TrainJob status
+ * endpoint is the job's supervisor (statusserver.c), likewise on a port
+ * picked at build time.
  */
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +72,29 @@ static const char *trainjob_uid(void *self, const json_t *trainjob)
 	return ((kft_local_backend_state *)self)->uid;
 }
 
+/* The job's supervisor serves the endpoint on a loopback port picked now
+ * (as rendezvous ports are) and writes the CA and token into the job
+ * directory itself: no projected volume. */
+static int status_endpoint(void *self, const char *ns, const char *job, kft_status_endpoint *out)
+{
+	kft_local_backend_state *b = self;
+	const char *dir = b->job_dir ? b->job_dir : ".";
+	(void)ns, (void)job;
+	if (b->status_port <= 0)
+		b->status_port = kft_local_free_port();
+	if (b->status_port <= 0)
+		return -1;
+	out->files_provided = 1;
+	int n1 = snprintf(out->base_url, sizeof(out->base_url), "https://" LOOPBACK ":%d",
+	                  b->status_port);
+	int n2 = snprintf(out->ca_cert, sizeof(out->ca_cert), "%s/" KFT_LOCAL_STATUS_CA_FILE, dir);
+	int n3 = snprintf(out->token, sizeof(out->token), "%s/" KFT_LOCAL_STATUS_TOKEN_FILE, dir);
+	return n1 < (int)sizeof(out->base_url) && n2 < (int)sizeof(out->ca_cert) &&
+	                       n3 < (int)sizeof(out->token)
+	               ? 0
+	               : -1;
+}
+
 void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const json_t *children)
 {
 	memset(b, 0, sizeof(*b));
@@ -80,5 +105,6 @@ void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const j
 	                         .pod_address = pod_address,
 	                         .service_port = service_port,
 	                         .get_object = get_object,
-	                         .trainjob_uid = trainjob_uid};
+	                         .trainjob_uid = trainjob_uid,
+	                         .status_endpoint = status_endpoint};
 }

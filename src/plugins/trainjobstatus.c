@@ -19,11 +19,14 @@
  * is on, and the gate is off by default (alpha) in v2.3.0.
  *
  * Where the server is differs between a cluster and this machine, so it is
- * a backend question; until backend.h asks it, the Kubernetes answer from
- * upstream's defaults is used (service kubeflow-trainer-controller-manager
- * in namespace kubeflow-system, status server port 10443, Secret
- * kubeflow-trainer-webhook-cert).
+ * a backend question (status_endpoint in backend.h). The Kubernetes answer
+ * is upstream's defaults (service kubeflow-trainer-controller-manager in
+ * namespace kubeflow-system, status server port 10443, Secret
+ * kubeflow-trainer-webhook-cert). A backend that provides the CA and token
+ * files itself (the local engine: its supervisor serves the endpoint on
+ * loopback) gets the three variables only: no volume, no ConfigMap.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +34,11 @@
 #include "kftrainer/constants.h"
 #include "plugins/builtin.h"
 
-#define ENV_STATUS_URL "KUBEFLOW_TRAINER_SERVER_URL"
-#define ENV_CA_CERT    "KUBEFLOW_TRAINER_SERVER_CA_CERT"
-#define ENV_TOKEN      "KUBEFLOW_TRAINER_SERVER_TOKEN"
+#define ENV_STATUS_URL KFT_ENV_STATUS_SERVER_URL
+#define ENV_CA_CERT    KFT_ENV_STATUS_CA_CERT
+#define ENV_TOKEN      KFT_ENV_STATUS_TOKEN
 
-#define MOUNT_PATH           "/var/run/secrets/kubeflow/trainer"
+#define MOUNT_PATH           KFT_STATUS_MOUNT_PATH
 #define CA_CERT_FILE         "ca.crt"
 #define TOKEN_FILE           "token"
 #define TOKEN_VOLUME         "kubeflow-trainer-token"
@@ -43,10 +46,8 @@
 #define CA_CERT_KEY          "ca.crt"
 #define TLS_CONFIG_SUFFIX    "-tls-config"
 
-/* Upstream's Configuration defaults and operator namespace. */
-#define DEFAULT_SERVICE        "kubeflow-trainer-controller-manager"
+/* Upstream's operator namespace and webhook certificate Secret. */
 #define DEFAULT_NAMESPACE      "kubeflow-system"
-#define DEFAULT_STATUS_PORT    10443
 #define DEFAULT_WEBHOOK_SECRET "kubeflow-trainer-webhook-cert"
 
 /* A Secret holds at most 1 MiB; anything larger is not a CA bundle. */
@@ -54,25 +55,26 @@
 
 /* ---- what the trainer pods get ------------------------------------------------ */
 
-static char *status_url(const kft_trainjob *job)
+/* The backend's answer; a table without the question (one a caller built by
+ * hand) gets the Kubernetes one, as the pipeline would give it. */
+static int endpoint_of(const kft_plugin_ctx *ctx, const kft_trainjob *job, kft_status_endpoint *ep)
 {
-	char *url = NULL;
-	int n = asprintf(
-	        &url,
-	        "https://%s.%s.svc:%d/apis/" KFT_API_VERSION "/namespaces/%s/trainjobs/%s/status",
-	        DEFAULT_SERVICE, DEFAULT_NAMESPACE, DEFAULT_STATUS_PORT, job->ns, job->name);
-	return n < 0 ? NULL : url;
+	const kft_backend *b =
+	        ctx && ctx->backend && ctx->backend->status_endpoint ? ctx->backend : NULL;
+	if (!b)
+		return kft_backend_default()->status_endpoint(NULL, job->ns, job->name, ep);
+	return b->status_endpoint(b->self, job->ns, job->name, ep);
 }
 
 /* The three variables, in upstream's order. */
-static json_t *env_vars(const kft_trainjob *job)
+static json_t *env_vars(const kft_trainjob *job, const kft_status_endpoint *ep)
 {
-	char *url = status_url(job);
-	json_t *env = url ? json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "name",
-	                              ENV_STATUS_URL, "value", url, "name", ENV_CA_CERT, "value",
-	                              MOUNT_PATH "/" CA_CERT_FILE, "name", ENV_TOKEN, "value",
-	                              MOUNT_PATH "/" TOKEN_FILE)
-	                  : NULL;
+	char *url = NULL;
+	if (asprintf(&url, "%s" KFT_STATUS_PATH_FORMAT, ep->base_url, job->ns, job->name) < 0)
+		return NULL;
+	json_t *env = json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "name", ENV_STATUS_URL,
+	                        "value", url, "name", ENV_CA_CERT, "value", ep->ca_cert, "name",
+	                        ENV_TOKEN, "value", ep->token);
 	free(url);
 	return env;
 }
@@ -112,10 +114,10 @@ static int inject(kft_pod_set *ps, const json_t *env, const json_t *mount, const
 			if (kft_upsert_env_object(c->env, e) != 0)
 				return KFT_ENOMEM;
 		}
-		if (kft_upsert_by_key(c->volume_mounts, "mountPath", mount) != 0)
+		if (mount && kft_upsert_by_key(c->volume_mounts, "mountPath", mount) != 0)
 			return KFT_ENOMEM;
 	}
-	return kft_upsert_by_key(ps->volumes, "name", vol);
+	return vol ? kft_upsert_by_key(ps->volumes, "name", vol) : 0;
 }
 
 static int enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info *info,
@@ -126,8 +128,13 @@ static int enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info *info,
 	kft_pod_set *ps = kft_runtime_info_find_ancestor(info, KFT_ANCESTOR_TRAINER);
 	if (!ps)
 		return 0;
-	json_t *env = env_vars(job), *mount = volume_mount(), *vol = token_volume(job);
-	int rc = (env && mount && vol) ? inject(ps, env, mount, vol) : KFT_ENOMEM;
+	kft_status_endpoint ep = {0};
+	if (endpoint_of(ctx, job, &ep) != 0)
+		return kft_error_set(err, KFT_EINVAL, "cannot find the TrainJob status server");
+	bool volume = !ep.files_provided;
+	json_t *env = env_vars(job, &ep);
+	json_t *mount = volume ? volume_mount() : NULL, *vol = volume ? token_volume(job) : NULL;
+	int rc = (env && (!volume || (mount && vol))) ? inject(ps, env, mount, vol) : KFT_ENOMEM;
 	json_decref(env);
 	json_decref(mount);
 	json_decref(vol);
@@ -249,8 +256,11 @@ static int component_builder(const kft_plugin_ctx *ctx, const kft_runtime_info *
                              const kft_trainjob *job, json_t *objects, kft_error *err)
 {
 	json_t *pem = NULL;
+	kft_status_endpoint ep = {0};
 	if (!info || !job)
 		return 0;
+	if (endpoint_of(ctx, job, &ep) == 0 && ep.files_provided)
+		return 0; /* no projected volume reads a ConfigMap */
 	json_t *secret = ctx->backend->get_object(ctx->backend->self, "v1", "Secret",
 	                                          DEFAULT_NAMESPACE, DEFAULT_WEBHOOK_SECRET);
 	if (!secret)

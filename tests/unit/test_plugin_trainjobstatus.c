@@ -267,6 +267,44 @@ static void test_build_base64(void **state)
 }
 
 /* ours: the table. Upstream's plugin has no other extension points. */
+/* Ours: a backend that provides the CA and token files itself (the local
+ * engine's supervisor serves the endpoint) gets the three variables with its
+ * answer, and neither the projected volume nor the CA ConfigMap. */
+static int local_endpoint(void *self, const char *ns, const char *job, kft_status_endpoint *out)
+{
+	(void)self;
+	snprintf(out->base_url, sizeof(out->base_url), "https://127.0.0.1:4321");
+	snprintf(out->ca_cert, sizeof(out->ca_cert), "/state/jobs/%s/%s/status-server/ca.crt", ns,
+	         job);
+	snprintf(out->token, sizeof(out->token), "/state/jobs/%s/%s/status-server/token", ns, job);
+	out->files_provided = 1;
+	return 0;
+}
+
+static void test_backend_provides_files(void **state)
+{
+	(void)state;
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f, TEST_JOB, NULL);
+	f.backend.status_endpoint = local_endpoint;
+	kft_pod_set *ps = add_trainer(f.info, "trainer", "trainer", 2, "node", NULL);
+	enforce(&f, f.info);
+	expect_json(
+	        ps->containers[0].env,
+	        "[{\"name\": \"KUBEFLOW_TRAINER_SERVER_URL\", \"value\": "
+	        "\"https://127.0.0.1:4321/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/"
+	        "trainjobs/test-job/status\"}, {\"name\": \"KUBEFLOW_TRAINER_SERVER_CA_CERT\", "
+	        "\"value\": \"/state/jobs/default/test-job/status-server/ca.crt\"}, {\"name\": "
+	        "\"KUBEFLOW_TRAINER_SERVER_TOKEN\", \"value\": "
+	        "\"/state/jobs/default/test-job/status-server/token\"}]");
+	expect_json(ps->containers[0].volume_mounts, "[]");
+	assert_int_equal(json_array_size(ps->volumes), 0);
+	assert_int_equal(build(&f, f.info, &err), 0); /* no webhook Secret needed */
+	assert_int_equal(json_array_size(f.objects), 0);
+	fixture_free(&f);
+}
+
 static void test_table(void **state)
 {
 	assert_string_equal(kft_plugin_trainjobstatus.name, "TrainJobStatus");
@@ -289,6 +327,7 @@ int main(void)
 	        cmocka_unit_test(test_build_no_secret),
 	        cmocka_unit_test(test_build_no_ca_cert),
 	        cmocka_unit_test(test_build_base64),
+	        cmocka_unit_test(test_backend_provides_files),
 	        cmocka_unit_test(test_table),
 	};
 	return cmocka_run_group_tests_name("plugin_trainjobstatus", tests, NULL, NULL);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Progress a training process reports through $KFTRAINER_STATUS_FILE shows in `get` (PROGRESS,
-# and ETA with -o wide) and in -o json as upstream's status.trainerStatus.
+# ETA counting down from the report, METRICS with -o wide) and in -o json as upstream's
+# status.trainerStatus.
 # Pins: upstream v2.3.0 TrainerStatus (progressPercentage, estimatedRemainingSeconds, metrics,
 # lastUpdatedTime) and UpdateTrainJobStatusRequest's {"trainerStatus": ...} body.
 . "$KFT_LOCAL_DIR/lib.sh"
@@ -17,9 +18,18 @@ if wait_for 30 sh -c "[ \"\$(\"$KFTRAINER\" get prog --no-headers | awk '{print 
 else
 	fail "get shows PROGRESS 42%" "got $(progress)"
 fi
+run_capture kft get prog
+eta=$(awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "ETA") c = i} NR == 2 {print $c}' <<<"$KFT_OUT")
+# 185 s at the report, counting down since: at most 3m5s, never a wall-clock assertion below
+secs=$(sed -E 's/^(([0-9]+)m)?(([0-9]+)s)?$/\2 \4/' <<<"$eta" | awk '{print $1 * 60 + $2}')
+if [[ $eta =~ ^([0-9]+m)?([0-9]+s)?$ && -n $eta ]] && [ "$secs" -le 185 ]; then
+	pass "ETA counts down from 185 s ($eta)"
+else
+	fail "ETA counts down from 185 s" "got '$eta'" "$KFT_OUT"
+fi
 run_capture kft get prog -o wide
-expect_eq "-o wide: ETA as an age (185 s = 3m5s)" "ETA 3m5s" \
-	"$(awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "ETA") c = i} NR == 2 {print "ETA", $c}' <<<"$KFT_OUT")"
+expect_eq "-o wide: METRICS" "METRICS loss=0.25" \
+	"$(awk 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "METRICS") c = i} NR == 2 {print "METRICS", $c}' <<<"$KFT_OUT")"
 expect_eq "-o json carries trainerStatus" '42 185 loss=0.25 true' \
 	"$(job_json prog | jq -r '.status.trainerStatus | "\(.progressPercentage) \(.estimatedRemainingSeconds) \(.metrics[0].name)=\(.metrics[0].value) \(.lastUpdatedTime != null)"')"
 touch "$gate"

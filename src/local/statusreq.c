@@ -1,0 +1,451 @@
+/*
+ * statusreq.c - one request to the local status endpoint, decoded and judged
+ * as upstream v2.3.0's status server (pkg/statusserver) and the API server
+ * behind it would. See statusserver.h.
+ *
+ * Everything here is untrusted input from a job's process: the head is
+ * bounded before it is parsed, the body by upstream's 64 KiB limit, and the
+ * request is decoded with Go's encoding/json rules for
+ * UpdateTrainJobStatusRequest (keys matched case-insensitively, unknown keys
+ * and anything after the first JSON value ignored, integers that must fit
+ * int32, null meaning "not set"), then validated as the API server validates
+ * the applied status against the CRD, so what is recorded would be accepted
+ * on a cluster too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "kftrainer/conditions.h"
+#include "kftrainer/controller.h"
+#include "kftrainer/schema.h"
+#include "local/statusserver.h"
+
+#define STATUS_PATH_PREFIX "/apis/trainer.kubeflow.org/v1alpha1/namespaces/"
+#define INT32_MAXV         2147483647LL
+#define INT32_MINV         (-2147483647LL - 1)
+
+/* ---- answers ----------------------------------------------------------------- */
+
+/* A metav1.Status failure as upstream's badRequest() encodes it. */
+static int status_failure(kft_statusreq_answer *a, int code, const char *message,
+                          const char *reason)
+{
+	json_t *st = json_pack("{s:{}, s:s, s:s, s:s, s:i}", "metadata", "status", "Failure",
+	                       "message", message, "reason", reason, "code", code);
+	char *text = st ? json_dumps(st, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(st);
+	a->code = code;
+	a->content_type = "application/json";
+	free(a->body);
+	a->body = NULL;
+	if (text && asprintf(&a->body, "%s\n", text) < 0)
+		a->body = NULL;
+	free(text);
+	return a->body ? 0 : KFT_ENOMEM;
+}
+
+/* What Go's server writes itself for a request it cannot route. */
+static int plain_error(kft_statusreq_answer *a, int code, const char *text)
+{
+	a->code = code;
+	a->content_type = "text/plain; charset=utf-8";
+	free(a->body);
+	a->body = strdup(text);
+	return a->body ? 0 : KFT_ENOMEM;
+}
+
+void kft_statusreq_answer_free(kft_statusreq_answer *a)
+{
+	free(a->body);
+	json_decref(a->report);
+	a->body = NULL;
+	a->report = NULL;
+}
+
+static const char *reason_phrase(int code)
+{
+	switch (code) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 411: return "Length Required";
+	case 413: return "Request Entity Too Large";
+	case 422: return "Unprocessable Entity";
+	case 431: return "Request Header Fields Too Large";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Internal Server Error";
+	}
+}
+
+char *kft_statusreq_response(const kft_statusreq_answer *a, size_t *len)
+{
+	char *out = NULL;
+	const char *body = a->body ? a->body : "";
+	int n = asprintf(&out,
+	                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+	                 "Connection: close\r\n\r\n%s",
+	                 a->code, reason_phrase(a->code), a->content_type, strlen(body), body);
+	if (n < 0)
+		return NULL;
+	*len = (size_t)n;
+	return out;
+}
+
+/* ---- the head ------------------------------------------------------------------ */
+
+/* The value of header `name` in the fields after the request line, copied
+ * into buf (trimmed); 1 found, 0 absent, -1 too long or given twice. */
+static int header(const char *fields, const char *name, char *buf, size_t size)
+{
+	size_t nl = strlen(name);
+	int found = 0;
+	for (const char *p = fields; *p && *p != '\r' && *p != '\n';) {
+		const char *eol = strchr(p, '\n');
+		size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+		if (ll > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+			const char *v = p + nl + 1, *end = p + ll;
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			while (end > v && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+				end--;
+			if (found || (size_t)(end - v) >= size)
+				return -1;
+			memcpy(buf, v, (size_t)(end - v));
+			buf[end - v] = '\0';
+			found = 1;
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+	}
+	return found;
+}
+
+static int parse_length(const char *s, size_t *out)
+{
+	size_t v = 0;
+	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18)
+		return -1;
+	for (; *s; s++)
+		v = v * 10 + (size_t)(*s - '0');
+	*out = v;
+	return 0;
+}
+
+/* The end of the head (after its blank line) within buf, or 0. */
+static size_t head_end(const char *buf, size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (buf[i] != '\n')
+			continue;
+		if (buf[i + 1] == '\n')
+			return i + 2;
+		if (buf[i + 1] == '\r' && i + 2 < len && buf[i + 2] == '\n')
+			return i + 3;
+	}
+	return 0;
+}
+
+static int head_fields(const char *head, kft_statusreq_head *h, kft_statusreq_answer *a)
+{
+	char te[64], cl[64];
+	const char *fields = strchr(head, '\n');
+	fields = fields ? fields + 1 : "";
+	int has_te = header(fields, "Transfer-Encoding", te, sizeof(te));
+	int has_cl = header(fields, "Content-Length", cl, sizeof(cl));
+	if (header(fields, "Authorization", h->auth, sizeof(h->auth)) < 0)
+		h->auth[0] = '\0'; /* too long for any token of ours: judged as none */
+	if (has_te != 0)
+		return plain_error(a, 411, "411 Length Required") ? KFT_ENOMEM : 411;
+	if (has_cl < 0 || (has_cl && parse_length(cl, &h->content_length) != 0))
+		return plain_error(a, 400, "400 Bad Request: invalid Content-Length") ? KFT_ENOMEM
+		                                                                      : 400;
+	if (h->content_length > KFT_STATUSREQ_BODY_MAX)
+		return status_failure(a, 413, "Payload too large", "RequestEntityTooLarge")
+		               ? KFT_ENOMEM
+		               : 413;
+	return 0;
+}
+
+int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
+                             kft_statusreq_answer *a)
+{
+	memset(h, 0, sizeof(*h));
+	size_t end = head_end(buf, len < KFT_STATUSREQ_HEAD_MAX ? len : KFT_STATUSREQ_HEAD_MAX);
+	if (end == 0 && len < KFT_STATUSREQ_HEAD_MAX)
+		return 0;
+	if (end == 0)
+		return plain_error(a, 431, "431 Request Header Fields Too Large") ? KFT_ENOMEM
+		                                                                  : 431;
+	if (memchr(buf, '\0', end))
+		return plain_error(a, 400, "400 Bad Request") ? KFT_ENOMEM : 400;
+	char *head = strndup(buf, end);
+	if (!head)
+		return KFT_ENOMEM;
+	int rc = kft_cm_http_parse(head, h->method, h->path);
+	if (rc == 505)
+		rc = plain_error(a, 505, "505 HTTP Version Not Supported") ? KFT_ENOMEM : 505;
+	else if (rc)
+		rc = plain_error(a, 400, "400 Bad Request") ? KFT_ENOMEM : 400;
+	else
+		rc = head_fields(head, h, a);
+	free(head);
+	h->head_len = end;
+	return rc ? rc : 1;
+}
+
+/* ---- routing and authorization ----------------------------------------------------- */
+
+/* Splits ".../namespaces/{ns}/trainjobs/{name}/status" as Go's ServeMux
+ * matches the pattern: each wildcard one whole non-empty segment. */
+static bool status_path(const char *path, char *ns, char *name, size_t size)
+{
+	size_t pl = strlen(STATUS_PATH_PREFIX);
+	if (strncmp(path, STATUS_PATH_PREFIX, pl) != 0)
+		return false;
+	const char *p = path + pl, *slash = strchr(p, '/');
+	if (!slash || slash == p || (size_t)(slash - p) >= size ||
+	    strncmp(slash, "/trainjobs/", 11) != 0)
+		return false;
+	memcpy(ns, p, (size_t)(slash - p));
+	ns[slash - p] = '\0';
+	const char *n = slash + 11, *s2 = strchr(n, '/');
+	if (!s2 || s2 == n || (size_t)(s2 - n) >= size || strcmp(s2, "/status") != 0)
+		return false;
+	memcpy(name, n, (size_t)(s2 - n));
+	name[s2 - n] = '\0';
+	return true;
+}
+
+/* Compares the whole of the expected token whatever the given one holds, so
+ * the time taken says nothing about how much of a guess was right. */
+static bool token_equal(const char *given, const char *want)
+{
+	size_t gl = strlen(given), wl = strlen(want);
+	unsigned char diff = (unsigned char)(gl != wl);
+	for (size_t i = 0; i < wl; i++)
+		diff |= (unsigned char)(want[i] ^ (i < gl ? given[i] : 0));
+	return diff == 0;
+}
+
+/* upstream's extractRawToken: exactly two fields, the first "Bearer" in
+ * any case. */
+static bool bearer_token(const char *auth, char *out, size_t size)
+{
+	const char *p = auth + strspn(auth, " \t");
+	size_t l1 = strcspn(p, " \t");
+	const char *q = p + l1 + strspn(p + l1, " \t");
+	size_t l2 = strcspn(q, " \t");
+	if (l1 != 6 || strncasecmp(p, "Bearer", 6) != 0 || l2 == 0 || l2 >= size ||
+	    q[l2 + strspn(q + l2, " \t")] != '\0')
+		return false;
+	memcpy(out, q, l2);
+	out[l2] = '\0';
+	return true;
+}
+
+static bool authorized(const kft_statusreq_target *t, const char *auth, const char *ns,
+                       const char *name)
+{
+	char token[1024];
+	if (!bearer_token(auth, token, sizeof(token)))
+		return false;
+	/* the token is for this job's audience only, as a projected token is */
+	bool ok = token_equal(token, t->token);
+	return ok && strcmp(ns, t->ns) == 0 && strcmp(name, t->name) == 0;
+}
+
+/* ---- decoding: Go's encoding/json into UpdateTrainJobStatusRequest ---------------- */
+
+/* The value of the last key of obj equal to name ignoring case (Go matches
+ * struct fields so, and a later duplicate overwrites an earlier one). */
+static json_t *field(const json_t *obj, const char *name)
+{
+	const char *k;
+	json_t *v, *found = NULL;
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		if (strcasecmp(k, name) == 0)
+			found = v;
+	}
+	return found;
+}
+
+static bool decode_int32(const json_t *v, json_t *out, const char *key)
+{
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) > INT32_MAXV ||
+	    json_integer_value(v) < INT32_MINV)
+		return false;
+	return json_object_set_new(out, key, json_integer(json_integer_value(v))) == 0;
+}
+
+/* A string field of a Metric: absent or null is "" (omitted when encoded). */
+static bool decode_text(const json_t *v, json_t *out, const char *key)
+{
+	if (!v || json_is_null(v))
+		return true;
+	return json_is_string(v) && json_object_set(out, key, (json_t *)v) == 0;
+}
+
+static bool decode_metrics(const json_t *v, json_t *out)
+{
+	size_t i;
+	const json_t *m;
+	if (!v || json_is_null(v))
+		return true;
+	json_t *arr = json_is_array(v) ? json_array() : NULL;
+	if (!arr || json_object_set_new(out, "metrics", arr) != 0)
+		return false;
+	json_array_foreach(v, i, m)
+	{
+		json_t *dm = json_object();
+		if (!dm || json_array_append_new(arr, dm) != 0 ||
+		    (!json_is_object(m) && !json_is_null(m)))
+			return false;
+		if (json_is_object(m) && (!decode_text(field(m, "name"), dm, "name") ||
+		                          !decode_text(field(m, "value"), dm, "value")))
+			return false;
+	}
+	return true;
+}
+
+/* metav1.Time: RFC 3339 in, UTC whole seconds out. */
+static bool decode_time(const json_t *v, json_t *out)
+{
+	int64_t ms;
+	char buf[32];
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_string(v) || kft_rfc3339_parse_ms(json_string_value(v), &ms, NULL) != 0)
+		return false;
+	time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+	struct tm tm;
+	if (!gmtime_r(&secs, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0 ||
+	    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		return false;
+	return json_object_set_new(out, "lastUpdatedTime", json_string(buf)) == 0;
+}
+
+/* The TrainerStatus of a request in Go's field order, or NULL when the body
+ * does not decode. *present is false for a request without one. */
+static json_t *decode(const char *body, size_t len, bool *present)
+{
+	*present = false;
+	json_t *doc = json_loadb(body, len, JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, NULL);
+	json_t *out = NULL;
+	if (!doc || (!json_is_object(doc) && !json_is_null(doc)))
+		goto done;
+	const json_t *ts = json_is_object(doc) ? field(doc, "trainerStatus") : NULL;
+	if (!ts || json_is_null(ts)) {
+		out = json_object();
+		goto done;
+	}
+	if (!json_is_object(ts) || !(out = json_object()))
+		goto done;
+	*present = true;
+	if (!decode_int32(field(ts, "progressPercentage"), out, "progressPercentage") ||
+	    !decode_int32(field(ts, "estimatedRemainingSeconds"), out,
+	                  "estimatedRemainingSeconds") ||
+	    !decode_metrics(field(ts, "metrics"), out) ||
+	    !decode_time(field(ts, "lastUpdatedTime"), out)) {
+		json_decref(out);
+		out = NULL;
+	}
+done:
+	json_decref(doc);
+	return out;
+}
+
+/* ---- validation: the API server's verdict on the applied status ------------------- */
+
+/* "TrainJob.trainer.kubeflow.org "NAME" is invalid: ..." as apimachinery's
+ * NewInvalid words it, or NULL when the CRD accepts the status. */
+static char *invalid_message(const kft_statusreq_target *t, const json_t *ts)
+{
+	kft_error err;
+	const kft_schema *schema = kft_schema_builtin(&err);
+	const kft_kind_info *kind =
+	        schema ? kft_schema_find_kind(schema, "trainer.kubeflow.org/v1alpha1", "TrainJob")
+	               : NULL;
+	if (!kind || !t->trainjob)
+		return NULL;
+	json_t *job = json_deep_copy(t->trainjob);
+	json_t *status = json_object_get(job, "status");
+	if (!status) {
+		json_object_set_new(job, "status", json_object());
+		status = json_object_get(job, "status");
+	}
+	json_object_set(status, "trainerStatus", (json_t *)ts);
+	kft_field_errors errs;
+	kft_field_errors_init(&errs);
+	kft_schema_validate(schema, kind, job, NULL, &errs);
+	if (!kft_field_errors_blocking(&errs))
+		kft_schema_validate_rules(schema, kind, job, NULL, &errs);
+	json_decref(job);
+	char *msg = NULL, *list = strdup("");
+	size_t shown = 0;
+	for (size_t i = 0; list && i < errs.count; i++) {
+		char *one = kft_field_error_format(&errs.items[i]), *grown = NULL;
+		if (one && strncmp(errs.items[i].field, "status.trainerStatus", 20) == 0 &&
+		    asprintf(&grown, "%s%s%s", list, shown ? ", " : "", one) >= 0) {
+			free(list);
+			list = grown;
+			shown++;
+		}
+		free(one);
+	}
+	if (list && shown &&
+	    asprintf(&msg, "TrainJob.trainer.kubeflow.org \"%s\" is invalid: %s%s%s", t->name,
+	             shown > 1 ? "[" : "", list, shown > 1 ? "]" : "") < 0)
+		msg = NULL;
+	free(list);
+	kft_field_errors_free(&errs);
+	return msg;
+}
+
+/* The 200 body: the decoded request encoded again, as upstream echoes it. */
+static int echo(kft_statusreq_answer *a, const json_t *ts, bool present)
+{
+	json_t *req = present ? json_pack("{s:O}", "trainerStatus", ts) : json_object();
+	if (present && req && !json_object_get(ts, "lastUpdatedTime"))
+		json_object_set_new(json_object_get(req, "trainerStatus"), "lastUpdatedTime",
+		                    json_null());
+	char *text = req ? json_dumps(req, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(req);
+	a->code = 200;
+	a->content_type = "application/json";
+	a->body = NULL;
+	if (text && asprintf(&a->body, "%s\n", text) < 0)
+		a->body = NULL;
+	free(text);
+	return a->body ? 0 : KFT_ENOMEM;
+}
+
+int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_head *h,
+                        const char *body, size_t len, kft_statusreq_answer *a)
+{
+	char ns[256], name[256];
+	bool present = false;
+	memset(a, 0, sizeof(*a));
+	if (strcmp(h->method, "POST") != 0 || !status_path(h->path, ns, name, sizeof(ns)))
+		return status_failure(a, 404, "Not found", "NotFound");
+	if (!authorized(t, h->auth, ns, name))
+		return status_failure(a, 403, "Forbidden", "Forbidden");
+	json_t *ts =
+	        decode(body, len > KFT_STATUSREQ_BODY_MAX ? KFT_STATUSREQ_BODY_MAX : len, &present);
+	if (!ts)
+		return status_failure(a, 422, "Invalid payload", "Invalid");
+	char *invalid = present ? invalid_message(t, ts) : NULL;
+	int rc = invalid ? status_failure(a, 422, invalid, "Invalid") : echo(a, ts, present);
+	if (rc == 0 && !invalid && present)
+		a->report = json_incref(ts);
+	free(invalid);
+	json_decref(ts);
+	return rc;
+}

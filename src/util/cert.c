@@ -1,0 +1,250 @@
+/*
+ * cert.c - key and certificate generation with mbedTLS. See cert.h.
+ *
+ * mbedTLS 2.28 has no helper for subjectAltName or extendedKeyUsage, so both
+ * extensions are written here as DER with its ASN.1 writer. The writer
+ * fills a buffer from its end backwards, which is why the last element of a
+ * sequence is written first.
+ */
+#include "util/cert.h"
+
+#include <mbedtls/asn1write.h>
+#include <mbedtls/ecp.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/pk.h>
+#include <mbedtls/platform_util.h>
+#include <mbedtls/rsa.h>
+#include <mbedtls/x509_crt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/random.h"
+
+#define RSA_BITS     2048
+#define CERT_PEM_MAX 4096
+#define KEY_PEM_MAX  4096
+
+/* Puts a tag and length in front of the len bytes just written before *p
+ * (DER is written backwards): the element's whole length, or a negative
+ * mbedTLS error. */
+static int wrap(unsigned char **p, unsigned char *buf, size_t len, unsigned char tag)
+{
+	int r = mbedtls_asn1_write_len(p, buf, len);
+	if (r < 0)
+		return r;
+	len += (size_t)r;
+	if ((r = mbedtls_asn1_write_tag(p, buf, tag)) < 0)
+		return r;
+	return (int)(len + (size_t)r);
+}
+
+#define SEQUENCE (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
+
+/* GeneralNames { dNSName "localhost", iPAddress 127.0.0.1 } into the end of
+ * buf; *der points at it. Returns its length or a negative mbedTLS error. */
+static int san_der(unsigned char *buf, size_t size, unsigned char **der)
+{
+	static const unsigned char ip[4] = {127, 0, 0, 1};
+	static const char dns[] = "localhost";
+	unsigned char *p = buf + size;
+	int ipl = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip));
+	if (ipl < 0 || (ipl = wrap(&p, buf, (size_t)ipl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
+		return ipl;
+	int dnl =
+	        mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns, sizeof(dns) - 1);
+	if (dnl < 0 || (dnl = wrap(&p, buf, (size_t)dnl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2)) < 0)
+		return dnl;
+	int all = wrap(&p, buf, (size_t)ipl + (size_t)dnl, SEQUENCE);
+	if (all >= 0)
+		*der = p;
+	return all;
+}
+
+/* ExtKeyUsageSyntax { id-kp-serverAuth }, as san_der. */
+static int eku_der(unsigned char *buf, size_t size, unsigned char **der)
+{
+	unsigned char *p = buf + size;
+	int r = mbedtls_asn1_write_oid(&p, buf, MBEDTLS_OID_SERVER_AUTH,
+	                               MBEDTLS_OID_SIZE(MBEDTLS_OID_SERVER_AUTH));
+	if (r >= 0)
+		r = wrap(&p, buf, (size_t)r, SEQUENCE);
+	if (r >= 0)
+		*der = p;
+	return r;
+}
+
+static int add_der_ext(mbedtls_x509write_cert *c, const char *oid, size_t oid_len, int critical,
+                       int (*build)(unsigned char *, size_t, unsigned char **))
+{
+	unsigned char buf[64], *der = NULL;
+	int len = build(buf, sizeof(buf), &der);
+	if (len < 0)
+		return len;
+	return mbedtls_x509write_crt_set_extension(c, oid, oid_len, critical, der, (size_t)len);
+}
+
+/* "YYYYMMDDhhmmss" in UTC, `offset` seconds from now. */
+static void stamp(char out[16], long long offset)
+{
+	time_t t = time(NULL) + (time_t)offset;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "%Y%m%d%H%M%S", &tm);
+}
+
+/* Serial number, names and validity. 0 or a negative mbedTLS error. */
+static int cert_identity(mbedtls_x509write_cert *c, const kft_cert_opts *o, const char *issuer,
+                         mbedtls_mpi *serial)
+{
+	unsigned char bytes[16];
+	char from[16], until[16];
+	int rc = kft_random_bytes(NULL, bytes, sizeof(bytes));
+	if (rc)
+		return MBEDTLS_ERR_X509_ALLOC_FAILED; /* nothing better to say: no randomness */
+	bytes[0] &= 0x7f; /* DER integers are signed: keep the serial positive */
+	bytes[0] |= 0x01; /* and 16 bytes long */
+	stamp(from, -3600);
+	stamp(until, (long long)o->valid_days * 24 * 3600);
+	if ((rc = mbedtls_mpi_read_binary(serial, bytes, sizeof(bytes))) ||
+	    (rc = mbedtls_x509write_crt_set_serial(c, serial)) ||
+	    (rc = mbedtls_x509write_crt_set_subject_name(c, o->subject)) ||
+	    (rc = mbedtls_x509write_crt_set_issuer_name(c, issuer)))
+		return rc;
+	return mbedtls_x509write_crt_set_validity(c, from, until);
+}
+
+static int ca_extensions(mbedtls_x509write_cert *c)
+{
+	int rc;
+	if ((rc = mbedtls_x509write_crt_set_basic_constraints(c, 1, 0)) ||
+	    (rc = mbedtls_x509write_crt_set_key_usage(
+	             c, MBEDTLS_X509_KU_KEY_CERT_SIGN | MBEDTLS_X509_KU_CRL_SIGN |
+	                        MBEDTLS_X509_KU_DIGITAL_SIGNATURE)))
+		return rc;
+	return mbedtls_x509write_crt_set_subject_key_identifier(c);
+}
+
+/* The extensions of a server certificate for localhost. */
+static int server_extensions(mbedtls_x509write_cert *c, bool signed_by_ca)
+{
+	int rc;
+	if ((rc = mbedtls_x509write_crt_set_basic_constraints(c, 0, -1)) ||
+	    (rc = mbedtls_x509write_crt_set_key_usage(
+	             c, MBEDTLS_X509_KU_DIGITAL_SIGNATURE | MBEDTLS_X509_KU_KEY_ENCIPHERMENT)) ||
+	    (rc = mbedtls_x509write_crt_set_subject_key_identifier(c)) ||
+	    (signed_by_ca && (rc = mbedtls_x509write_crt_set_authority_key_identifier(c))) ||
+	    (rc = add_der_ext(c, MBEDTLS_OID_EXTENDED_KEY_USAGE,
+	                      MBEDTLS_OID_SIZE(MBEDTLS_OID_EXTENDED_KEY_USAGE), 0, eku_der)))
+		return rc;
+	return add_der_ext(c, MBEDTLS_OID_SUBJECT_ALT_NAME,
+	                   MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san_der);
+}
+
+/* The certificate of `key`, signed by signer (named issuer), as PEM in out. */
+static int write_cert(const kft_cert_opts *o, mbedtls_pk_context *key, mbedtls_pk_context *signer,
+                      const char *issuer, unsigned char *out)
+{
+	mbedtls_x509write_cert c;
+	mbedtls_mpi serial;
+	mbedtls_x509write_crt_init(&c);
+	mbedtls_mpi_init(&serial);
+	mbedtls_x509write_crt_set_version(&c, MBEDTLS_X509_CRT_VERSION_3);
+	mbedtls_x509write_crt_set_md_alg(&c, MBEDTLS_MD_SHA256);
+	mbedtls_x509write_crt_set_subject_key(&c, key);
+	mbedtls_x509write_crt_set_issuer_key(&c, signer);
+	int rc = cert_identity(&c, o, issuer, &serial);
+	if (!rc)
+		rc = o->is_ca ? ca_extensions(&c) : server_extensions(&c, o->issuer != NULL);
+	if (!rc)
+		rc = mbedtls_x509write_crt_pem(&c, out, CERT_PEM_MAX, kft_random_bytes, NULL);
+	mbedtls_mpi_free(&serial);
+	mbedtls_x509write_crt_free(&c);
+	return rc;
+}
+
+static int gen_key(mbedtls_pk_context *pk, kft_cert_key_type type)
+{
+	if (type == KFT_CERT_EC_P256) {
+		int rc = mbedtls_pk_setup(pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
+		return rc ? rc
+		          : mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(*pk),
+		                                kft_random_bytes, NULL);
+	}
+	int rc = mbedtls_pk_setup(pk, mbedtls_pk_info_from_type(MBEDTLS_PK_RSA));
+	return rc ? rc
+	          : mbedtls_rsa_gen_key(mbedtls_pk_rsa(*pk), kft_random_bytes, NULL, RSA_BITS,
+	                                65537);
+}
+
+/* The issuer's key and subject name, loaded from its PEM. */
+static int load_issuer(const kft_cert *issuer, mbedtls_pk_context *pk, char *name, size_t size)
+{
+	mbedtls_x509_crt crt;
+	mbedtls_x509_crt_init(&crt);
+	int rc = mbedtls_x509_crt_parse(&crt, (const unsigned char *)issuer->cert_pem,
+	                                strlen(issuer->cert_pem) + 1);
+	if (!rc && mbedtls_x509_dn_gets(name, size, &crt.subject) < 0)
+		rc = MBEDTLS_ERR_X509_INVALID_NAME;
+	if (!rc)
+		rc = mbedtls_pk_parse_key(pk, (const unsigned char *)issuer->key_pem,
+		                          strlen(issuer->key_pem) + 1, NULL, 0);
+	mbedtls_x509_crt_free(&crt);
+	return rc;
+}
+
+static int make(const kft_cert_opts *o, unsigned char *cert, unsigned char *key, bool *bad_issuer)
+{
+	mbedtls_pk_context pk, ipk;
+	char iname[512];
+	mbedtls_pk_init(&pk);
+	mbedtls_pk_init(&ipk);
+	int rc = 0;
+	if (o->issuer && (rc = load_issuer(o->issuer, &ipk, iname, sizeof(iname))) != 0)
+		*bad_issuer = true;
+	if (!rc)
+		rc = gen_key(&pk, o->key_type);
+	if (!rc)
+		rc = write_cert(o, &pk, o->issuer ? &ipk : &pk, o->issuer ? iname : o->subject,
+		                cert);
+	if (!rc)
+		rc = mbedtls_pk_write_key_pem(&pk, key, KEY_PEM_MAX);
+	mbedtls_pk_free(&pk);
+	mbedtls_pk_free(&ipk);
+	return rc;
+}
+
+int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_error *err)
+{
+	out->cert_pem = out->key_pem = NULL;
+	unsigned char *cert = calloc(1, CERT_PEM_MAX), *key = calloc(1, KEY_PEM_MAX);
+	bool bad_issuer = false;
+	int rc = 0, nomem = !cert || !key;
+	if (!nomem && (rc = make(o, cert, key, &bad_issuer)) == 0) {
+		out->cert_pem = strdup((char *)cert);
+		out->key_pem = strdup((char *)key);
+		nomem = !out->cert_pem || !out->key_pem;
+	}
+	if (key)
+		mbedtls_platform_zeroize(key, KEY_PEM_MAX);
+	free(cert);
+	free(key);
+	if (!nomem && !rc)
+		return 0;
+	kft_cert_free(out);
+	if (nomem)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return kft_error_set(err, bad_issuer ? KFT_EINVAL : KFT_EIO, "%s (mbedTLS error -0x%04x)",
+	                     what, (unsigned)-rc);
+}
+
+void kft_cert_free(kft_cert *c)
+{
+	if (c->key_pem) {
+		mbedtls_platform_zeroize(c->key_pem, strlen(c->key_pem));
+		free(c->key_pem);
+	}
+	free(c->cert_pem);
+	c->cert_pem = c->key_pem = NULL;
+}

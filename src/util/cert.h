@@ -1,0 +1,48 @@
+/*
+ * cert.h - X.509 certificates for loopback servers, made with mbedTLS
+ * (internal): the controller's self-signed metrics certificate
+ * (src/controller/tls.c) and the local engine's per-job CA and status
+ * server certificate (src/local/statusserver.c) come from here.
+ *
+ * A certificate is either a CA (basicConstraints CA:TRUE, keyCertSign) or a
+ * server certificate for "localhost" and 127.0.0.1 (subjectAltName,
+ * extendedKeyUsage serverAuth), self-signed or signed by a CA made here.
+ * Keys come from the kernel's CSPRNG (util/random.h). Private keys are
+ * secrets: kft_cert_free wipes them.
+ */
+#ifndef KFT_UTIL_CERT_H
+#define KFT_UTIL_CERT_H
+
+#include <stdbool.h>
+
+#include "kftrainer/error.h"
+
+typedef enum kft_cert_key_type {
+	KFT_CERT_RSA2048, /* what client-go's self-signed helper makes */
+	KFT_CERT_EC_P256, /* fast to make: a per-job CA costs milliseconds */
+} kft_cert_key_type;
+
+/* PEM strings owned by the struct; free with kft_cert_free. */
+typedef struct kft_cert {
+	char *cert_pem;
+	char *key_pem;
+} kft_cert;
+
+typedef struct kft_cert_opts {
+	kft_cert_key_type key_type;
+	bool is_ca;             /* a CA certificate instead of a localhost server one */
+	const kft_cert *issuer; /* NULL: self-signed */
+	const char *subject;    /* an X.509 name, "CN=..." */
+	int valid_days;         /* from an hour ago, for clocks a little behind */
+} kft_cert_opts;
+
+/* Makes a new key and its certificate as o says. Returns 0, KFT_ENOMEM,
+ * KFT_EINVAL (an issuer whose PEM mbedTLS cannot load) or KFT_EIO (an
+ * mbedTLS failure, its code in the message, which `what` begins). On error
+ * out is left empty. */
+int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_error *err);
+
+/* Wipes the key and frees both strings; the struct is left empty. */
+void kft_cert_free(kft_cert *c);
+
+#endif

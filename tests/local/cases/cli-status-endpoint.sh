@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Progress reported the upstream way: a 2-node job's processes call the Kubeflow SDK's own
+# kubeflow.trainer.update_trainjob_status() (PyPI kubeflow==0.5.0, in a venv made here), which
+# posts to $KUBEFLOW_TRAINER_SERVER_URL with the CA and token files the TrainJobStatus plugin
+# names; the job's supervisor serves that endpoint on loopback and records
+# status.trainerStatus, which `get` shows (PROGRESS, ETA, METRICS with -o wide).
+# Then the endpoint itself, with curl and openssl, against upstream v2.3.0 pkg/statusserver:
+#   - a token that is not the job's, or none → 403 Forbidden (upstream answers 403, not 401:
+#     handleTrainJobRuntimeStatus turns a failed Authorize into StatusReasonForbidden);
+#   - another job's or namespace's status path → 403 (the token's audience is this job only);
+#     any other path → 404 "Not found" (handleDefault);
+#   - a body over maxBodySize (1 << 16) → 413 "Payload too large" (bodySizeLimitMiddleware);
+#   - a body that does not decode → 422 "Invalid payload"; a status the CRD refuses → 422;
+#   - plain HTTP and TLS without forward secrecy are refused (our rule: ECDHE suites only).
+. "$KFT_LOCAL_DIR/lib.sh"
+cd "$KFT_REPO_ROOT" || exit 1
+gate=$KFT_CASE_TMP/gate
+venv=$KFT_CASE_TMP/venv
+export PIP_CACHE_DIR=${PIP_CACHE_DIR:-$HOME/.cache/pip}
+
+if ! command -v curl >/dev/null || ! command -v openssl >/dev/null; then
+	skip "status endpoint" "curl and openssl are needed"
+	exit 0
+fi
+if ! "$KFT_PYTHON" -m venv "$venv" >"$KFT_CASE_TMP/venv.log" 2>&1; then
+	skip "SDK reports progress" "python3 -m venv failed: $(tail -1 "$KFT_CASE_TMP/venv.log")"
+	exit 0
+fi
+if ! timeout 240 "$venv/bin/pip" install -q --disable-pip-version-check kubeflow==0.5.0 \
+	>>"$KFT_CASE_TMP/venv.log" 2>&1; then
+	skip "SDK reports progress" "pip install kubeflow==0.5.0 failed (PyPI unreachable?): $(tail -1 "$KFT_CASE_TMP/venv.log")"
+	exit 0
+fi
+
+# Each node reports once through the SDK (it throttles to one report per 5 s per process),
+# says whether it was accepted, leaves the URL for the checks below and waits for the gate.
+kft train --runtime torch-distributed --nodes 2 --name sdk -- sh -c '
+	printf "%s\n" "$KUBEFLOW_TRAINER_SERVER_URL" >"'"$KFT_CASE_TMP"'/url"
+	"'"$venv"'/bin/python" -c "
+from kubeflow.trainer import update_trainjob_status
+ok = update_trainjob_status(progress_percent=40, estimated_remaining_seconds=600,
+                            metrics={\"loss\": 0.25})
+print(\"reported\", ok)"
+	while [ ! -e "'"$gate"'" ]; do sleep 0.1; done' >/dev/null
+
+ts() { job_json sdk | jq -r '.status.trainerStatus // empty | "\(.progressPercentage) \(.estimatedRemainingSeconds) \(.metrics | map("\(.name)=\(.value)") | join(","))"'; }
+wait_for 90 sh -c "\"$KFTRAINER\" get sdk -o json | jq -e '.status.trainerStatus.metrics'"
+expect_eq "the SDK's report is status.trainerStatus" "40 600 loss=0.25" "$(ts)"
+wait_for 30 sh -c "[ \"\$(\"$KFTRAINER\" logs sdk | grep -c 'reported True')\" = 2 ]"
+expect_eq "both nodes' update_trainjob_status() returned True" 2 "$(kft logs sdk | grep -c 'reported True')"
+expect_eq "lastUpdatedTime as metav1.Time writes it (UTC, whole seconds)" true \
+	"$(job_json sdk | jq -r '.status.trainerStatus.lastUpdatedTime | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")')"
+
+run_capture kft get sdk
+col() { awk -v want="$1" 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == want) c = i} NR == 2 {print $c}' <<<"$KFT_OUT"; }
+expect_eq "get: PROGRESS" "40%" "$(col PROGRESS)"
+eta=$(col ETA)
+if [[ $eta =~ ^([0-9]+m)?([0-9]+s)?$ && -n $eta ]]; then
+	pass "get: ETA counts down from the reported 600 s ($eta)"
+else
+	fail "get: ETA counts down from the reported 600 s" "got '$eta'" "$KFT_OUT"
+fi
+run_capture kft get sdk -o wide
+expect_eq "get -o wide: METRICS" "loss=0.25" "$(col METRICS)"
+
+# ---- the endpoint by hand ------------------------------------------------------------------
+url=$(cat "$KFT_CASE_TMP/url")
+dir=$KFTRAINER_STATE_DIR/jobs/default/sdk/status-server
+ca=$dir/ca.crt
+token=$(cat "$dir/token")
+expect_eq "CA and token files are 0600" "600 600" "$(stat -c %a "$ca") $(stat -c %a "$dir/token")"
+hostport=$(sed -E 's|https://([^/]+)/.*|\1|' <<<"$url")
+post() { # post TOKEN URL DATA-FILE: prints "CODE BODY"
+	curl -sS --cacert "$ca" -o "$KFT_CASE_TMP/body" -w '%{http_code}' -X POST \
+		-H "Authorization: Bearer $1" -H 'Content-Type: application/json' --data-binary "@$3" "$2"
+	printf ' %s' "$(cat "$KFT_CASE_TMP/body")"
+}
+printf '%s' '{"trainerStatus": {"progressPercentage": 55, "lastUpdatedTime": "2026-01-02T03:04:05Z"}}' >"$KFT_CASE_TMP/ok.json"
+expect_eq "a report with the job's token: 200, the request echoed" \
+	'200 {"trainerStatus":{"progressPercentage":55,"lastUpdatedTime":"2026-01-02T03:04:05Z"}}' \
+	"$(post "$token" "$url" "$KFT_CASE_TMP/ok.json")"
+wait_for 10 sh -c "[ \"\$(\"$KFTRAINER\" get sdk -o json | jq -r .status.trainerStatus.progressPercentage)\" = 55 ]"
+expect_eq "curl's report replaced trainerStatus" "55 null" \
+	"$(job_json sdk | jq -r '.status.trainerStatus | "\(.progressPercentage) \(.metrics)"')"
+forbidden='403 {"metadata":{},"status":"Failure","message":"Forbidden","reason":"Forbidden","code":403}'
+expect_eq "a wrong token: 403 Forbidden" "$forbidden" "$(post "x$token" "$url" "$KFT_CASE_TMP/ok.json")"
+expect_eq "an empty bearer token: 403 Forbidden" "$forbidden" "$(post "" "$url" "$KFT_CASE_TMP/ok.json")"
+expect_eq "another job's path: 403" "$forbidden" \
+	"$(post "$token" "${url%/trainjobs/sdk/status}/trainjobs/other/status" "$KFT_CASE_TMP/ok.json")"
+expect_eq "another namespace's path: 403" "$forbidden" \
+	"$(post "$token" "${url/namespaces\/default/namespaces/team-a}" "$KFT_CASE_TMP/ok.json")"
+expect_eq "another path: 404 Not found" \
+	'404 {"metadata":{},"status":"Failure","message":"Not found","reason":"NotFound","code":404}' \
+	"$(post "$token" "https://$hostport/apis" "$KFT_CASE_TMP/ok.json")"
+head -c 70000 /dev/zero | tr '\0' ' ' >"$KFT_CASE_TMP/big.json"
+expect_eq "a body over 64 KiB: 413" \
+	'413 {"metadata":{},"status":"Failure","message":"Payload too large","reason":"RequestEntityTooLarge","code":413}' \
+	"$(post "$token" "$url" "$KFT_CASE_TMP/big.json")"
+printf 'not json' >"$KFT_CASE_TMP/bad.json"
+expect_eq "a body that does not decode: 422 Invalid payload" \
+	'422 {"metadata":{},"status":"Failure","message":"Invalid payload","reason":"Invalid","code":422}' \
+	"$(post "$token" "$url" "$KFT_CASE_TMP/bad.json")"
+printf '%s' '{"trainerStatus": {"progressPercentage": 101, "lastUpdatedTime": "2026-01-02T03:04:05Z"}}' >"$KFT_CASE_TMP/over.json"
+got=$(post "$token" "$url" "$KFT_CASE_TMP/over.json")
+expect_contains "progressPercentage 101: 422 naming the field" "$got" 'progressPercentage: Invalid value: 101'
+expect_eq "the refused report changed nothing" 55 "$(job_json sdk | jq -r .status.trainerStatus.progressPercentage)"
+
+if curl -sS -m 5 -o /dev/null "http://$hostport/" 2>/dev/null; then
+	fail "plain HTTP is refused" "curl got an HTTP answer"
+else
+	pass "plain HTTP is refused"
+fi
+tls() { openssl s_client -connect "$hostport" -CAfile "$ca" "$@" </dev/null 2>&1; }
+expect_contains "TLS 1.2 with ECDHE: a verified session" \
+	"$(tls -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256)" "Verify return code: 0 (ok)"
+expect_contains "a suite without forward secrecy (AES128-GCM-SHA256): refused" \
+	"$(tls -tls1_2 -cipher AES128-GCM-SHA256)" "Cipher is (NONE)"
+
+touch "$gate"
+kft wait sdk --timeout 60s >/dev/null
+expect_eq "the job completes" "True" "$(job_cond sdk Complete | cut -d'|' -f1)"
+kft delete sdk >/dev/null
+expect_no_processes "no process left"
