@@ -20,12 +20,14 @@ from kftrainer.client import TrainerClient
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import EngineError
 from kftrainer.paths import host_path
+from kftrainer.types import TrainJob
 
 __all__ = [
     *[n for n in _sdk_all if n != "TrainerClient"],
     "EngineError",
     "LocalBackend",
     "LocalBackendConfig",
+    "TrainJob",
     "TrainerClient",
     "host_path",
 ]

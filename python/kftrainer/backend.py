@@ -41,6 +41,7 @@ from kubernetes.client import ApiException
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import Engine, EngineError, NotFoundError
 from kftrainer.environment import job_environment
+from kftrainer.types import TrainJob
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ class _EngineObjects:
 
     def __init__(self, backend: LocalBackend):
         self._b = backend
+        self.last_trainjob: dict | None = None  # the TrainJob get_namespaced... read last
 
     # -- TrainJobs --------------------------------------------------------------------
     def create_namespaced_custom_object(
@@ -96,7 +98,9 @@ class _EngineObjects:
         self, group: str, version: str, namespace: str, plural: str, name: str, **kw: Any
     ) -> Any:
         if plural == constants.TRAINJOB_PLURAL:
-            return _answer(self._b.engine.json("get", name, "-n", namespace), kw.get("async_req"))
+            job = self._b.engine.json("get", name, "-n", namespace)
+            self.last_trainjob = job
+            return _answer(job, kw.get("async_req"))
         self._expect(plural, constants.TRAINING_RUNTIME_PLURAL)
         for r in self._runtimes(types.RuntimeKind.TRAINING_RUNTIME.value, namespace):
             if r["metadata"].get("name") == name:
@@ -278,6 +282,14 @@ class LocalBackend(KubernetesBackend):
                 "runtime's command runs natively on this machine",
                 trainer.image,
             )
+
+    # -- get_job: upstream's, with what the training reported ------------------------------
+    def get_job(self, name: str) -> TrainJob:
+        """Upstream's TrainJob, plus the progress the training reported through the status
+        endpoint (``update_trainjob_status``) or the status file: ``status.trainerStatus``."""
+        job = super().get_job(name)
+        cr = self.custom_api.last_trainjob or {}
+        return TrainJob.from_upstream(job, (cr.get("status") or {}).get("trainerStatus"))
 
     # -- logs ------------------------------------------------------------------------------
     def get_job_logs(

@@ -491,3 +491,32 @@ def test_gpu_placement_and_oversubscription(client, monkeypatch):
             trainer=CustomTrainer(func=show_gpus, num_nodes=3, resources_per_node={"gpu": 2}),
         )
     assert [j.name for j in client.list_jobs()] == [name]
+
+
+# ---- progress ---------------------------------------------------------------------------------
+
+
+def report_progress():
+    import time
+
+    from kubeflow.trainer import update_trainjob_status
+
+    ok = update_trainjob_status(
+        progress_percent=40, estimated_remaining_seconds=90, metrics={"loss": 0.25, "epoch": 2}
+    )
+    print("reported", ok, flush=True)
+    time.sleep(1)
+
+
+def test_progress_through_the_sdks_own_helper(client):
+    """The SDK's own update_trainjob_status (KUBEFLOW_TRAINER_SERVER_URL with the CA and token
+    files upstream's TrainJobStatus plugin names) reaches the engine's per-job status endpoint
+    unchanged; get_job carries what was reported."""
+    name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_progress))
+    job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert "reported True" in logs(client, name)
+    job = client.get_job(name)
+    assert isinstance(job, kftrainer.TrainJob)
+    assert job.metrics == {"loss": "0.25", "epoch": "2"}
+    assert job.progress_percent in (40, 100)
+    assert job.last_updated is not None

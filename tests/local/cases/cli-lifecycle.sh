@@ -22,7 +22,7 @@ run_capture kft get two
 expect_eq "get: header" "NAME RUNTIME STATUS NODES RESTARTS PROGRESS ETA AGE" "$(head -1 <<<"$KFT_OUT" | tr -s ' ')"
 expect_eq "get: the job's row" "two torch-distributed Complete 2 0 - -" \
 	"$(tail -1 <<<"$KFT_OUT" | awk '{print $1, $2, $3, $4, $5, $6, $7}')"
-age=$(tail -1 <<<"$KFT_OUT" | awk '{print $7}')
+age=$(tail -1 <<<"$KFT_OUT" | awk '{print $8}')
 if [[ $age =~ ^[0-9]+s$ ]]; then pass "AGE is in seconds ($age)"; else fail "AGE is in seconds" "$age"; fi
 
 json=$(job_json two)
