@@ -120,4 +120,11 @@ int kft_cli_parse_format(const char *s, enum kft_cli_out_format *f);
  * writing fails; -1 unreported on ENOMEM. */
 int kft_cli_print_list(const json_t *items, int yaml);
 
+/* Parses the options of a verb that takes only -n/--namespace NS, -o/--output
+ * FORMAT and -h/--help (pods, events): *ns and *format are set when given;
+ * optind is left at the first operand. Returns 0, -1 when --help printed the
+ * usage to stdout, or KFT_EXIT_USAGE (reported; usage on stderr). */
+int kft_cli_ns_output_options(int argc, char **argv, void (*usage)(FILE *), const char **ns,
+                              enum kft_cli_out_format *format);
+
 #endif

@@ -9,6 +9,7 @@
  * `--state-dir` and the variable.
  */
 #include <ctype.h>
+#include <getopt.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -284,4 +285,32 @@ int kft_cli_print_list(const json_t *items, int yaml)
 	int rc = list ? kft_cli_print_object(list, yaml) : -1;
 	json_decref(list);
 	return rc;
+}
+
+/* ---- verbs with only -n and -o ------------------------------------------ */
+
+int kft_cli_ns_output_options(int argc, char **argv, void (*usage)(FILE *), const char **ns,
+                              enum kft_cli_out_format *format)
+{
+	static const struct option opts[] = {{"namespace", required_argument, NULL, 'n'},
+	                                     {"output", required_argument, NULL, 'o'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:o:h", opts, NULL)) != -1) {
+		if (c == 'n') {
+			*ns = optarg;
+		} else if (c == 'o') {
+			if (kft_cli_parse_format(optarg, format) != 0)
+				return KFT_EXIT_USAGE;
+		} else if (c == 'h') {
+			usage(stdout);
+			return -1;
+		} else {
+			usage(stderr);
+			return KFT_EXIT_USAGE;
+		}
+	}
+	return 0;
 }

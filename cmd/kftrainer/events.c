@@ -5,8 +5,8 @@
  * Completed/BackoffLimitExceeded, the JobSet controller's condition reasons).
  * The local engine records them as it plays those parts (src/local/events.c).
  */
-#include <getopt.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "jobs.h"
@@ -57,34 +57,18 @@ static void print_table(const json_t *items)
 
 static int run_events(int argc, char **argv)
 {
-	static const struct option opts[] = {{"namespace", required_argument, NULL, 'n'},
-	                                     {"output", required_argument, NULL, 'o'},
-	                                     {"help", no_argument, NULL, 'h'},
-	                                     {NULL, 0, NULL, 0}};
 	const char *ns = "default";
 	enum kft_cli_out_format format = KFT_OUT_TABLE;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:o:h", opts, NULL)) != -1) {
-		if (c == 'n')
-			ns = optarg;
-		else if (c == 'o' && kft_cli_parse_format(optarg, &format) != 0)
-			return KFT_EXIT_USAGE;
-		else if (c == 'h') {
-			events_usage(stdout);
-			return KFT_EXIT_OK;
-		} else if (c != 'o') {
-			events_usage(stderr);
-			return KFT_EXIT_USAGE;
-		}
-	}
+	int rc = kft_cli_ns_output_options(argc, argv, events_usage, &ns, &format);
+	if (rc != 0)
+		return rc < 0 ? KFT_EXIT_OK : rc;
 	if (argc - optind > 1 || format == KFT_OUT_WIDE || format == KFT_OUT_NAME) {
 		events_usage(stderr);
 		return KFT_EXIT_USAGE;
 	}
 	const char *name = optind < argc ? argv[optind] : NULL;
 	kft_local *l = NULL;
-	int rc = kft_cli_open_local(&l);
+	rc = kft_cli_open_local(&l);
 	if (rc)
 		return rc;
 	json_t *list = NULL;

@@ -5,8 +5,8 @@
  * (src/local/pods.c). -o json is the v1 PodList the Kubeflow SDK's backend
  * reads steps from.
  */
-#include <getopt.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "jobs.h"
@@ -17,8 +17,8 @@ static void pods_usage(FILE *out)
 	      "List the pods of a TrainJob, as kubectl get pods does:\n\n"
 	      "  NAME  READY  STATUS  RESTARTS  AGE\n\n"
 	      "STATUS is the container's state reason (Running, Completed, Error,\n"
-	      "CrashLoopBackOff, ...) or the pod's phase. -o wide adds the exit code and the\n"
-	      "process id; -o json or yaml prints a v1 PodList.\n\n"
+	      "CrashLoopBackOff, ...) or the pod's phase. -o wide adds the exit code; -o json\n"
+	      "or yaml prints a v1 PodList.\n\n"
 	      "Options:\n"
 	      "  -n, --namespace NS   the namespace (default: default)\n"
 	      "  -o, --output FORMAT  wide, json, yaml or name\n"
@@ -73,33 +73,17 @@ static void print_table(const json_t *items, enum kft_cli_out_format format)
 
 static int run_pods(int argc, char **argv)
 {
-	static const struct option opts[] = {{"namespace", required_argument, NULL, 'n'},
-	                                     {"output", required_argument, NULL, 'o'},
-	                                     {"help", no_argument, NULL, 'h'},
-	                                     {NULL, 0, NULL, 0}};
 	const char *ns = "default";
 	enum kft_cli_out_format format = KFT_OUT_TABLE;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:o:h", opts, NULL)) != -1) {
-		if (c == 'n')
-			ns = optarg;
-		else if (c == 'o' && kft_cli_parse_format(optarg, &format) != 0)
-			return KFT_EXIT_USAGE;
-		else if (c == 'h') {
-			pods_usage(stdout);
-			return KFT_EXIT_OK;
-		} else if (c != 'o') {
-			pods_usage(stderr);
-			return KFT_EXIT_USAGE;
-		}
-	}
+	int rc = kft_cli_ns_output_options(argc, argv, pods_usage, &ns, &format);
+	if (rc != 0)
+		return rc < 0 ? KFT_EXIT_OK : rc;
 	if (argc - optind != 1) {
 		pods_usage(stderr);
 		return KFT_EXIT_USAGE;
 	}
 	kft_local *l = NULL;
-	int rc = kft_cli_open_local(&l);
+	rc = kft_cli_open_local(&l);
 	if (rc)
 		return rc;
 	json_t *list = NULL;
