@@ -1,14 +1,18 @@
 /*
  * logstream.c - pod logs to stdout, once or following (see logstream.h).
  *
- * Following polls rather than watching with inotify: every few hundred
- * milliseconds it reads the job's status, then reads whatever each log file
- * gained since, then stops if the status it read before that said the job
+ * Following works in rounds: read the job's status, then whatever each log
+ * file gained since, then stop if the status read before that said the job
  * had finished. Reading the status first is what makes the end exact: a
  * process has exited (and written its last line) before the supervisor
  * records the job as finished, so the read that follows sees every line.
  * Pods that start later (trainer nodes after initializers, restarts) are
  * picked up from the store on each round.
+ *
+ * Between rounds it waits on inotify for the logs' directory (at most a
+ * round's length, and polling alone where inotify is unavailable), and reads
+ * the logs in the order the kernel reports their writes, so lines of several
+ * nodes come out interleaved as they were written, not node by node.
  *
  * On a terminal, following draws the initializers' download progress lines
  * (kft_local_progress_parse) as one bar redrawn in place with a carriage
@@ -20,7 +24,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +57,7 @@ typedef struct stream {
 	bool bar_shown; /* a bar is on the screen's last line, without newline */
 	int cols;       /* the terminal's width */
 	char *buf;      /* CHUNK bytes */
+	int ino;        /* inotify on the logs' directory while following; -1: none */
 } stream;
 
 /* Initializers print first, then the trainer's steps in name order. */
@@ -224,6 +231,68 @@ static int pump(stream *st, source *s)
 	}
 }
 
+/* Watches the directory of the first log (every pod's log is in one). */
+static void watch_logs(stream *st)
+{
+	if (st->ino >= 0 || st->n == 0)
+		return;
+	char dir[4096];
+	const char *slash = strrchr(st->items[0]->path, '/');
+	size_t len = slash ? (size_t)(slash - st->items[0]->path) : 0;
+	if (!len || len >= sizeof(dir))
+		return;
+	memcpy(dir, st->items[0]->path, len);
+	dir[len] = '\0';
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd >= 0 && inotify_add_watch(fd, dir, IN_MODIFY | IN_CREATE) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	st->ino = fd;
+}
+
+static source *source_named(const stream *st, const char *base)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		const char *slash = strrchr(st->items[i]->path, '/');
+		if (strcmp(slash ? slash + 1 : st->items[i]->path, base) == 0)
+			return st->items[i];
+	}
+	return NULL;
+}
+
+/* Reads the logs in the order inotify reported their writes. */
+static int pump_events(stream *st)
+{
+	char ev[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	for (;;) {
+		ssize_t got = st->ino >= 0 ? read(st->ino, ev, sizeof(ev)) : -1;
+		if (got <= 0)
+			return 0;
+		for (char *p = ev; p < ev + got;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+			source *s = e->len ? source_named(st, e->name) : NULL;
+			int rc = s ? pump(st, s) : 0;
+			if (rc != 0)
+				return rc;
+			p += sizeof(*e) + e->len;
+		}
+	}
+}
+
+static void sleep_ms(int ms);
+
+/* Waits up to ms for a log to grow (or just sleeps without inotify). */
+static void wait_for_logs(const stream *st, int ms)
+{
+	if (st->ino < 0) {
+		sleep_ms(ms);
+		return;
+	}
+	struct pollfd pfd = {.fd = st->ino, .events = POLLIN};
+	poll(&pfd, 1, ms); /* a signal cuts it short, which is what we want */
+}
+
 static int pump_all(stream *st)
 {
 	for (size_t i = 0; i < st->n; i++) {
@@ -248,6 +317,8 @@ static void flush_partial(stream *st)
 
 static void stream_free(stream *st)
 {
+	if (st->ino >= 0)
+		close(st->ino);
 	for (size_t i = 0; i < st->n; i++)
 		source_free(st->items[i]);
 	free(st->items);
@@ -330,8 +401,12 @@ static int follow_round(kft_local *l, const kft_logstream_opts *o, stream *st,
 		*end = KFT_LOGSTREAM_GONE;
 		return ROUND_OVER;
 	}
+	if (rc == 0) {
+		watch_logs(st);
+		rc = pump_events(st);
+	}
 	if (rc == 0)
-		rc = pump_all(st);
+		rc = pump_all(st); /* what the events did not name, and the end */
 	if (rc == KFT_EXIT_FAILED)
 		return rc;
 	if (rc != 0 || (o->stop && *o->stop)) {
@@ -361,7 +436,7 @@ static int follow_round(kft_local *l, const kft_logstream_opts *o, stream *st,
 int kft_logstream_run(kft_local *l, const kft_logstream_opts *o, kft_logstream_end *end,
                       json_t **job)
 {
-	stream st = {0};
+	stream st = {.ino = -1};
 	json_t *last = NULL;
 	kft_error err;
 	if (kft_local_get(l, o->ns, o->name, &last, &err) != 0)
@@ -384,7 +459,7 @@ int kft_logstream_run(kft_local *l, const kft_logstream_opts *o, kft_logstream_e
 	} else {
 		bool noted = false;
 		while ((rc = follow_round(l, o, &st, end, &last, &noted)) == ROUND_AGAIN)
-			sleep_ms(POLL_MS);
+			wait_for_logs(&st, POLL_MS);
 		rc = rc == ROUND_OVER ? 0 : rc;
 		flush_partial(&st);
 	}
