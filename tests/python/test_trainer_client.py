@@ -520,3 +520,13 @@ def test_progress_through_the_sdks_own_helper(client):
     assert job.metrics == {"loss": "0.25", "epoch": "2"}
     assert job.progress_percent in (40, 100)
     assert job.last_updated is not None
+
+
+def test_runtime_packages_in_the_jobs_environment(client, capsys):
+    """get_runtime_packages is upstream's: a one-node job printing the Python version and
+    `pip list` of the environment the job runs in (the caller's), then deleted."""
+    client.get_runtime_packages(client.get_runtime("jax-distributed"))
+    out = capsys.readouterr().out
+    assert "Python: " in out
+    assert "kubeflow" in out
+    assert client.list_jobs() == []
