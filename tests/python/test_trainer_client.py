@@ -530,3 +530,48 @@ def test_runtime_packages_in_the_jobs_environment(client, capsys):
     assert "Python: " in out
     assert "kubeflow" in out
     assert client.list_jobs() == []
+
+
+def test_runtime_patch_goes_through_the_same_pipeline(client):
+    """RuntimePatch (manager trainer.kubeflow.org/kubeflow-sdk, as upstream's SDK sets it) is
+    merged into the runtime's JobSet template by the same framework code as on a cluster: a
+    pod label reaches the pods the engine runs; env on the node container is refused with
+    upstream's runtimePatches rule, before anything runs."""
+    from kubeflow.trainer.options import (
+        ContainerPatch,
+        JobSetSpecPatch,
+        JobSetTemplatePatch,
+        JobSpecPatch,
+        JobTemplatePatch,
+        PodSpecPatch,
+        PodTemplatePatch,
+        ReplicatedJobPatch,
+        RuntimePatch,
+        TrainingRuntimeSpecPatch,
+    )
+
+    def patch(pod: PodTemplatePatch) -> RuntimePatch:
+        job = JobTemplatePatch(spec=JobSpecPatch(template=pod))
+        rjobs = [ReplicatedJobPatch(name="node", template=job)]
+        spec = JobSetTemplatePatch(spec=JobSetSpecPatch(replicated_jobs=rjobs))
+        return RuntimePatch(training_runtime_spec=TrainingRuntimeSpecPatch(template=spec))
+
+    label = patch(PodTemplatePatch(metadata={"labels": {"team": "vision"}}))
+    name = client.train(
+        runtime="jax-distributed", trainer=CustomTrainer(func=report_rank), options=[label]
+    )
+    client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert stored(client, name)["spec"]["runtimePatches"][0]["manager"] == (
+        "trainer.kubeflow.org/kubeflow-sdk"
+    )
+    pods = json.loads(engine(client, "pods", name, "-o", "json"))["items"]
+    assert pods[0]["metadata"]["labels"]["team"] == "vision"
+
+    env = ContainerPatch(name="node", env=[{"name": "X", "value": "1"}])
+    with pytest.raises(ValueError, match="must not have envs for the"):
+        client.train(
+            runtime="jax-distributed",
+            trainer=CustomTrainer(func=report_rank),
+            options=[patch(PodTemplatePatch(spec=PodSpecPatch(containers=[env])))],
+        )
+    assert [j.name for j in client.list_jobs()] == [name]
