@@ -70,13 +70,6 @@ def _answer(value: Any, async_req: bool = False) -> Any:
     return _Done(value) if async_req else value
 
 
-def _api_error(e: EngineError) -> ApiException:
-    status = 404 if isinstance(e, NotFoundError) else 422 if e.returncode == 1 else 500
-    err = ApiException(status=status, reason=str(e))
-    err.body = str(e)
-    return err
-
-
 class _EngineObjects:
     """The CustomObjectsApi calls KubernetesBackend makes, answered by the engine."""
 
@@ -225,6 +218,12 @@ class LocalBackend(KubernetesBackend):
         options: list | None = None,
     ) -> str:
         self._check_local(initializer, trainer)
+        # The runtime first, as upstream's train() would: an unknown one must fail before
+        # a package environment is built for it (upstream takes the Runtime as it is).
+        if runtime is None:
+            runtime = self.get_runtime(constants.DEFAULT_TRAINING_RUNTIME)
+        elif isinstance(runtime, str):
+            runtime = self.get_runtime(runtime)
         packages = trainer.packages_to_install if isinstance(trainer, types.CustomTrainer) else None
         index_urls = (
             trainer.pip_index_urls

@@ -348,26 +348,18 @@ static int add_user_objects(json_t *objects, const json_t *user, const char *ns,
 	return 0;
 }
 
-/* <job_dir>/work, created; malloc'd, or NULL with err set. */
-static char *job_workdir(kft_local *l, const char *ns, const char *name, kft_error *err)
+/* <job_dir>/work (made) into *out, malloc'd, when the caller asked for a
+ * working directory of the job's own; else *out stays NULL. */
+static int own_workdir(const kft_submit_opts *opts, const char *job_dir, char **out, kft_error *err)
 {
-	char *dir = kft_local_job_dir(l, ns, name);
+	*out = NULL;
+	if (!opts || !opts->job_workdir)
+		return 0;
 	kft_strbuf b;
 	kft_strbuf_init(&b);
-	if (dir)
-		kft_strbuf_printf(&b, "%s/work", dir);
-	free(dir);
-	char *wd = kft_strbuf_detach(&b);
-	if (!wd) {
-		kft_error_set(err, KFT_ENOMEM, "out of memory");
-		return NULL;
-	}
-	if (mkdir(wd, 0700) != 0 && errno != EEXIST) {
-		kft_error_set(err, KFT_EIO, "cannot create %s: %s", wd, strerror(errno));
-		free(wd);
-		return NULL;
-	}
-	return wd;
+	kft_strbuf_printf(&b, "%s/work", job_dir);
+	*out = kft_strbuf_detach(&b);
+	return *out ? mkdir_p(*out, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
 }
 
 /* ---- GPUs (gpus.h) ------------------------------------------------------------- */
@@ -497,6 +489,9 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	kft_local_backend_init(&b, uid, NULL);
 	b.job_dir = dir;
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	char *own_wd = NULL;
+	if (rc == 0)
+		rc = own_workdir(opts, dir, &own_wd, err);
 	free(dir);
 	if (rc == 0)
 		rc = place_gpus(l, tj, objects, err);
@@ -504,13 +499,9 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 		rc = add_user_objects(objects, opts->objects, ns, err);
 	if (rc == 0)
 		rc = kft_store_job_set_objects(l->store, ns, name, objects, err);
-	char *own_wd = NULL;
-	const char *wd = opts && opts->workdir ? opts->workdir : getcwd(cwd, sizeof(cwd));
-	if (rc == 0 && opts && opts->job_workdir) {
-		own_wd = job_workdir(l, ns, name, err);
-		rc = own_wd ? 0 : err->code;
-		wd = own_wd;
-	}
+	const char *wd = own_wd                  ? own_wd
+	                 : opts && opts->workdir ? opts->workdir
+	                                         : getcwd(cwd, sizeof(cwd));
 	env = base_env_json(opts ? opts->base_env : NULL);
 	if (rc == 0)
 		rc = env ? kft_store_job_set_exec(l->store, ns, name, wd, env, err)

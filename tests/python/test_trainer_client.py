@@ -290,7 +290,7 @@ def contains(big, small, path="") -> None:
         assert big == small, f"{path}: {big!r} != {small!r}"
 
 
-def test_trainjob_is_what_upstream_would_create(client, config):
+def test_trainjob_is_what_upstream_would_create(client, config, hub, monkeypatch):
     """The TrainJob train() submits locally is, field for field, the one upstream's Kubernetes
     backend creates for the same call (command, args, env, resources, initializers, options)."""
     kwargs = dict(
@@ -314,8 +314,9 @@ def test_trainjob_is_what_upstream_would_create(client, config):
         ],
     )
     want = upstream_body(config, **kwargs)
-    # The engine must not run it: suspended submission would change the body, so the
-    # initializers simply fail against a hub that is not there; only the object matters.
+    # Only the object matters here: the job runs, and its initializers fail against the
+    # stand-in hub, which has no such repositories (never a real hub).
+    monkeypatch.setenv("HF_ENDPOINT", hub[0])
     name = client.train(**kwargs)
     assert name == "same-as-upstream"
     got = stored(client, name)
@@ -420,8 +421,12 @@ def test_packages_go_into_a_cached_venv_not_the_callers(client, config, tmp_path
 def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, tmp_path):
     """Bad input raises a clear exception naming the argument, and nothing is left: no job,
     no process, no virtual environment."""
+    # An unknown runtime fails before any package environment is built for it.
     with pytest.raises(RuntimeError, match="nope"):
-        client.train(runtime="nope", trainer=CustomTrainer(func=report_rank))
+        client.train(
+            runtime="nope",
+            trainer=CustomTrainer(func=report_rank, packages_to_install=[str(tmp_path / "x")]),
+        )
     with pytest.raises(ValueError, match=r"trainer\.func"):
         client.train(runtime="jax-distributed", trainer=CustomTrainer(func=len))
     with pytest.raises(ValueError, match=r"initializer\.dataset: DataCacheInitializer"):
@@ -518,7 +523,7 @@ def test_progress_through_the_sdks_own_helper(client):
     job = client.get_job(name)
     assert isinstance(job, kftrainer.TrainJob)
     assert job.metrics == {"loss": "0.25", "epoch": "2"}
-    assert job.progress_percent in (40, 100)
+    assert (job.progress_percent, job.estimated_remaining_seconds) == (40, 90)
     assert job.last_updated is not None
 
 
