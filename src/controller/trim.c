@@ -3,11 +3,13 @@
  * controller's memory grows slowly with the number of TrainJobs (it is
  * benchmarked against upstream's with 1,000 of them).
  *
- *   - JobSets: identity and owner metadata, spec.suspend, and
- *     status.conditions and replicatedJobsStatus. The reconciler reads a
- *     JobSet only for its status (PostExecution) and whether it is
- *     suspended (the JobSet plugin rebuilds only a suspended JobSet); the
- *     pod templates are most of a JobSet and nobody reads them back.
+ *   - JobSets: identity and owner metadata, spec.suspend,
+ *     spec.volumeClaimPolicies, and status.conditions and
+ *     replicatedJobsStatus. The reconciler reads a JobSet only for its
+ *     status (PostExecution), whether it is suspended (the JobSet plugin
+ *     rebuilds only a suspended JobSet) and its immutable claim policies
+ *     (sent back unchanged on that rebuild); the pod templates are most of
+ *     a JobSet and nobody reads them back.
  *   - Secrets and ConfigMaps not controlled by a TrainJob: metadata only.
  *     The webhook certificate Secret the TrainJobStatus plugin reads keeps
  *     its data.
@@ -59,7 +61,7 @@ static void trim_jobset(json_t *obj)
 	                                   "deletionTimestamp",
 	                                   "ownerReferences",
 	                                   NULL};
-	static const char *const spec[] = {"suspend", NULL};
+	static const char *const spec[] = {"suspend", "volumeClaimPolicies", NULL};
 	static const char *const status[] = {"conditions", "replicatedJobsStatus", NULL};
 	keep_only(json_object_get(obj, "metadata"), meta);
 	keep_only(json_object_get(obj, "spec"), spec);

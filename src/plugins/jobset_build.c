@@ -537,16 +537,33 @@ static json_t *metadata(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
 	return meta;
 }
 
-/* Whether a JobSet already runs: then upstream leaves it be. */
-static int running_jobset_exists(const kft_plugin_ctx *ctx, const kft_trainjob *job)
+/* Whether a JobSet already runs (existing, borrowed, may be NULL): then
+ * upstream leaves it be. */
+static int jobset_running(const json_t *existing, const kft_trainjob *job)
 {
-	json_t *existing = kft_jobset_get(ctx, job);
 	if (!existing)
 		return 0;
-	int js_suspended =
-	        json_is_true(json_object_get(json_object_get(existing, "spec"), "suspend"));
-	json_decref(existing);
-	return !job->suspend && !js_suspended;
+	return !job->suspend &&
+	       !json_is_true(json_object_get(json_object_get(existing, "spec"), "suspend"));
+}
+
+/*
+ * spec.volumeClaimPolicies of an existing JobSet is immutable (JobSet's CRD:
+ * self == oldSelf), and what is stored is not what was sent: JobSet's
+ * create-only mutating webhook adds retentionPolicy and the PVC templates'
+ * empty status. Re-applying the runtime's value when a suspended JobSet is
+ * resumed would be refused ("Value is immutable"), so the live value is
+ * sent back: it is the only one the API server accepts.
+ */
+static int keep_claim_policies(json_t *spec, const json_t *existing, kft_error *err)
+{
+	const json_t *live =
+	        json_object_get(json_object_get(existing, "spec"), "volumeClaimPolicies");
+	if (!live)
+		return 0;
+	return json_object_set_new(spec, "volumeClaimPolicies", json_deep_copy(live)) == 0
+	               ? 0
+	               : oom(err);
 }
 
 static int build_spec(json_t *spec, const kft_runtime_info *info, const kft_trainjob *job,
@@ -571,13 +588,19 @@ int kft_jobset_build(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
 {
 	if (!info || !job)
 		return kft_error_set(err, KFT_EINVAL, "runtime info or object is missing");
-	if (running_jobset_exists(ctx, job))
+	json_t *existing = kft_jobset_get(ctx, job);
+	if (jobset_running(existing, job)) {
+		json_decref(existing);
 		return 0;
+	}
 	json_t *spec = json_is_object(info->template_spec) ? json_deep_copy(info->template_spec)
 	                                                   : json_object();
+	int rc = spec ? build_spec(spec, info, job, err) : oom(err);
+	if (rc == 0)
+		rc = keep_claim_policies(spec, existing, err);
+	json_decref(existing);
 	if (!spec)
-		return oom(err);
-	int rc = build_spec(spec, info, job, err);
+		return rc;
 	json_t *meta = rc == 0 ? metadata(ctx, info, job) : NULL;
 	if (rc == 0 && !meta)
 		rc = oom(err);
