@@ -1082,6 +1082,12 @@ static int write_all(engine *e, bool suspended, kft_error *err)
 	int rc = compute_status(e, suspended, err);
 	if (rc)
 		return rc;
+	/* A plugin's TerminalCondition may end the job before its JobSet has:
+	 * a finished TrainJob's processes have nothing left to do here. */
+	if (!e->finished && !suspended && kft_trainjob_is_finished(e->tj)) {
+		stop_pods(e, NULL, 0, false);
+		e->finished = true;
+	}
 	rc = kft_store_begin(e->store, err);
 	for (size_t i = 0; rc == 0 && i < e->n_rjobs; i++)
 		for (int k = 0; rc == 0 && k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
