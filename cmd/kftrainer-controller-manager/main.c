@@ -39,6 +39,18 @@ static int load_config(kft_logger *lg, const kft_cm_flags *flags, kft_cm_config 
 		            err.message, NULL);
 		return 1;
 	}
+#ifdef KFT_CM_STATIC
+	/* glibc's dlopen in a static executable cannot give a plugin this
+	 * binary's kft_* and json_* symbols: refuse before connecting. */
+	if (json_array_size(cfg->plugins)) {
+		KFT_LOG_ERR(lg, "setup", "Unable to load plugins",
+		            "this controller manager is linked statically and cannot load plugin "
+		            "files; run kftrainer-controller-manager-plugins (the same manager, "
+		            "linked dynamically) instead",
+		            json_pack("{s:O}", "plugins", cfg->plugins));
+		return 1;
+	}
+#endif
 	log_warnings(lg, cfg);
 	return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "kftrainer/decode.h"
+#include "kftrainer/store.h"
 
 #ifndef KFT_RUNTIMES_DIR
 #define KFT_RUNTIMES_DIR "/usr/local/share/kftrainer/runtimes"
@@ -375,6 +376,89 @@ const json_t *kft_jobinput_resolve(const kft_jobinput *in, const kft_framework *
 		return NULL;
 	}
 	return runtime;
+}
+
+/* ---- plugins ------------------------------------------------------------------ */
+
+/* Appends path, made absolute, to out; `from` says where it was configured
+ * for the error. Relative paths are taken against base (NULL: the current
+ * directory). */
+static int add_plugin_path(kft_paths *out, const char *path, const char *base, const char *from)
+{
+	char joined[PATH_MAX], abs[PATH_MAX];
+	if (base && path[0] != '/') {
+		if (snprintf(joined, sizeof(joined), "%s/%s", base, path) >= (int)sizeof(joined)) {
+			kft_cli_error("plugin %s (%s): path too long", path, from);
+			return KFT_EXIT_INPUT;
+		}
+		path = joined;
+	}
+	if (!realpath(path, abs)) {
+		kft_cli_error("cannot load plugin %s (%s): %s", path, from, strerror(errno));
+		return KFT_EXIT_INPUT;
+	}
+	return kft_paths_add(out, abs) == 0 ? 0 : KFT_EXIT_INPUT;
+}
+
+static int plugins_from_env(const char *value, kft_paths *out)
+{
+	char *copy = strdup(value), *save = NULL;
+	int rc = copy ? 0 : KFT_EXIT_INPUT;
+	for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok && rc == 0;
+	     tok = strtok_r(NULL, ":", &save))
+		rc = add_plugin_path(out, tok, NULL, "from " KFT_PLUGINS_ENV);
+	free(copy);
+	return rc;
+}
+
+/* The state directory's plugins file: one path a line; blank lines and
+ * lines starting with '#' are passed over, surrounding blanks trimmed. */
+static int plugins_from_file(kft_paths *out)
+{
+	char *dir = kft_store_default_dir(), *file = NULL;
+	if (!dir)
+		return 0; /* no state directory at all: no file either */
+	if (asprintf(&file, "%s/" KFT_PLUGINS_FILE, dir) < 0) {
+		free(dir);
+		return KFT_EXIT_INPUT;
+	}
+	FILE *f = fopen(file, "r");
+	int rc = 0;
+	if (!f && errno != ENOENT) {
+		kft_cli_error("%s: %s", file, strerror(errno));
+		rc = KFT_EXIT_INPUT;
+	}
+	char line[PATH_MAX + 2], from[PATH_MAX + 64];
+	for (unsigned n = 1; f && rc == 0 && fgets(line, sizeof(line), f); n++) {
+		char *s = line, *e = line + strlen(line);
+		while (*s == ' ' || *s == '\t')
+			s++;
+		while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		if (!*s || *s == '#')
+			continue;
+		snprintf(from, sizeof(from), "from %s line %u", file, n);
+		rc = add_plugin_path(out, s, dir, from);
+	}
+	if (f)
+		fclose(f);
+	free(file);
+	free(dir);
+	return rc;
+}
+
+int kft_jobinput_plugin_paths(const kft_paths *flags, kft_paths *out)
+{
+	const char *env = getenv(KFT_PLUGINS_ENV);
+	if (flags && flags->count) {
+		for (size_t i = 0; i < flags->count; i++)
+			if (add_plugin_path(out, flags->items[i], NULL, "from --plugin") != 0)
+				return KFT_EXIT_INPUT;
+		return 0;
+	}
+	if (env)
+		return plugins_from_env(env, out);
+	return plugins_from_file(out);
 }
 
 int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins)

@@ -86,8 +86,24 @@ int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj);
 const json_t *kft_jobinput_resolve(const kft_jobinput *in, const kft_framework *fw,
                                    const kft_backend *backend, const json_t *record);
 
-/* Loads each --plugin shared object into fw. Returns 0, or KFT_EXIT_INPUT
- * (reported) for one that cannot be loaded. */
+/* Plugins: one list, configured once, loaded by every verb that runs the
+ * pipeline (validate, render, train and the supervisors train starts). */
+#define KFT_PLUGINS_ENV  "KFTRAINER_PLUGINS"
+#define KFT_PLUGINS_FILE "plugins"
+
+/* The plugin list, from the first source that is set: the --plugin flags
+ * (`flags`, may be NULL), else $KFTRAINER_PLUGINS (colon-separated paths; set
+ * but empty means no plugins), else <state-dir>/plugins (one path a line,
+ * blank lines and #-comments passed over, relative paths taken against the
+ * state directory; no file: no plugins). Sources are not merged: the first
+ * one set is the whole list. Each path is made absolute (realpath) into out,
+ * so the supervisors `train` starts load the very same files. Returns 0, or
+ * KFT_EXIT_INPUT (reported, naming the path and where it was configured) for
+ * a file that does not exist or an unreadable plugins file. */
+int kft_jobinput_plugin_paths(const kft_paths *flags, kft_paths *out);
+
+/* Loads each shared object of plugins into fw, in order. Returns 0, or
+ * KFT_EXIT_INPUT (reported) for one that cannot be loaded. */
 int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins);
 
 #endif

@@ -44,7 +44,9 @@ static void render_usage(FILE *out)
 	      "                       kftrainer/runtimes, the checkout's for a build-tree\n"
 	      "                       binary, or the installed " KFT_RUNTIMES_DIR "\n"
 	      "  -o, --output FORMAT  yaml (default: one document per object) or json (a v1 List)\n"
-	      "      --plugin PATH    load an out-of-tree plugin (a shared object; repeatable)\n"
+	      "      --plugin PATH    load an out-of-tree plugin (a shared object; repeatable);\n"
+	      "                       default: $KFTRAINER_PLUGINS (colon-separated), else the\n"
+	      "                       state directory's plugins file (docs/plugins.md)\n"
 	      "  -h, --help           this help\n\n"
 	      "Exit status: 0 rendered, 1 invalid TrainJob or runtime (field errors printed),\n"
 	      "2 unreadable input, unknown runtime directory or plugin that cannot be loaded.\n",
@@ -153,8 +155,12 @@ static int run_render(int argc, char **argv)
 		kft_cli_error("render: %s", err.message);
 		rc = KFT_EXIT_INPUT;
 	}
+	kft_paths plugins = {0};
 	if (rc == 0)
-		rc = kft_jobinput_load_plugins(fw, &o.plugins);
+		rc = kft_jobinput_plugin_paths(&o.plugins, &plugins);
+	if (rc == 0)
+		rc = kft_jobinput_load_plugins(fw, &plugins);
+	kft_paths_free(&plugins);
 	size_t i;
 	json_t *job;
 	json_array_foreach(in.jobs, i, job) if (rc == 0) rc = render_job(&in, fw, job, objects);

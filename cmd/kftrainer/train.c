@@ -36,7 +36,7 @@
 #define FLAGS_SOURCE "<command line>"
 
 typedef struct train_args {
-	kft_paths files, runtimes, env;
+	kft_paths files, runtimes, env, plugins;
 	const char *ns, *runtime, *name, *dataset, *model, *image, *nodes, *procs;
 	bool follow, rm, job_workdir;
 	char **command;
@@ -82,6 +82,10 @@ static void train_usage(FILE *out)
 	      "      --rm             delete the job when this command exits; implies --follow\n"
 	      "      --job-workdir    start the job's processes in a fresh directory of the\n"
 	      "                       job's own (removed with it), not the current directory\n"
+	      "      --plugin PATH    load an out-of-tree plugin (a shared object; repeatable);\n"
+	      "                       default: $KFTRAINER_PLUGINS (colon-separated), else the\n"
+	      "                       state directory's plugins file. The job's supervisor\n"
+	      "                       loads the same files\n"
 	      "  -h, --help           this help\n\n"
 	      "What each runtime sets (it starts nothing else; COMMAND runs once per node):\n"
 	      "  torch-distributed    PET_NNODES PET_NPROC_PER_NODE PET_NODE_RANK\n"
@@ -103,7 +107,8 @@ static void train_usage(FILE *out)
 	      "kftrainer logs -f NAME) unless --rm was given, which deletes it.\n\n"
 	      "Exit status: 0 submitted (with --follow: the job completed); 1 invalid TrainJob,\n"
 	      "unknown runtime, a job of that name exists, or (--follow) the job failed or was\n"
-	      "deleted; 2 bad usage or unreadable input; 128+N when signal N stopped --follow.\n",
+	      "deleted; 2 bad usage, unreadable input or a plugin that cannot be loaded; 128+N "
+	      "when signal N stopped --follow.\n",
 	      out);
 }
 
@@ -122,6 +127,7 @@ static const struct option train_options[] = {
         {"follow", no_argument, NULL, 'F'},
         {"rm", no_argument, NULL, 'x'},
         {"job-workdir", no_argument, NULL, 'W'},
+        {"plugin", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -134,6 +140,7 @@ static int take_option(int c, train_args *a)
 	case 'f': rc = kft_paths_add(&a->files, optarg); break;
 	case 'r': rc = kft_paths_add(&a->runtimes, optarg); break;
 	case 'e': rc = kft_paths_add(&a->env, optarg); break;
+	case 'P': rc = kft_paths_add(&a->plugins, optarg); break;
 	case 'n': a->ns = optarg; break;
 	case 'R': a->runtime = optarg; break;
 	case 'N': a->name = optarg; break;
@@ -380,7 +387,8 @@ static int resolve_all(kft_jobinput *in, const kft_framework *fw, json_t *resolv
 /* Submits every TrainJob; the first one's name and namespace (malloc'd)
  * go to *first_name and *first_ns, for --follow and --rm. */
 static int submit_all(kft_local *l, const kft_framework *fw, const kft_jobinput *in,
-                      const json_t *resolved, bool job_workdir, char **first_name, char **first_ns)
+                      const json_t *resolved, const kft_submit_opts *base, char **first_name,
+                      char **first_ns)
 {
 	size_t i;
 	json_t *rec;
@@ -389,7 +397,8 @@ static int submit_all(kft_local *l, const kft_framework *fw, const kft_jobinput 
 		char *name = NULL;
 		kft_error err;
 		const json_t *job = json_object_get(rec, "object");
-		kft_submit_opts opts = {.objects = in->others, .job_workdir = job_workdir};
+		kft_submit_opts opts = *base;
+		opts.objects = in->others;
 		if (kft_local_submit(l, fw, job, json_array_get(resolved, i), &opts, &name, &err) !=
 		    0) {
 			kft_cli_error("%s", err.message);
@@ -492,12 +501,19 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 	kft_local *l = NULL;
 	kft_error err;
 	char *name = NULL, *ns = NULL;
-	json_t *resolved = json_array();
+	json_t *resolved = json_array(), *recorded = json_array();
+	kft_paths plugins = {0};
 	int rc = kft_framework_new(KFT_LOCAL_FEATURES, &fw, &err);
 	if (rc != 0) {
 		kft_cli_error("train: %s", err.message);
 		rc = KFT_EXIT_FAILED;
 	}
+	if (rc == 0)
+		rc = kft_jobinput_plugin_paths(&a->plugins, &plugins);
+	if (rc == 0)
+		rc = kft_jobinput_load_plugins(fw, &plugins);
+	for (size_t i = 0; rc == 0 && i < plugins.count; i++)
+		json_array_append_new(recorded, json_string(plugins.items[i]));
 	if (rc == 0)
 		rc = resolve_all(in, fw, resolved);
 	if (rc == 0)
@@ -505,7 +521,10 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 	if (rc == 0 && a->follow)
 		catch_stop_signals();
 	if (rc == 0)
-		rc = submit_all(l, fw, in, resolved, a->job_workdir, &name, &ns);
+		rc = submit_all(
+		        l, fw, in, resolved,
+		        &(kft_submit_opts){.job_workdir = a->job_workdir, .plugins = recorded},
+		        &name, &ns);
 	if (rc == 0 && name && !ns) {
 		kft_cli_error("out of memory");
 		rc = KFT_EXIT_FAILED;
@@ -519,6 +538,8 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 	kft_local_close(l);
 	kft_framework_free(fw);
 	json_decref(resolved);
+	json_decref(recorded);
+	kft_paths_free(&plugins);
 	return rc;
 }
 
@@ -538,6 +559,7 @@ static int run_train(int argc, char **argv)
 	kft_paths_free(&a.files);
 	kft_paths_free(&a.runtimes);
 	kft_paths_free(&a.env);
+	kft_paths_free(&a.plugins);
 	return rc < 0 ? KFT_EXIT_OK : rc;
 }
 

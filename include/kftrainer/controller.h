@@ -89,6 +89,9 @@ typedef struct kft_cm_config {
 	json_t *tls_cipher_suites;   /* tls.cipherSuites (Go names), NULL when unset */
 	unsigned features;           /* KFT_FEATURE_* bits from featureGates */
 	json_t *warnings;            /* array of strings: what is accepted but ignored */
+	json_t *plugins;             /* kftrainer's extension, top-level `plugins`: an array of
+	                              * plugin file paths loaded into the framework at start-up;
+	                              * NULL when unset */
 } kft_cm_config;
 
 /* Upstream's defaults, as when no --config is given. Returns 0 or
@@ -182,6 +185,9 @@ void kft_log_write(kft_logger *lg, int level, const char *name, const char *call
 
 /* The command line, Go `flag` syntax (-x, --x, --x=v, --x v; booleans only
  * take =v). Strings are borrowed from argv. */
+/* At most this many plugin files (the framework's own limit is higher). */
+#define KFT_CM_MAX_PLUGINS 32
+
 typedef struct kft_cm_flags {
 	const char *config_file;
 	const char *feature_gates;
@@ -189,6 +195,9 @@ typedef struct kft_cm_flags {
 	const char *metrics_addr; /* overrides metrics.bindAddress */
 	const char *health_addr;  /* overrides health.healthProbeBindAddress */
 	int leader_elect;         /* -1 unset, else overrides leaderElection.leaderElect */
+	const char *plugins[KFT_CM_MAX_PLUGINS]; /* --plugin PATH, repeatable: when given,
+	                                          * they replace the file's `plugins` */
+	int nplugins;
 	kft_log_options log;
 	int help, version;
 } kft_cm_flags;

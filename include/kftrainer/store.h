@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes and understands. */
-#define KFT_STORE_SCHEMA_VERSION 4
+#define KFT_STORE_SCHEMA_VERSION 5
 
 /* The database file's name inside the state directory. */
 #define KFT_STORE_DB_NAME "state.db"
@@ -256,6 +256,19 @@ int kft_store_job_set_exec(kft_store *s, const char *ns, const char *name, const
  * KFT_EPARSE, KFT_ENOMEM. */
 int kft_store_job_get_exec(kft_store *s, const char *ns, const char *name, char **workdir,
                            json_t **base_env, kft_error *err);
+
+/* Records the plugin files (an array of absolute paths, borrowed; NULL:
+ * none) the job's framework loaded at submit, for its supervisor to load
+ * the same. Errors: KFT_ENOTFOUND, KFT_EINVAL (not an array), KFT_ELIMIT,
+ * KFT_EIO. */
+int kft_store_job_set_plugins(kft_store *s, const char *ns, const char *name, const json_t *plugins,
+                              kft_error *err);
+
+/* Reads them back: *plugins is a new array reference (caller json_decref()s),
+ * or NULL when none were recorded. Errors: KFT_ENOTFOUND, KFT_EIO,
+ * KFT_EPARSE, KFT_ENOMEM. */
+int kft_store_job_get_plugins(kft_store *s, const char *ns, const char *name, json_t **plugins,
+                              kft_error *err);
 
 /* Removes every pod record of a job (a resumed job starts its pods afresh).
  * Errors: KFT_ENOTFOUND, KFT_EIO. */

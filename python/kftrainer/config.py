@@ -23,6 +23,10 @@ class LocalBackendConfig(BaseModel):
             installed into the environment, else the first on ``PATH``.
         venv_cache_dir: where environments for ``packages_to_install`` are cached;
             default ``$XDG_CACHE_HOME/kftrainer/venvs`` (``~/.cache/kftrainer/venvs``).
+        plugins: out-of-tree plugin files (shared objects, docs/plugins.md) every engine
+            command loads, passed to the CLI as ``$KFTRAINER_PLUGINS``; ``[]`` means none.
+            Default: the CLI's own discovery (``$KFTRAINER_PLUGINS``, else the state
+            directory's ``plugins`` file), so a notebook and a shell load the same ones.
     """
 
     state_dir: str | None = None
@@ -30,3 +34,4 @@ class LocalBackendConfig(BaseModel):
     namespace: str = "default"
     kftrainer: str | None = None
     venv_cache_dir: str | None = None
+    plugins: list[str] | None = None

@@ -59,6 +59,20 @@ class Engine:
         )
         self.runtimes = [os.path.abspath(os.path.expanduser(r)) for r in cfg.runtimes or []]
         self.namespace = cfg.namespace
+        # The CLI's own variable carries the list to every verb (and, through train,
+        # to the job's supervisor); None leaves the CLI's discovery alone.
+        self.plugins_env = (
+            None
+            if cfg.plugins is None
+            else ":".join(os.path.abspath(os.path.expanduser(p)) for p in cfg.plugins)
+        )
+
+    def _env(self, env: Mapping[str, str] | None) -> dict[str, str] | None:
+        if self.plugins_env is None:
+            return dict(env) if env is not None else None
+        out = dict(env) if env is not None else dict(os.environ)
+        out["KFTRAINER_PLUGINS"] = self.plugins_env
+        return out
 
     def _argv(self, verb: str, args: Sequence[str]) -> list[str]:
         argv = [self.binary]
@@ -85,7 +99,7 @@ class Engine:
             input=input,
             capture_output=True,
             text=True,
-            env=dict(env) if env is not None else None,
+            env=self._env(env),
             check=False,
         )
         if proc.returncode != 0:
@@ -103,7 +117,12 @@ class Engine:
         process is stopped when the caller stops iterating."""
         argv = self._argv(verb, args)
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            env=self._env(None),
         )
         try:
             assert proc.stdout is not None

@@ -19,6 +19,10 @@
 #include "kftrainer/kube.h"
 #include "kftrainer/kube_cache.h"
 
+/* kftrainer's reason for a TrainJob the configured plugins' CustomValidation
+ * refuses (there is no admission webhook to refuse it first). */
+#define KFT_CM_REASON_VALIDATION_FAILED "ValidationFailed"
+
 #define KFT_CM_MAX_CHILD_KINDS 8
 /* Informer index names: TrainJobs by kft_cm_trainjob_runtime_key, and
  * runtimes by kft_cm_runtime_class_names. */

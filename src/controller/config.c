@@ -78,6 +78,8 @@ void kft_cm_config_free(kft_cm_config *cfg)
 	cfg->warnings = NULL;
 	json_decref(cfg->tls_cipher_suites);
 	cfg->tls_cipher_suites = NULL;
+	json_decref(cfg->plugins);
+	cfg->plugins = NULL;
 }
 
 /* ---- strict decoding ------------------------------------------------------ */
@@ -520,6 +522,31 @@ static int read_tls(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 	return 0;
 }
 
+/* kftrainer's extension: `plugins: [path, ...]`, the shared objects the
+ * manager loads into its framework (docs/plugins.md). Paths should be
+ * absolute: the manager's working directory is whatever its pod gives. */
+static int read_plugins(kft_cm_config *cfg, const json_t *doc, kft_error *err)
+{
+	const json_t *v = json_object_get(doc, "plugins");
+	int rc = read_string_list(doc, "plugins", "plugins", KFT_CM_MAX_PLUGINS, 4096, err);
+	if (rc || !v || json_is_null(v))
+		return rc;
+	size_t i;
+	const json_t *item;
+	json_array_foreach(v, i, item)
+	{
+		if (!*json_string_value(item))
+			return kft_error_set(
+			        err, KFT_EINVAL,
+			        "invalid configuration: plugins[%zu]: Required value: a "
+			        "plugin file path",
+			        i);
+	}
+	json_decref(cfg->plugins);
+	cfg->plugins = json_deep_copy(v);
+	return cfg->plugins ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory");
+}
+
 static int set_gate(unsigned *features, const char *name, const char *value, kft_error *err);
 
 static int read_features(kft_cm_config *cfg, const json_t *doc, kft_error *err)
@@ -643,6 +670,7 @@ int kft_cm_config_from_json(kft_cm_config *cfg, const json_t *doc, const char *s
 	                                    "statusServer",
 	                                    "featureGates",
 	                                    "tls",
+	                                    "plugins", /* kftrainer's extension */
 	                                    NULL};
 	int rc;
 	if (!json_is_object(doc))
@@ -656,7 +684,7 @@ int kft_cm_config_from_json(kft_cm_config *cfg, const json_t *doc, const char *s
 	    (rc = read_health(cfg, doc, err)) || (rc = read_controller(cfg, doc, err)) ||
 	    (rc = read_cert(cfg, doc, err)) || (rc = read_client(cfg, doc, err)) ||
 	    (rc = read_status_server(cfg, doc, err)) || (rc = read_features(cfg, doc, err)) ||
-	    (rc = read_tls(cfg, doc, err)))
+	    (rc = read_tls(cfg, doc, err)) || (rc = read_plugins(cfg, doc, err)))
 		return rc;
 	if (!cfg->metrics_bind_address || !cfg->health_bind_address)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");

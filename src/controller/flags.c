@@ -32,6 +32,7 @@ enum flag_id {
 	FL_TIME,
 	FL_HELP,
 	FL_VERSION,
+	FL_PLUGIN,
 };
 
 static const struct {
@@ -53,6 +54,7 @@ static const struct {
         {"help", F_BOOL, FL_HELP},
         {"h", F_BOOL, FL_HELP},
         {"version", F_BOOL, FL_VERSION},
+        {"plugin", F_STRING, FL_PLUGIN},
 };
 
 static const char usage_text[] =
@@ -69,6 +71,8 @@ static const char usage_text[] =
         "  --metrics-bind-address ADDR      serve /metrics here (\"0\" disables)\n"
         "  --health-probe-bind-address ADDR serve /healthz and /readyz here (\"0\" disables)\n"
         "  --leader-elect[=BOOL]            run reconcilers only while holding the Lease\n"
+        "  --plugin PATH                    load an out-of-tree plugin (repeatable; replaces\n"
+        "                                   the Configuration's plugins list)\n"
         "  --zap-devel                      console encoder, debug level, stacktraces from "
         "warn\n"
         "  --zap-encoder json|console\n"
@@ -177,6 +181,11 @@ static int set_flag(kft_cm_flags *f, enum flag_id id, const char *name, const ch
 	case FL_DEVEL: f->log.devel = bv; return 0;
 	case FL_HELP: f->help = bv; return 0;
 	case FL_VERSION: f->version = bv; return 0;
+	case FL_PLUGIN:
+		if (f->nplugins == KFT_CM_MAX_PLUGINS)
+			return bad_value(err, v, name, "too many plugins");
+		f->plugins[f->nplugins++] = v;
+		return 0;
 	case FL_ENCODER:
 		if (strcasecmp(v, "json") != 0 && strcasecmp(v, "console") != 0)
 			return bad_value(err, v, name, "invalid encoder value");
@@ -263,6 +272,18 @@ int kft_cm_flags_apply(const kft_cm_flags *flags, kft_cm_config *cfg, kft_error 
 		return rc;
 	if (flags->leader_elect >= 0)
 		cfg->leader_elect = flags->leader_elect;
+	if (flags->nplugins) {
+		json_t *list = json_array();
+		for (int i = 0; list && i < flags->nplugins; i++)
+			if (json_array_append_new(list, json_string(flags->plugins[i])) != 0) {
+				json_decref(list);
+				list = NULL;
+			}
+		if (!list)
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+		json_decref(cfg->plugins);
+		cfg->plugins = list;
+	}
 	if (flags->feature_gates && *flags->feature_gates)
 		rc = kft_cm_feature_gates_set(&cfg->features, flags->feature_gates, err);
 	return rc;

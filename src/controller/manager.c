@@ -340,6 +340,12 @@ static int add_child(kft_cm *cm, const char *api_kind, kft_error *err)
 		return 0;
 	snprintf(av, sizeof(av), "%.*s", (int)(slash - api_kind), api_kind);
 	const kft_gvr *gvr = kft_gvr_lookup(av, slash + 1);
+	if (!gvr)
+		KFT_LOG_ERR(cm->lg, NULL,
+		            "A plugin asks to watch a kind this manager has no resource for; not "
+		            "watching it",
+		            "unknown kind",
+		            json_pack("{s:s, s:s}", "apiVersion", av, "kind", slash + 1));
 	if (!gvr || child_known(cm, gvr))
 		return 0;
 	if (!served(cm, gvr)) {
@@ -779,10 +785,35 @@ static void kube_warning(void *ctx, const char *message)
 	KFT_LOG_ERR(cm->lg, "client", "API client warning", message, NULL);
 }
 
+/* The Configuration's plugins (or --plugin's), after the built-ins, in
+ * order: their WatchExtension kinds are watched, their CustomValidation
+ * runs before a TrainJob is built (reconcilers.c), their Build points shape
+ * the children and their PostExecution points the status, exactly as in the
+ * CLI. A file that cannot be loaded stops start-up, naming it. */
+static int load_plugins(kft_cm *cm, kft_error *err)
+{
+	size_t i;
+	const json_t *p;
+	json_array_foreach(cm->cfg->plugins, i, p)
+	{
+		const char *path = json_string_value(p);
+		int rc = kft_framework_load_plugin(cm->fw, path, err);
+		if (rc)
+			return rc;
+		const kft_plugin *pl =
+		        kft_framework_plugin_at(cm->fw, kft_framework_plugin_count(cm->fw) - 1);
+		KFT_LOG(cm->lg, KFT_LOG_INFO, "setup", "Loaded plugin",
+		        json_pack("{s:s, s:s}", "plugin", pl->name, "path", path));
+	}
+	return 0;
+}
+
 /* After connect_api: the rest of start-up, which may wait on the server. */
 static int setup(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
 	int rc = kft_framework_new(cm->cfg->features, &cm->fw, err);
+	if (!rc)
+		rc = load_plugins(cm, err);
 	if (!rc && !(cm->metrics = kft_metrics_new()))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc)

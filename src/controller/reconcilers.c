@@ -21,6 +21,8 @@
 #include "cm_internal.h"
 #include "kftrainer/conditions.h"
 #include "kftrainer/constants.h"
+#include "kftrainer/validation.h"
+#include "util/strbuf.h"
 
 #define APPLIED_MAX (1u << 20)
 
@@ -374,6 +376,43 @@ static void write_status(kft_cm *cm, const json_t *job, const json_t *patch, kft
 		join_error(out, &e);
 }
 
+/* Without admission webhooks a TrainJob reaches the manager unchecked. With
+ * out-of-tree plugins configured, every plugin's CustomValidation (the
+ * built-ins' included, as the webhook runs them) runs before the TrainJob is
+ * built, and a refused one gets Failed=True, reason ValidationFailed (ours:
+ * upstream refuses at admission instead), its message the field errors as
+ * `kftrainer validate` prints them, joined by "; "; nothing is applied.
+ * Returns 1 when refused, 0 when the job may be built, or -1 with err set. */
+static int refused_by_plugins(kft_cm *cm, json_t *job, const char *now, kft_error *err)
+{
+	if (json_array_size(cm->cfg->plugins) == 0)
+		return 0;
+	json_t *rt = NULL;
+	if (job_runtime(cm, job, &rt, err) != 0)
+		return 0; /* the build reports a missing runtime, as ever */
+	kft_field_errors errs;
+	kft_field_errors_init(&errs);
+	int rc = kft_framework_validate(cm->fw, &cm->backend, rt, NULL, job, &errs, err);
+	json_decref(rt);
+	kft_strbuf msg;
+	kft_strbuf_init(&msg);
+	for (size_t i = 0; rc == 0 && i < errs.count; i++) {
+		char *line = kft_field_error_format(&errs.items[i]);
+		if (i)
+			kft_strbuf_puts(&msg, "; ");
+		kft_strbuf_puts(&msg, line ? line : "(no memory)");
+		free(line);
+	}
+	int refused = rc == 0 && errs.count > 0;
+	if (refused &&
+	    kft_trainjob_set_failed(job, kft_strbuf_str(&msg) ? kft_strbuf_str(&msg) : "",
+	                            KFT_CM_REASON_VALIDATION_FAILED, now, err) != 0)
+		rc = -1;
+	kft_strbuf_free(&msg);
+	kft_field_errors_free(&errs);
+	return rc ? -1 : refused;
+}
+
 static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_outcome *out)
 {
 	char now[32];
@@ -397,13 +436,21 @@ static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_o
 		snprintf(ue.message, sizeof(ue.message), "%s", plan.error);
 		join_error(out, &ue);
 	}
+	int refused = plan.build ? refused_by_plugins(cm, job, now, &e) : 0;
+	if (refused < 0) {
+		join_error(out, &e);
+		plan.build = 0;
+	} else if (refused) {
+		plan.build = 0;
+	}
+	kft_error_clear(&e);
 	if (plan.build && build_and_apply(cm, job, &e) != 0) {
 		record_failure(cm, stored, &e);
 		join_error(out, &e);
 	}
 	kft_error_clear(&e);
-	if (kft_cm_trainjob_finish(job, stored, plan.error ? NULL : cm->fw, &cm->backend, now,
-	                           &plan, &e) != 0)
+	if (kft_cm_trainjob_finish(job, stored, plan.error || refused ? NULL : cm->fw, &cm->backend,
+	                           now, &plan, &e) != 0)
 		join_error(out, &e);
 	if (plan.delete_jobset)
 		delete_jobset(cm, job);

@@ -372,6 +372,27 @@ static int job_env(engine *e, kft_error *err)
 	return rc ? kft_error_set(err, rc, "out of memory") : 0;
 }
 
+/* The plugins the submitter loaded (kft_submit_opts.plugins), so the job's
+ * TrainJobStatus and TerminalCondition points are the ones its objects were
+ * built with. */
+static int load_plugins(engine *e, kft_error *err)
+{
+	json_t *paths = NULL;
+	int rc = kft_store_job_get_plugins(e->store, e->ns, e->name, &paths, err);
+	size_t i;
+	json_t *p;
+	json_array_foreach(paths, i, p)
+	{
+		if (rc == 0 && !json_is_string(p))
+			rc = kft_error_set(err, KFT_EPARSE,
+			                   "stored plugin list holds a non-string");
+		else if (rc == 0)
+			rc = kft_framework_load_plugin(e->fw, json_string_value(p), err);
+	}
+	json_decref(paths);
+	return rc;
+}
+
 static int load_exec(engine *e, kft_error *err)
 {
 	json_t *base = NULL;
@@ -454,6 +475,8 @@ static int load(engine *e, kft_error *err)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	kft_local_backend_init(&e->backend, e->info.uid, e->children);
 	rc = kft_framework_new(KFT_LOCAL_FEATURES, &e->fw, err);
+	if (rc == 0)
+		rc = load_plugins(e, err);
 	if (rc == 0)
 		rc = load_exec(e, err);
 	if (rc == 0)
@@ -1059,6 +1082,12 @@ static int write_all(engine *e, bool suspended, kft_error *err)
 	int rc = compute_status(e, suspended, err);
 	if (rc)
 		return rc;
+	/* A plugin's TerminalCondition may end the job before its JobSet has:
+	 * a finished TrainJob's processes have nothing left to do here. */
+	if (!e->finished && !suspended && kft_trainjob_is_finished(e->tj)) {
+		stop_pods(e, NULL, 0, false);
+		e->finished = true;
+	}
 	rc = kft_store_begin(e->store, err);
 	for (size_t i = 0; rc == 0 && i < e->n_rjobs; i++)
 		for (int k = 0; rc == 0 && k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)

@@ -499,6 +499,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 		rc = add_user_objects(objects, opts->objects, ns, err);
 	if (rc == 0)
 		rc = kft_store_job_set_objects(l->store, ns, name, objects, err);
+	if (rc == 0 && opts && json_array_size(opts->plugins))
+		rc = kft_store_job_set_plugins(l->store, ns, name, opts->plugins, err);
 	const char *wd = own_wd                  ? own_wd
 	                 : opts && opts->workdir ? opts->workdir
 	                                         : getcwd(cwd, sizeof(cwd));

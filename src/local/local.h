@@ -87,6 +87,9 @@ typedef struct kft_submit_opts {
 	                        * (e.g. an initializer's secretRef); stored after the
 	                        * built objects, which win on a name clash. Other
 	                        * kinds and namespaces are ignored. */
+	const json_t *plugins; /* array of absolute paths or NULL: the plugin files fw
+	                        * loaded, recorded so the job's supervisor (now and
+	                        * after a resume) loads the very same ones */
 } kft_submit_opts;
 
 /*

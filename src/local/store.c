@@ -110,6 +110,11 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
         " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
         " body TEXT NOT NULL);"
         "CREATE INDEX events_by_job ON events (job_id, id);",
+        /* 4 -> 5: the plugin files the submitter's framework loaded (a JSON
+         * array of absolute paths), so the supervisor, now and after a
+         * resume, runs the job's PostExecution with the very same plugins.
+         * NULL: none (and every job recorded before). */
+        "ALTER TABLE jobs ADD COLUMN plugins TEXT;",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1265,6 +1270,53 @@ int kft_store_job_get_exec(kft_store *s, const char *ns, const char *name, char 
 	else
 		rc = rc == SQLITE_DONE ? not_found(err, name)
 		                       : db_fail(s, err, "reading the job's environment");
+	release(s, st);
+	return rc;
+}
+
+int kft_store_job_set_plugins(kft_store *s, const char *ns, const char *name, const json_t *plugins,
+                              kft_error *err)
+{
+	sqlite3_stmt *st;
+	char *text = NULL;
+	if (plugins && !json_is_array(plugins))
+		return kft_error_set(err, KFT_EINVAL, "the plugin list must be an array");
+	int rc = plugins ? dump_json(plugins, &text, err) : 0;
+	if (rc == 0)
+		rc = prepare_job(s,
+		                 "UPDATE jobs SET plugins = ?3 WHERE namespace = ?1 AND name = ?2",
+		                 ns, name, &st, err);
+	if (rc) {
+		free(text);
+		return rc;
+	}
+	sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
+	free(text);
+	return finish_job_write(s, st, name, err);
+}
+
+int kft_store_job_get_plugins(kft_store *s, const char *ns, const char *name, json_t **plugins,
+                              kft_error *err)
+{
+	sqlite3_stmt *st;
+	*plugins = NULL;
+	int rc = prepare_job(s, "SELECT plugins FROM jobs WHERE namespace = ?1 AND name = ?2", ns,
+	                     name, &st, err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(st, 0);
+		rc = text ? load_json(text, plugins, err) : 0;
+		if (rc == 0 && *plugins && !json_is_array(*plugins)) {
+			json_decref(*plugins);
+			*plugins = NULL;
+			rc = kft_error_set(err, KFT_EPARSE, "stored plugin list is not an array");
+		}
+	} else {
+		rc = rc == SQLITE_DONE ? not_found(err, name)
+		                       : db_fail(s, err, "reading the job's plugins");
+	}
 	release(s, st);
 	return rc;
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -35,6 +36,8 @@ from kubeflow.trainer.options import (
 
 import kftrainer
 from kftrainer.backend import _EngineObjects
+
+REPO = Path(__file__).resolve().parent.parent.parent
 
 # ---- training functions (sent to the job as source, as upstream sends them) ----------------
 
@@ -580,3 +583,38 @@ def test_runtime_patch_goes_through_the_same_pipeline(client):
             options=[patch(PodTemplatePatch(spec=PodSpecPatch(containers=[env])))],
         )
     assert [j.name for j in client.list_jobs()] == [name]
+
+
+def test_plugins_field_is_passed_to_every_engine_command(config, state_dir, monkeypatch):
+    """LocalBackendConfig(plugins=[...]) is the CLI's plugin list (docs/plugins.md): the
+    example plugin's CustomValidation refuses, with the same field path and message as
+    `kftrainer validate`, a job without a team label, and lets a labelled one run; [] means no
+    plugins whatever the environment says; None leaves the CLI's own discovery alone."""
+    build = Path(os.environ.get("KFT_BUILD_DIR", REPO / "build"))
+    plugin = build / "plugins" / "require-team-label.so"
+    assert plugin.exists(), f"{plugin} not built (cmake --build build --target require-team-label)"
+    refusal = "metadata.labels[team]: Required value: every TrainJob must name its owning team"
+
+    with_plugin = kftrainer.TrainerClient(
+        backend_config=config.model_copy(update={"plugins": [str(plugin)]})
+    )
+    with pytest.raises(ValueError, match=re.escape(refusal)):
+        with_plugin.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))
+    name = with_plugin.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainer(func=report_rank),
+        options=[Labels({"team": "ml"})],
+    )
+    with_plugin.wait_for_job_status(name, timeout=120, polling_interval=1)
+
+    # The environment names a plugin file that does not exist: [] overrides it, None does not.
+    monkeypatch.setenv("KFTRAINER_PLUGINS", str(state_dir / "gone.so"))
+    none = kftrainer.TrainerClient(backend_config=config.model_copy(update={"plugins": []}))
+    none.wait_for_job_status(
+        none.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank)),
+        timeout=120,
+        polling_interval=1,
+    )
+    default = kftrainer.TrainerClient(backend_config=config)
+    with pytest.raises(RuntimeError, match=r"gone\.so"):
+        default.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))

@@ -318,6 +318,41 @@ static void test_flags_override_file(void **state)
 	kft_cm_config_free(&cfg);
 }
 
+/* ours: the top-level `plugins` list (docs/plugins.md) is read, checked as
+ * a list of non-empty strings, still strict about unknown fields, and
+ * --plugin (repeatable) replaces it. */
+static void test_plugins(void **state)
+{
+	(void)state;
+	kft_cm_config cfg;
+	kft_cm_flags f;
+	kft_error err = {0};
+	assert_int_equal(load_text(&cfg, HEAD "plugins: [/opt/a.so, /opt/b.so]\n", &err), 0);
+	assert_int_equal(json_array_size(cfg.plugins), 2);
+	assert_string_equal(json_string_value(json_array_get(cfg.plugins, 1)), "/opt/b.so");
+	assert_int_equal(parse(&f, &err, "--plugin", "/x/c.so", "-plugin=/x/d.so", NULL), 0);
+	assert_int_equal(kft_cm_flags_apply(&f, &cfg, &err), 0);
+	assert_int_equal(json_array_size(cfg.plugins), 2);
+	assert_string_equal(json_string_value(json_array_get(cfg.plugins, 0)), "/x/c.so");
+	assert_string_equal(json_string_value(json_array_get(cfg.plugins, 1)), "/x/d.so");
+	kft_cm_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, HEAD "plugins: /opt/a.so\n", &err), KFT_EINVAL);
+	assert_non_null(
+	        strstr(err.message, "cannot unmarshal string into Go struct field plugins"));
+	kft_cm_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, HEAD "plugins: [\"\"]\n", &err), KFT_EINVAL);
+	assert_string_equal(
+	        err.message,
+	        "invalid configuration: plugins[0]: Required value: a plugin file path");
+	kft_cm_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, HEAD "plugin: [/opt/a.so]\n", &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "unknown field \"plugin\""));
+	kft_cm_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, HEAD, &err), 0);
+	assert_null(cfg.plugins);
+	kft_cm_config_free(&cfg);
+}
+
 /* config_load: a file that is missing, empty or holds two documents. */
 static void test_load_file(void **state)
 {
@@ -363,6 +398,7 @@ int main(void)
 	        cmocka_unit_test(test_flags),
 	        cmocka_unit_test(test_flags_override_file),
 	        cmocka_unit_test(test_load_file),
+	        cmocka_unit_test(test_plugins),
 	};
 	return cmocka_run_group_tests_name("controller_config", tests, NULL, NULL);
 }

@@ -774,6 +774,28 @@ static void test_mark_deleting(void **state)
 	assert_int_equal(kft_store_job_delete(f->s, NULL, "d", &err), 0);
 }
 
+/* Schema 5's plugin list round-trips; a job without one reads back NULL, a
+ * non-array is refused, a missing job is KFT_ENOTFOUND. */
+static void test_plugins_recorded(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *list = parse("[\"/opt/p/a.so\",\"/opt/p/b.so\"]"), *got = NULL;
+	free(create(f->s, NULL, "x"));
+	assert_int_equal(kft_store_job_get_plugins(f->s, NULL, "x", &got, &err), 0);
+	assert_null(got);
+	assert_int_equal(kft_store_job_set_plugins(f->s, NULL, "x", list, &err), 0);
+	assert_int_equal(kft_store_job_get_plugins(f->s, NULL, "x", &got, &err), 0);
+	assert_true(json_equal(list, got));
+	json_decref(got);
+	json_t *not_list = parse("{}");
+	assert_int_equal(kft_store_job_set_plugins(f->s, NULL, "x", not_list, &err), KFT_EINVAL);
+	json_decref(not_list);
+	assert_int_equal(kft_store_job_set_plugins(f->s, NULL, "nope", list, &err), KFT_ENOTFOUND);
+	assert_int_equal(kft_store_job_get_plugins(f->s, NULL, "nope", &got, &err), KFT_ENOTFOUND);
+	json_decref(list);
+}
+
 /* Schema 2's additions round-trip: exec settings, replaced objects, the new
  * pod fields, and clearing pod records. */
 static void test_exec_objects_and_pod_fields(void **state)
@@ -951,6 +973,7 @@ int main(void)
 	        T(test_default_dir),
 	        T(test_migrate_from_v1),
 	        T(test_exec_objects_and_pod_fields),
+	        T(test_plugins_recorded),
 	        T(test_mark_deleting),
 	        T(test_reused_statements),
 	        T(test_skip_close_checkpoint),
