@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kftrainer/controller.h"
 
@@ -24,9 +25,12 @@ static void log_warnings(kft_logger *lg, const kft_cm_config *cfg)
 	        KFT_LOG(lg, KFT_LOG_WARN, "setup", json_string_value(w), NULL);
 }
 
-static int load_config(kft_logger *lg, const kft_cm_flags *flags, kft_cm_config *cfg)
+static int load_config(kft_logger *lg, const kft_cm_flags *flags, kft_cm_config *cfg, char **argv)
 {
 	kft_error err = {0};
+#ifndef KFT_CM_STATIC
+	(void)argv;
+#endif
 	KFT_LOG(lg, KFT_LOG_INFO, "setup", "Loading configuration",
 	        json_pack("{s:s}", "configFile", flags->config_file ? flags->config_file : ""));
 	if (kft_cm_config_defaults(cfg, &err) != 0 ||
@@ -41,12 +45,24 @@ static int load_config(kft_logger *lg, const kft_cm_flags *flags, kft_cm_config 
 	}
 #ifdef KFT_CM_STATIC
 	/* glibc's dlopen in a static executable cannot give a plugin this
-	 * binary's kft_* and json_* symbols: refuse before connecting. */
+	 * binary's kft_* and json_* symbols: the same manager linked
+	 * dynamically, installed beside this one, takes over (same arguments),
+	 * so a configured plugin list is all a platform team has to write. */
 	if (json_array_size(cfg->plugins)) {
+		char self[4096], sibling[4200];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			snprintf(sibling, sizeof(sibling), "%s-plugins", self);
+			KFT_LOG(lg, KFT_LOG_INFO, "setup",
+			        "Plugins configured; running the dynamically linked manager",
+			        json_pack("{s:s}", "binary", sibling));
+			execv(sibling, argv);
+		}
 		KFT_LOG_ERR(lg, "setup", "Unable to load plugins",
 		            "this controller manager is linked statically and cannot load plugin "
-		            "files; run kftrainer-controller-manager-plugins (the same manager, "
-		            "linked dynamically) instead",
+		            "files, and kftrainer-controller-manager-plugins (the same manager, "
+		            "linked dynamically) is not installed beside it",
 		            json_pack("{s:O}", "plugins", cfg->plugins));
 		return 1;
 	}
@@ -81,7 +97,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	kft_cm_config cfg;
-	int status = load_config(lg, &flags, &cfg);
+	int status = load_config(lg, &flags, &cfg, argv);
 	if (status == 0 && kft_cm_run(&flags, &cfg, lg, &err) != 0) {
 		KFT_LOG_ERR(lg, "setup", "Could not run manager", err.message, NULL);
 		status = 1;
