@@ -464,6 +464,76 @@ static int place_gpus(kft_local *l, const json_t *tj, json_t *objects, kft_error
 	return rc;
 }
 
+/* ---- what a process cannot take ------------------------------------------------ */
+
+/* Finds a string holding a NUL in v, writing its path (from len on) into
+ * path. Annotations are passed over: they are data the store keeps as given
+ * and no process receives them. */
+static bool nul_find(const json_t *v, char *path, size_t len, size_t cap)
+{
+	const char *key;
+	const json_t *c;
+	size_t i;
+	if (json_is_string(v))
+		return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+		{
+			int n = snprintf(path + len, cap - len, "[%zu]", i);
+			if (nul_find(c, path, n > 0 && (size_t)n < cap - len ? len + n : len, cap))
+				return true;
+		}
+	}
+	json_object_foreach((json_t *)v, key, c)
+	{
+		if (strcmp(key, "annotations") == 0)
+			continue;
+		int n = snprintf(path + len, cap - len, ".%s", key);
+		if (nul_find(c, path, n > 0 && (size_t)n < cap - len ? len + n : len, cap))
+			return true;
+	}
+	path[len] = '\0';
+	return false;
+}
+
+/* A process takes its argv, environment, working directory and paths as C
+ * strings, which cannot hold a NUL; the API server stores one in any string.
+ * So the local engine refuses such a job at submission, naming the field,
+ * instead of running a cut-off argument (annotations and labels are stored
+ * faithfully). what/v: "spec" of the TrainJob, or a built JobSet whose
+ * strings came from the runtime. */
+static int refuse_nul(const char *what, const json_t *v, const char *name, kft_error *err)
+{
+	char path[512];
+	int n = snprintf(path, sizeof(path), "%s", what);
+	if (!nul_find(v, path, (size_t)n, sizeof(path)))
+		return 0;
+	return kft_error_set(err, KFT_EINVAL,
+	                     "TrainJob.trainer.kubeflow.org \"%s\" is invalid: %s: Invalid value: "
+	                     "a NUL character (\\u0000) cannot be passed to a process: the local "
+	                     "engine runs each container as one",
+	                     name, path);
+}
+
+/* The JobSets among the built objects, checked as refuse_nul says. */
+static int refuse_nul_objects(const json_t *objects, const char *name, kft_error *err)
+{
+	size_t i;
+	const json_t *o;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		char what[128];
+		if (!kind || strcmp(kind, "JobSet") != 0)
+			continue;
+		snprintf(what, sizeof(what), "the runtime's JobSet: spec");
+		int rc = refuse_nul(what, json_object_get(o, "spec"), name, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -489,6 +559,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	kft_local_backend_init(&b, uid, NULL);
 	b.job_dir = dir;
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	if (rc == 0)
+		rc = refuse_nul_objects(objects, name, err);
 	char *own_wd = NULL;
 	if (rc == 0)
 		rc = own_workdir(opts, dir, &own_wd, err);
@@ -542,6 +614,9 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	int rc = ensure_name(tj, err);
 	json_t *meta = json_object_get(tj, "metadata");
+	if (rc == 0)
+		rc = refuse_nul("spec", json_object_get(tj, "spec"),
+		                json_string_value(json_object_get(meta, "name")), err);
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));
