@@ -87,6 +87,16 @@ char *kft_local_status_path(const char *state_dir, const char *ns, const char *n
  * group. Waits up to 2 s for them to die. Returns how many were signalled. */
 int kft_local_kill_by_env(const char *status_path);
 
+/* SIGKILLs every descendant of the calling process: each process whose chain
+ * of parents (from /proc/PID/stat) leads to it, whatever its session,
+ * process group or environment; since the caller is a child subreaper,
+ * processes a pod abandoned were reparented to it and are found too. Walks
+ * /proc again after each round (a dying parent may just have forked) until
+ * none is left or 2 s pass, reaping what becomes the caller's zombies, so it
+ * must only run when no child's exit status is still wanted. Returns how
+ * many were signalled. */
+int kft_local_kill_descendants(void);
+
 /* Waits up to ms for pid (with start time ticks) to end. 1 when gone. */
 int kft_local_wait_gone(pid_t pid, long long ticks, int ms);
 
