@@ -361,12 +361,12 @@ static int job_env(engine *e, kft_error *err)
 	char *tmp = NULL;
 	if (asprintf(&tmp, "%s/%s", e->job_dir, KFT_LOCAL_JOB_TMP) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-		int rc = kft_error_set(err, KFT_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	int rc = kft_local_mkdir_under(e->state_dir, tmp, err);
+	if (rc) {
 		free(tmp);
 		return rc;
 	}
-	int rc = set_base_env(e, "TMPDIR", tmp, true);
+	rc = set_base_env(e, "TMPDIR", tmp, true);
 	free(tmp);
 	if (rc == 0)
 		rc = set_base_env(e, "PYTHONUNBUFFERED", "1", false);
@@ -441,13 +441,10 @@ static int load(engine *e, kft_error *err)
 	char *logs = NULL;
 	if (asprintf(&logs, "%s/logs", e->job_dir) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	rc = mkdir(e->job_dir, 0700) == 0 || errno == EEXIST ? 0 : -1;
-	if (rc == 0 && mkdir(logs, 0700) != 0 && errno != EEXIST)
-		rc = -1;
+	rc = kft_local_mkdir_under(e->state_dir, logs, err);
 	free(logs);
 	if (rc)
-		return kft_error_set(err, KFT_EIO, "cannot create %s/logs: %s", e->job_dir,
-		                     strerror(errno));
+		return rc;
 	e->conditions = json_array();
 	e->children = json_array();
 	e->events = json_array();
@@ -499,7 +496,7 @@ static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_k
 	/* dies with the supervisor, as every pod does (spawn.c) */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
 		_exit(127);
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	setpgid(0, 0);
 	sigemptyset(&none);
@@ -524,7 +521,7 @@ static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_k
 static int start_native(const kft_exec_spec *spec, const char *log, rjob_kind kind, kft_proc *proc,
                         kft_error *err)
 {
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return kft_error_set(err, KFT_EIO, "log %s: %s", log, strerror(errno));
 	close(fd);
@@ -574,7 +571,7 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 {
 	char now[32], why[64] = "";
 	struct stat st;
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return; /* starting the process reports it */
 	if (fstat(fd, &st) == 0 && st.st_size > 0) {

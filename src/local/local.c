@@ -235,30 +235,6 @@ static json_t *base_env_json(char *const *given)
 
 /* ---- starting a supervisor ----------------------------------------------------- */
 
-static int mkdir_p(const char *path, kft_error *err)
-{
-	char *p = strdup(path);
-	if (!p)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	for (char *c = p + 1;; c++) {
-		if (*c != '/' && *c != '\0')
-			continue;
-		char saved = *c;
-		*c = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-			int e = errno;
-			kft_error_set(err, KFT_EIO, "cannot create %s: %s", p, strerror(e));
-			free(p);
-			return KFT_EIO;
-		}
-		*c = saved;
-		if (!saved)
-			break;
-	}
-	free(p);
-	return 0;
-}
-
 static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_t *pid,
                             kft_error *err)
 {
@@ -271,7 +247,7 @@ static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_
 		free(dir);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
-	int rc = mkdir_p(dir, err);
+	int rc = kft_local_mkdir_under(l->state_dir, dir, err);
 	if (rc == 0) {
 		sigset_t none;
 		sigemptyset(&none);
@@ -282,7 +258,8 @@ static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_
 		posix_spawnattr_setsigmask(&at, &none);
 		posix_spawnattr_setsigdefault(&at, &none);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		posix_spawn_file_actions_addopen(&fa, 1, logp,
+		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 		posix_spawn_file_actions_addchdir_np(&fa, "/");
@@ -350,7 +327,8 @@ static int add_user_objects(json_t *objects, const json_t *user, const char *ns,
 
 /* <job_dir>/work (made) into *out, malloc'd, when the caller asked for a
  * working directory of the job's own; else *out stays NULL. */
-static int own_workdir(const kft_submit_opts *opts, const char *job_dir, char **out, kft_error *err)
+static int own_workdir(const char *state_dir, const kft_submit_opts *opts, const char *job_dir,
+                       char **out, kft_error *err)
 {
 	*out = NULL;
 	if (!opts || !opts->job_workdir)
@@ -359,7 +337,8 @@ static int own_workdir(const kft_submit_opts *opts, const char *job_dir, char **
 	kft_strbuf_init(&b);
 	kft_strbuf_printf(&b, "%s/work", job_dir);
 	*out = kft_strbuf_detach(&b);
-	return *out ? mkdir_p(*out, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return *out ? kft_local_mkdir_under(state_dir, *out, err)
+	            : kft_error_set(err, KFT_ENOMEM, "out of memory");
 }
 
 /* ---- GPUs (gpus.h) ------------------------------------------------------------- */
@@ -550,7 +529,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	/* the job is new (the store said so under its lock): its directory is ours */
 	char *dir = kft_local_job_dir(l, ns, name);
 	*made_dir = dir != NULL;
-	rc = dir ? mkdir_p(dir, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	rc = dir ? kft_local_mkdir_under(l->state_dir, dir, err)
+	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc) {
 		free(dir);
 		free(uid);
@@ -563,7 +543,7 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 		rc = refuse_nul_objects(objects, name, err);
 	char *own_wd = NULL;
 	if (rc == 0)
-		rc = own_workdir(opts, dir, &own_wd, err);
+		rc = own_workdir(l->state_dir, opts, dir, &own_wd, err);
 	free(dir);
 	if (rc == 0)
 		rc = place_gpus(l, tj, objects, err);

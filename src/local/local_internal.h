@@ -69,6 +69,13 @@ int64_t kft_local_mono_ms(void);
 /* The job directory of ns/name under state_dir (malloc'd, NULL on ENOMEM). */
 char *kft_local_job_dir_of(const char *state_dir, const char *ns, const char *name);
 
+/* Makes dir and its missing parents below state_dir (mode 0700), and checks
+ * that each of them is a real directory owned by this user: a symlink (or
+ * anything else) planted there is refused rather than followed, so a job's
+ * files cannot be redirected. dir must lie under state_dir. Errors: KFT_EIO
+ * (naming the path and the problem), KFT_EINVAL, KFT_ENOMEM. */
+int kft_local_mkdir_under(const char *state_dir, const char *dir, kft_error *err);
+
 /* Removes a directory tree (does not follow symlinks; bounded depth).
  * Returns 0 or KFT_EIO naming the first path that could not be removed. */
 int kft_local_rmtree(const char *path, kft_error *err);

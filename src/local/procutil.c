@@ -169,6 +169,48 @@ int kft_local_rmtree(const char *path, kft_error *err)
 	return rm_at(AT_FDCWD, path, path, 0, err);
 }
 
+int kft_local_mkdir_under(const char *state_dir, const char *dir, kft_error *err)
+{
+	size_t base = strlen(state_dir);
+	if (strncmp(dir, state_dir, base) != 0 || dir[base] != '/')
+		return kft_error_set(err, KFT_EINVAL, "%s is not under the state directory %s", dir,
+		                     state_dir);
+	char *p = strdup(dir);
+	if (!p)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	int rc = 0;
+	for (char *c = p + base + 1; rc == 0; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		struct stat sb;
+		*c = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+			rc = kft_error_set(err, KFT_EIO, "cannot create %s: %s", p,
+			                   strerror(errno));
+		else if (lstat(p, &sb) != 0)
+			rc = kft_error_set(err, KFT_EIO, "%s: %s", p, strerror(errno));
+		else if (S_ISLNK(sb.st_mode))
+			rc = kft_error_set(
+			        err, KFT_EIO,
+			        "%s is a symbolic link: refusing to follow it in the state "
+			        "directory",
+			        p);
+		else if (!S_ISDIR(sb.st_mode))
+			rc = kft_error_set(err, KFT_EIO, "%s is not a directory", p);
+		else if (sb.st_uid != geteuid())
+			rc = kft_error_set(
+			        err, KFT_EIO,
+			        "%s is owned by uid %u, not by this user: refusing to use it", p,
+			        (unsigned)sb.st_uid);
+		*c = saved;
+		if (!saved)
+			break;
+	}
+	free(p);
+	return rc;
+}
+
 int kft_local_kill_pods(kft_store *s, const char *ns, const char *name, kft_error *err)
 {
 	kft_pod_record *recs = NULL;

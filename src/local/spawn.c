@@ -105,7 +105,7 @@ static int open_log(const char *path, kft_error *err)
 {
 	int fd;
 	do
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return kft_error_set(err, KFT_EIO, "open log %s: %s", path, strerror(errno));

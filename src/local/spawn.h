@@ -35,8 +35,8 @@ typedef struct kft_proc {
  * looked up in the PATH found in envp, as execvpe would (no PATH there means
  * "/bin:/usr/bin"); no shell is involved. cwd (NULL: the caller's) is the
  * working directory. Output is appended to log_path, created with mode 0640
- * when missing. The child gets fds 0 (/dev/null), 1 and 2 (the log) and no
- * other descriptor, default signal dispositions and an empty signal mask, and
+ * when missing (never through a symlink: O_NOFOLLOW). The child gets fds 0 (/dev/null), 1 and 2
+ * (the log) and no other descriptor, default signal dispositions and an empty signal mask, and
  * PR_SET_PDEATHSIG SIGKILL: it is killed when the calling *thread* ends (the
  * supervisor is single-threaded, so: when the supervisor dies).
  *

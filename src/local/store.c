@@ -283,6 +283,30 @@ static int new_uid(char out[37], kft_error *err)
 /* ---- opening ------------------------------------------------------------ */
 
 /* mkdir -p with mode 0700 for every directory it creates. */
+/* The state directory is trusted only when it is ours, as ssh's StrictModes
+ * trusts ~/.ssh: a directory another user owns, or one group or others may
+ * write, lets someone else plant a symlink or a database of their own for us
+ * to follow. (The directory itself may be a symlink, as ~/.local/state often
+ * is: what it leads to is judged.) */
+static int trusted_dir(const char *dir, kft_error *err)
+{
+	struct stat sb;
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return kft_error_set(err, KFT_EIO, "state directory %s is not a directory", dir);
+	if (sb.st_uid != geteuid())
+		return kft_error_set(err, KFT_EINVAL,
+		                     "state directory %s is owned by uid %u, not by this user (uid "
+		                     "%u): refusing to use it",
+		                     dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (sb.st_mode & (S_IWGRP | S_IWOTH))
+		return kft_error_set(
+		        err, KFT_EINVAL,
+		        "state directory %s is writable by group or others (mode %04o): "
+		        "refusing to use it (chmod go-w %s)",
+		        dir, (unsigned)(sb.st_mode & 07777), dir);
+	return 0;
+}
+
 static int make_dirs(const char *dir, kft_error *err)
 {
 	char *p = strdup(dir);
@@ -306,10 +330,7 @@ static int make_dirs(const char *dir, kft_error *err)
 			break;
 	}
 	free(p);
-	struct stat sb;
-	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return kft_error_set(err, KFT_EIO, "state directory %s is not a directory", dir);
-	return 0;
+	return trusted_dir(dir, err);
 }
 
 /* Creates the file with mode 0600 before SQLite does, so it never exists
@@ -376,8 +397,9 @@ static int migrate(kft_store *s, kft_error *err)
 
 static int configure(kft_store *s, kft_error *err)
 {
-	int rc =
-	        sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc = sqlite3_open_v2(s->path, &s->db,
+	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+	                         NULL);
 	if (rc != SQLITE_OK)
 		return s->db ? db_fail(s, err, "open")
 		             : kft_error_set(err, KFT_ENOMEM, "cannot open the state database");
