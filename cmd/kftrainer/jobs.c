@@ -12,6 +12,13 @@
 
 #include "cli.h"
 
+/* A job the store passes over (its row is damaged) is named on stderr. */
+static void warn_skipped(void *ctx, const char *message)
+{
+	(void)ctx;
+	kft_cli_error("warning: %s", message);
+}
+
 int kft_cli_open_local(kft_local **out)
 {
 	kft_error err;
@@ -19,6 +26,7 @@ int kft_cli_open_local(kft_local **out)
 		kft_cli_error("opening the local state: %s", err.message);
 		return KFT_EXIT_FAILED;
 	}
+	kft_store_set_warn(kft_local_store(*out), warn_skipped, NULL);
 	return 0;
 }
 

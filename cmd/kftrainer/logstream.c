@@ -204,7 +204,7 @@ static int refresh(kft_local *l, const kft_logstream_opts *o, stream *st)
 static int pump(stream *st, source *s)
 {
 	if (s->fd < 0) {
-		s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+		s->fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (s->fd < 0 && errno == ENOENT)
 			return 0; /* not created yet */
 		if (s->fd < 0) {

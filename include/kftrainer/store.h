@@ -62,6 +62,16 @@ int kft_store_open(const char *state_dir, kft_store **out, kft_error *err);
 void kft_store_close(kft_store *s);
 
 /*
+ * Where the store reports what it passed over instead of failing: a job
+ * whose stored JSON cannot be read is left out of kft_store_job_list (one
+ * damaged row must not make every job unreadable), and fn(ctx, message)
+ * names it ("skipping TrainJob NS/NAME: why"). fn NULL (the default): the
+ * row is skipped silently. message is borrowed for the call.
+ */
+typedef void (*kft_store_warn_fn)(void *ctx, const char *message);
+void kft_store_set_warn(kft_store *s, kft_store_warn_fn fn, void *ctx);
+
+/*
  * For a short-lived connection: its close leaves committed changes in the
  * write-ahead log instead of checkpointing them into the database file
  * (which costs two fdatasyncs when it is the last connection). They stay
@@ -104,8 +114,10 @@ int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **o
 
 /*
  * All jobs in ns (NULL: every namespace) as an array of what
- * kft_store_job_get returns, sorted by namespace then name. *out is a new
- * reference (possibly an empty array). Errors: KFT_EIO, KFT_EPARSE, KFT_ENOMEM.
+ * kft_store_job_get returns, sorted by namespace then name; a job whose
+ * stored JSON is damaged is left out and reported to the warn hook
+ * (kft_store_set_warn). *out is a new reference (possibly an empty array).
+ * Errors: KFT_EIO, KFT_ENOMEM.
  */
 int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *err);
 

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -360,12 +361,12 @@ static int job_env(engine *e, kft_error *err)
 	char *tmp = NULL;
 	if (asprintf(&tmp, "%s/%s", e->job_dir, KFT_LOCAL_JOB_TMP) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-		int rc = kft_error_set(err, KFT_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	int rc = kft_local_mkdir_under(e->state_dir, tmp, err);
+	if (rc) {
 		free(tmp);
 		return rc;
 	}
-	int rc = set_base_env(e, "TMPDIR", tmp, true);
+	rc = set_base_env(e, "TMPDIR", tmp, true);
 	free(tmp);
 	if (rc == 0)
 		rc = set_base_env(e, "PYTHONUNBUFFERED", "1", false);
@@ -461,13 +462,10 @@ static int load(engine *e, kft_error *err)
 	char *logs = NULL;
 	if (asprintf(&logs, "%s/logs", e->job_dir) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	rc = mkdir(e->job_dir, 0700) == 0 || errno == EEXIST ? 0 : -1;
-	if (rc == 0 && mkdir(logs, 0700) != 0 && errno != EEXIST)
-		rc = -1;
+	rc = kft_local_mkdir_under(e->state_dir, logs, err);
 	free(logs);
 	if (rc)
-		return kft_error_set(err, KFT_EIO, "cannot create %s/logs: %s", e->job_dir,
-		                     strerror(errno));
+		return rc;
 	e->conditions = json_array();
 	e->children = json_array();
 	e->events = json_array();
@@ -514,10 +512,14 @@ static const char *workspace_of(const kft_exec_spec *spec)
 }
 
 /* The child half of a native initializer: a pod's process without exec. */
-static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_kind kind)
+static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_kind kind,
+                              pid_t parent)
 {
 	sigset_t none;
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* dies with the supervisor, as every pod does (spawn.c) */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
+		_exit(127);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	setpgid(0, 0);
 	sigemptyset(&none);
@@ -542,15 +544,15 @@ static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_k
 static int start_native(const kft_exec_spec *spec, const char *log, rjob_kind kind, kft_proc *proc,
                         kft_error *err)
 {
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return kft_error_set(err, KFT_EIO, "log %s: %s", log, strerror(errno));
 	close(fd);
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid < 0)
 		return kft_error_set(err, KFT_EIO, "fork: %s", strerror(errno));
 	if (pid == 0)
-		initializer_child(spec, log, kind);
+		initializer_child(spec, log, kind, parent);
 	setpgid(pid, pid); /* also done in the child: whichever runs first wins */
 	*proc = (kft_proc){.pid = pid, .pgid = pid, .log_fd = -1};
 	return 0;
@@ -592,7 +594,7 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 {
 	char now[32], why[64] = "";
 	struct stat st;
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return; /* starting the process reports it */
 	if (fstat(fd, &st) == 0 && st.st_size > 0) {
@@ -712,7 +714,10 @@ static void settle_stopped(eng_rjob *rj, eng_pod *p, bool as_success)
 }
 
 /* SIGTERM to every selected pod at once, one shared grace period, then
- * SIGKILL and reap: stopping 16 pods costs one grace period, not 16. */
+ * SIGKILL and reap: stopping 16 pods costs one grace period, not 16. When
+ * every pod stops, so does every other descendant: a process that left its
+ * pod's group (setsid) and ignores SIGTERM is not in any group signalled
+ * here, and no pod is left to own it. */
 static void stop_pods(engine *e, eng_rjob *only, int only_replica, bool as_success)
 {
 	int64_t end = kft_local_mono_ms() + KFT_LOCAL_STOP_GRACE_MS;
@@ -735,6 +740,8 @@ static void stop_pods(engine *e, eng_rjob *only, int only_replica, bool as_succe
 			}
 			settle_stopped(&e->rjobs[i], p, as_success);
 		}
+	if (!only)
+		kft_local_kill_descendants();
 }
 
 static void job_failed(engine *e, eng_rjob *rj, int replica)
@@ -1350,6 +1357,8 @@ static void engine_free(engine *e)
 		free(rj->pods);
 		free(rj->jobs);
 	}
+	/* nothing the job started outlives its supervisor, however it ended */
+	kft_local_kill_descendants();
 	free(e->rjobs);
 	if (e->sfd >= 0)
 		close(e->sfd);

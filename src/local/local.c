@@ -235,30 +235,6 @@ static json_t *base_env_json(char *const *given)
 
 /* ---- starting a supervisor ----------------------------------------------------- */
 
-static int mkdir_p(const char *path, kft_error *err)
-{
-	char *p = strdup(path);
-	if (!p)
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	for (char *c = p + 1;; c++) {
-		if (*c != '/' && *c != '\0')
-			continue;
-		char saved = *c;
-		*c = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-			int e = errno;
-			kft_error_set(err, KFT_EIO, "cannot create %s: %s", p, strerror(e));
-			free(p);
-			return KFT_EIO;
-		}
-		*c = saved;
-		if (!saved)
-			break;
-	}
-	free(p);
-	return 0;
-}
-
 static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_t *pid,
                             kft_error *err)
 {
@@ -271,7 +247,7 @@ static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_
 		free(dir);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
-	int rc = mkdir_p(dir, err);
+	int rc = kft_local_mkdir_under(l->state_dir, dir, err);
 	if (rc == 0) {
 		sigset_t none;
 		sigemptyset(&none);
@@ -282,7 +258,8 @@ static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_
 		posix_spawnattr_setsigmask(&at, &none);
 		posix_spawnattr_setsigdefault(&at, &none);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		posix_spawn_file_actions_addopen(&fa, 1, logp,
+		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 		posix_spawn_file_actions_addchdir_np(&fa, "/");
@@ -350,7 +327,8 @@ static int add_user_objects(json_t *objects, const json_t *user, const char *ns,
 
 /* <job_dir>/work (made) into *out, malloc'd, when the caller asked for a
  * working directory of the job's own; else *out stays NULL. */
-static int own_workdir(const kft_submit_opts *opts, const char *job_dir, char **out, kft_error *err)
+static int own_workdir(const char *state_dir, const kft_submit_opts *opts, const char *job_dir,
+                       char **out, kft_error *err)
 {
 	*out = NULL;
 	if (!opts || !opts->job_workdir)
@@ -359,7 +337,8 @@ static int own_workdir(const kft_submit_opts *opts, const char *job_dir, char **
 	kft_strbuf_init(&b);
 	kft_strbuf_printf(&b, "%s/work", job_dir);
 	*out = kft_strbuf_detach(&b);
-	return *out ? mkdir_p(*out, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return *out ? kft_local_mkdir_under(state_dir, *out, err)
+	            : kft_error_set(err, KFT_ENOMEM, "out of memory");
 }
 
 /* ---- GPUs (gpus.h) ------------------------------------------------------------- */
@@ -464,6 +443,76 @@ static int place_gpus(kft_local *l, const json_t *tj, json_t *objects, kft_error
 	return rc;
 }
 
+/* ---- what a process cannot take ------------------------------------------------ */
+
+/* Finds a string holding a NUL in v, writing its path (from len on) into
+ * path. Annotations are passed over: they are data the store keeps as given
+ * and no process receives them. */
+static bool nul_find(const json_t *v, char *path, size_t len, size_t cap)
+{
+	const char *key;
+	const json_t *c;
+	size_t i;
+	if (json_is_string(v))
+		return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+		{
+			int n = snprintf(path + len, cap - len, "[%zu]", i);
+			if (nul_find(c, path, n > 0 && (size_t)n < cap - len ? len + n : len, cap))
+				return true;
+		}
+	}
+	json_object_foreach((json_t *)v, key, c)
+	{
+		if (strcmp(key, "annotations") == 0)
+			continue;
+		int n = snprintf(path + len, cap - len, ".%s", key);
+		if (nul_find(c, path, n > 0 && (size_t)n < cap - len ? len + n : len, cap))
+			return true;
+	}
+	path[len] = '\0';
+	return false;
+}
+
+/* A process takes its argv, environment, working directory and paths as C
+ * strings, which cannot hold a NUL; the API server stores one in any string.
+ * So the local engine refuses such a job at submission, naming the field,
+ * instead of running a cut-off argument (annotations and labels are stored
+ * faithfully). what/v: "spec" of the TrainJob, or a built JobSet whose
+ * strings came from the runtime. */
+static int refuse_nul(const char *what, const json_t *v, const char *name, kft_error *err)
+{
+	char path[512];
+	int n = snprintf(path, sizeof(path), "%s", what);
+	if (!nul_find(v, path, (size_t)n, sizeof(path)))
+		return 0;
+	return kft_error_set(err, KFT_EINVAL,
+	                     "TrainJob.trainer.kubeflow.org \"%s\" is invalid: %s: Invalid value: "
+	                     "a NUL character (\\u0000) cannot be passed to a process: the local "
+	                     "engine runs each container as one",
+	                     name, path);
+}
+
+/* The JobSets among the built objects, checked as refuse_nul says. */
+static int refuse_nul_objects(const json_t *objects, const char *name, kft_error *err)
+{
+	size_t i;
+	const json_t *o;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		char what[128];
+		if (!kind || strcmp(kind, "JobSet") != 0)
+			continue;
+		snprintf(what, sizeof(what), "the runtime's JobSet: spec");
+		int rc = refuse_nul(what, json_object_get(o, "spec"), name, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -480,7 +529,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	/* the job is new (the store said so under its lock): its directory is ours */
 	char *dir = kft_local_job_dir(l, ns, name);
 	*made_dir = dir != NULL;
-	rc = dir ? mkdir_p(dir, err) : kft_error_set(err, KFT_ENOMEM, "out of memory");
+	rc = dir ? kft_local_mkdir_under(l->state_dir, dir, err)
+	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc) {
 		free(dir);
 		free(uid);
@@ -489,9 +539,11 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	kft_local_backend_init(&b, uid, NULL);
 	b.job_dir = dir;
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
+	if (rc == 0)
+		rc = refuse_nul_objects(objects, name, err);
 	char *own_wd = NULL;
 	if (rc == 0)
-		rc = own_workdir(opts, dir, &own_wd, err);
+		rc = own_workdir(l->state_dir, opts, dir, &own_wd, err);
 	free(dir);
 	if (rc == 0)
 		rc = place_gpus(l, tj, objects, err);
@@ -544,6 +596,9 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	int rc = ensure_name(tj, err);
 	json_t *meta = json_object_get(tj, "metadata");
+	if (rc == 0)
+		rc = refuse_nul("spec", json_object_get(tj, "spec"),
+		                json_string_value(json_object_get(meta, "name")), err);
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));

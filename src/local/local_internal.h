@@ -69,6 +69,13 @@ int64_t kft_local_mono_ms(void);
 /* The job directory of ns/name under state_dir (malloc'd, NULL on ENOMEM). */
 char *kft_local_job_dir_of(const char *state_dir, const char *ns, const char *name);
 
+/* Makes dir and its missing parents below state_dir (mode 0700), and checks
+ * that each of them is a real directory owned by this user: a symlink (or
+ * anything else) planted there is refused rather than followed, so a job's
+ * files cannot be redirected. dir must lie under state_dir. Errors: KFT_EIO
+ * (naming the path and the problem), KFT_EINVAL, KFT_ENOMEM. */
+int kft_local_mkdir_under(const char *state_dir, const char *dir, kft_error *err);
+
 /* Removes a directory tree (does not follow symlinks; bounded depth).
  * Returns 0 or KFT_EIO naming the first path that could not be removed. */
 int kft_local_rmtree(const char *path, kft_error *err);
@@ -86,6 +93,16 @@ char *kft_local_status_path(const char *state_dir, const char *ns, const char *n
  * started after the store last recorded them and any that left their process
  * group. Waits up to 2 s for them to die. Returns how many were signalled. */
 int kft_local_kill_by_env(const char *status_path);
+
+/* SIGKILLs every descendant of the calling process: each process whose chain
+ * of parents (from /proc/PID/stat) leads to it, whatever its session,
+ * process group or environment; since the caller is a child subreaper,
+ * processes a pod abandoned were reparented to it and are found too. Walks
+ * /proc again after each round (a dying parent may just have forked) until
+ * none is left or 2 s pass, reaping what becomes the caller's zombies, so it
+ * must only run when no child's exit status is still wanted. Returns how
+ * many were signalled. */
+int kft_local_kill_descendants(void);
 
 /* Waits up to ms for pid (with start time ticks) to end. 1 when gone. */
 int kft_local_wait_gone(pid_t pid, long long ticks, int ms);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -168,6 +169,48 @@ int kft_local_rmtree(const char *path, kft_error *err)
 	return rm_at(AT_FDCWD, path, path, 0, err);
 }
 
+int kft_local_mkdir_under(const char *state_dir, const char *dir, kft_error *err)
+{
+	size_t base = strlen(state_dir);
+	if (strncmp(dir, state_dir, base) != 0 || dir[base] != '/')
+		return kft_error_set(err, KFT_EINVAL, "%s is not under the state directory %s", dir,
+		                     state_dir);
+	char *p = strdup(dir);
+	if (!p)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	int rc = 0;
+	for (char *c = p + base + 1; rc == 0; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char saved = *c;
+		struct stat sb;
+		*c = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+			rc = kft_error_set(err, KFT_EIO, "cannot create %s: %s", p,
+			                   strerror(errno));
+		else if (lstat(p, &sb) != 0)
+			rc = kft_error_set(err, KFT_EIO, "%s: %s", p, strerror(errno));
+		else if (S_ISLNK(sb.st_mode))
+			rc = kft_error_set(
+			        err, KFT_EIO,
+			        "%s is a symbolic link: refusing to follow it in the state "
+			        "directory",
+			        p);
+		else if (!S_ISDIR(sb.st_mode))
+			rc = kft_error_set(err, KFT_EIO, "%s is not a directory", p);
+		else if (sb.st_uid != geteuid())
+			rc = kft_error_set(
+			        err, KFT_EIO,
+			        "%s is owned by uid %u, not by this user: refusing to use it", p,
+			        (unsigned)sb.st_uid);
+		*c = saved;
+		if (!saved)
+			break;
+	}
+	free(p);
+	return rc;
+}
+
 int kft_local_kill_pods(kft_store *s, const char *ns, const char *name, kft_error *err)
 {
 	kft_pod_record *recs = NULL;
@@ -246,6 +289,111 @@ int kft_local_kill_by_env(const char *status_path)
 		}
 	}
 	return n;
+}
+
+/* The parent and state of pid from /proc/PID/stat (fields 4 and 3). */
+static int proc_parent(pid_t pid, pid_t *ppid, char *state)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+		return -1;
+	*state = p[2];
+	*ppid = (pid_t)strtol(p + 4, NULL, 10);
+	return 0;
+}
+
+typedef struct proc_link {
+	pid_t pid, ppid;
+	bool mine; /* a descendant of the caller */
+} proc_link;
+
+/* Every process's parent, in *out (malloc'd), count in *n. */
+static int proc_links(proc_link **out, size_t *n)
+{
+	size_t cap = 256;
+	proc_link *v = malloc(cap * sizeof(*v));
+	DIR *d = opendir("/proc");
+	*n = 0;
+	if (!v || !d) {
+		free(v);
+		if (d)
+			closedir(d);
+		return -1;
+	}
+	for (struct dirent *de; (de = readdir(d)) != NULL;) {
+		pid_t pid = (pid_t)atoi(de->d_name), ppid;
+		char state;
+		if (pid <= 1 || proc_parent(pid, &ppid, &state) != 0 || state == 'Z' ||
+		    state == 'X')
+			continue;
+		if (*n == cap) {
+			proc_link *g = realloc(v, 2 * cap * sizeof(*v));
+			if (!g)
+				break;
+			v = g;
+			cap *= 2;
+		}
+		v[(*n)++] = (proc_link){.pid = pid, .ppid = ppid};
+	}
+	closedir(d);
+	*out = v;
+	return 0;
+}
+
+/* One round: marks the descendants of `self` (passes until nothing new is
+ * marked; the chain is at most as long as the table) and SIGKILLs them. */
+static int kill_round(pid_t self)
+{
+	proc_link *v;
+	size_t n, found = 0;
+	if (proc_links(&v, &n) != 0)
+		return 0;
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].mine || v[i].pid == self)
+				continue;
+			bool parent_mine = v[i].ppid == self;
+			for (size_t j = 0; j < n && !parent_mine; j++)
+				parent_mine = v[j].mine && v[j].pid == v[i].ppid;
+			if (parent_mine) {
+				v[i].mine = grew = true;
+				found += kill(v[i].pid, SIGKILL) == 0;
+			}
+		}
+	}
+	free(v);
+	return (int)found;
+}
+
+int kft_local_kill_descendants(void)
+{
+	pid_t self = getpid();
+	int total = 0, round;
+	int64_t end = kft_local_mono_ms() + 2000;
+	do {
+		round = kill_round(self);
+		total += round;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (round) {
+			struct timespec ts = {0, 5 * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	} while (round && kft_local_mono_ms() < end);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	return total;
 }
 
 int kft_local_wait_gone(pid_t pid, long long ticks, int ms)

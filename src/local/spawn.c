@@ -1,19 +1,19 @@
 /*
  * spawn.c - the local backend's process launcher.
  *
- * Processes start through posix_spawn rather than fork+exec: glibc builds the
- * child with a vfork-style clone, runs our file actions in it and reports a
- * failed exec back as posix_spawn's return value (it carries the child's errno
- * over a close-on-exec channel and reaps the failed child itself), so a missing
- * or unrunnable command is an error in the parent, never a fake exit code.
+ * Processes start through fork + exec, shaped as posix_spawn would shape them
+ * plus one thing it cannot do: the child arms PR_SET_PDEATHSIG (SIGKILL), so a
+ * supervisor killed with -9 takes its pods with it at once. A failed exec is
+ * carried back over a close-on-exec pipe (as glibc's posix_spawn does) and the
+ * failed child reaped, so a missing or unrunnable command is an error in the
+ * parent, never a fake exit code.
  *
- * The child is shaped entirely by attributes and file actions, in this order:
- * a new process group (POSIX_SPAWN_SETPGROUP), default signal handling and an
- * empty mask (so a parent that ignores SIGPIPE or blocks SIGCHLD does not pass
- * that on), fchdir into the working directory opened beforehand by the parent
- * (so a bad cwd is reported as such, not as a failed exec), stdin from
- * /dev/null, stdout and stderr onto the log, and closefrom(3) so nothing else
- * the parent holds leaks in.
+ * In the child, in this order: the death signal (and a check that the parent
+ * is still there), a new process group, default signal handling and an empty
+ * mask (so a parent that ignores SIGPIPE or blocks SIGCHLD does not pass that
+ * on), fchdir into the working directory opened beforehand by the parent (so
+ * a bad cwd is reported as such, not as a failed exec), stdin from /dev/null,
+ * stdout and stderr onto the log, and every other descriptor closed.
  *
  * PATH is looked up here, not by posix_spawnp, because the search must use the
  * PATH of the child's environment, which is not ours.
@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -105,7 +105,7 @@ static int open_log(const char *path, kft_error *err)
 {
 	int fd;
 	do
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return kft_error_set(err, KFT_EIO, "open log %s: %s", path, strerror(errno));
@@ -132,56 +132,77 @@ static int open_dir(const char *cwd, kft_error *err)
 	return fd;
 }
 
-static int set_attrs(posix_spawnattr_t *attr)
+/* In the child, between fork and exec: only async-signal-safe calls. The
+ * order matters: the death signal first, then the check that the parent did
+ * not die before it was armed (the child would then wait for nothing). */
+static void child_exec(const char *path, char *const argv[], char *const envp[], int dir_fd,
+                       int log_fd, int report_fd, pid_t parent)
 {
-	sigset_t all, none;
-	sigfillset(&all);
+	static char *const empty_env[] = {NULL};
+	sigset_t none;
+	int e;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
+		_exit(127);
+	setpgid(0, 0);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL); /* fails harmlessly for KILL, STOP and the gaps */
 	sigemptyset(&none);
-	if (posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-	                                           POSIX_SPAWN_SETSIGMASK) != 0)
-		return -1;
-	if (posix_spawnattr_setpgroup(attr, 0) != 0)
-		return -1;
-	if (posix_spawnattr_setsigdefault(attr, &all) != 0)
-		return -1;
-	return posix_spawnattr_setsigmask(attr, &none) != 0 ? -1 : 0;
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	int null_fd = open("/dev/null", O_RDONLY);
+	if ((dir_fd >= 0 && fchdir(dir_fd) != 0) || null_fd < 0 ||
+	    dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 ||
+	    dup2(log_fd, STDERR_FILENO) < 0)
+		goto fail;
+	/* everything above 2 goes, but the close-on-exec report channel */
+	if (report_fd > STDERR_FILENO + 1)
+		close_range(STDERR_FILENO + 1, (unsigned)report_fd - 1, 0);
+	close_range((unsigned)report_fd + 1, ~0u, 0);
+	execve(path, argv, envp ? envp : empty_env);
+fail:
+	e = errno;
+	while (write(report_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+		;
+	_exit(127);
 }
 
-static int set_actions(posix_spawn_file_actions_t *fa, int dir_fd, int log_fd)
-{
-	if (dir_fd >= 0 && posix_spawn_file_actions_addfchdir_np(fa, dir_fd) != 0)
-		return -1;
-	if (posix_spawn_file_actions_addopen(fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0) != 0)
-		return -1;
-	if (posix_spawn_file_actions_adddup2(fa, log_fd, STDOUT_FILENO) != 0)
-		return -1;
-	if (posix_spawn_file_actions_adddup2(fa, log_fd, STDERR_FILENO) != 0)
-		return -1;
-	return posix_spawn_file_actions_addclosefrom_np(fa, STDERR_FILENO + 1) != 0 ? -1 : 0;
-}
-
+/* fork + exec rather than posix_spawn, for one thing posix_spawn cannot
+ * do: PR_SET_PDEATHSIG, which the child must set on itself. It kills the
+ * process when the supervisor dies, even by SIGKILL, instead of leaving it
+ * for the next CLI call to notice. The death signal fires when the *thread*
+ * that forked ends: the supervisor is single-threaded. A failed exec is
+ * reported back over a close-on-exec pipe, as glibc's posix_spawn does, and
+ * the failed child is reaped here. */
 static int spawn_resolved(const char *path, char *const argv[], char *const envp[], int dir_fd,
                           int log_fd, pid_t *pid, kft_error *err)
 {
-	static char *const empty_env[] = {NULL};
-	posix_spawnattr_t attr;
-	posix_spawn_file_actions_t fa;
-	int rc;
-
-	if (posix_spawnattr_init(&attr) != 0)
-		return kft_error_set(err, KFT_ENOMEM, "posix_spawnattr_init failed");
-	if (posix_spawn_file_actions_init(&fa) != 0) {
-		posix_spawnattr_destroy(&attr);
-		return kft_error_set(err, KFT_ENOMEM, "posix_spawn_file_actions_init failed");
+	int report[2], child_errno = 0;
+	ssize_t n;
+	if (pipe2(report, O_CLOEXEC) != 0)
+		return kft_error_set(err, KFT_EIO, "exec: \"%s\": pipe: %s", argv[0],
+		                     strerror(errno));
+	pid_t parent = getpid();
+	*pid = fork();
+	if (*pid == 0)
+		child_exec(path, argv, envp, dir_fd, log_fd, report[1], parent);
+	int fork_errno = errno;
+	close(report[1]);
+	if (*pid < 0) {
+		close(report[0]);
+		return kft_error_set(err, KFT_EIO, "exec: \"%s\": fork: %s", argv[0],
+		                     strerror(fork_errno));
 	}
-	if (set_attrs(&attr) != 0 || set_actions(&fa, dir_fd, log_fd) != 0)
-		rc = kft_error_set(err, KFT_ENOMEM, "setting up posix_spawn failed");
-	else if ((rc = posix_spawn(pid, path, &fa, &attr, argv, envp ? envp : empty_env)) != 0)
-		rc = kft_error_set(err, rc == ENOENT ? KFT_ENOTFOUND : KFT_EIO, "exec: \"%s\": %s",
-		                   argv[0], strerror(rc));
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	return rc;
+	setpgid(*pid, *pid); /* also done in the child: whichever runs first wins */
+	do
+		n = read(report[0], &child_errno, sizeof(child_errno));
+	while (n < 0 && errno == EINTR);
+	close(report[0]);
+	if (n <= 0)
+		return 0; /* EOF: the exec succeeded and closed the pipe */
+	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	*pid = -1;
+	return kft_error_set(err, child_errno == ENOENT ? KFT_ENOTFOUND : KFT_EIO,
+	                     "exec: \"%s\": %s", argv[0], strerror(child_errno));
 }
 
 int kft_proc_start(char *const argv[], char *const envp[], const char *cwd, const char *log_path,

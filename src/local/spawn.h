@@ -35,8 +35,10 @@ typedef struct kft_proc {
  * looked up in the PATH found in envp, as execvpe would (no PATH there means
  * "/bin:/usr/bin"); no shell is involved. cwd (NULL: the caller's) is the
  * working directory. Output is appended to log_path, created with mode 0640
- * when missing. The child gets fds 0 (/dev/null), 1 and 2 (the log) and no
- * other descriptor, default signal dispositions and an empty signal mask.
+ * when missing (never through a symlink: O_NOFOLLOW). The child gets fds 0 (/dev/null), 1 and 2
+ * (the log) and no other descriptor, default signal dispositions and an empty signal mask, and
+ * PR_SET_PDEATHSIG SIGKILL: it is killed when the calling *thread* ends (the
+ * supervisor is single-threaded, so: when the supervisor dies).
  *
  * On success fills *out; the caller must eventually collect the process with
  * kft_proc_wait(), kft_proc_poll() (until it reports an exit) or

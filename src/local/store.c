@@ -60,7 +60,9 @@
 struct kft_store {
 	sqlite3 *db;
 	char *path;
-	bool in_txn; /* a caller's kft_store_begin is open */
+	bool in_txn;            /* a caller's kft_store_begin is open */
+	kft_store_warn_fn warn; /* kft_store_set_warn; NULL: say nothing */
+	void *warn_ctx;
 	size_t n_stmts;
 	struct {
 		const char *sql; /* a string constant: the key */
@@ -245,10 +247,14 @@ static int dump_json(const json_t *j, char **out, kft_error *err)
 	return 0;
 }
 
+/* NUL is allowed: the API server stores any string, "\u0000" included, and
+ * json_dumps wrote it escaped, so the text column never holds a raw NUL. */
 static int load_json(const char *text, json_t **out, kft_error *err)
 {
 	json_error_t je;
-	*out = json_loads(text, JSON_DECODE_ANY, &je);
+	*out = text ? json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je) : NULL;
+	if (!text)
+		return kft_error_set(err, KFT_EPARSE, "stored JSON is missing");
 	if (!*out)
 		return kft_error_set(err, KFT_EPARSE, "stored JSON is damaged: %s", je.text);
 	return 0;
@@ -282,6 +288,30 @@ static int new_uid(char out[37], kft_error *err)
 /* ---- opening ------------------------------------------------------------ */
 
 /* mkdir -p with mode 0700 for every directory it creates. */
+/* The state directory is trusted only when it is ours, as ssh's StrictModes
+ * trusts ~/.ssh: a directory another user owns, or one group or others may
+ * write, lets someone else plant a symlink or a database of their own for us
+ * to follow. (The directory itself may be a symlink, as ~/.local/state often
+ * is: what it leads to is judged.) */
+static int trusted_dir(const char *dir, kft_error *err)
+{
+	struct stat sb;
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return kft_error_set(err, KFT_EIO, "state directory %s is not a directory", dir);
+	if (sb.st_uid != geteuid())
+		return kft_error_set(err, KFT_EINVAL,
+		                     "state directory %s is owned by uid %u, not by this user (uid "
+		                     "%u): refusing to use it",
+		                     dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+	if (sb.st_mode & (S_IWGRP | S_IWOTH))
+		return kft_error_set(
+		        err, KFT_EINVAL,
+		        "state directory %s is writable by group or others (mode %04o): "
+		        "refusing to use it (chmod go-w %s)",
+		        dir, (unsigned)(sb.st_mode & 07777), dir);
+	return 0;
+}
+
 static int make_dirs(const char *dir, kft_error *err)
 {
 	char *p = strdup(dir);
@@ -305,10 +335,7 @@ static int make_dirs(const char *dir, kft_error *err)
 			break;
 	}
 	free(p);
-	struct stat sb;
-	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return kft_error_set(err, KFT_EIO, "state directory %s is not a directory", dir);
-	return 0;
+	return trusted_dir(dir, err);
 }
 
 /* Creates the file with mode 0600 before SQLite does, so it never exists
@@ -375,8 +402,9 @@ static int migrate(kft_store *s, kft_error *err)
 
 static int configure(kft_store *s, kft_error *err)
 {
-	int rc =
-	        sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc = sqlite3_open_v2(s->path, &s->db,
+	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+	                         NULL);
 	if (rc != SQLITE_OK)
 		return s->db ? db_fail(s, err, "open")
 		             : kft_error_set(err, KFT_ENOMEM, "cannot open the state database");
@@ -431,6 +459,12 @@ void kft_store_close(kft_store *s)
 	}
 	free(s->path);
 	free(s);
+}
+
+void kft_store_set_warn(kft_store *s, kft_store_warn_fn fn, void *ctx)
+{
+	s->warn = fn;
+	s->warn_ctx = ctx;
 }
 
 int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err)
@@ -695,6 +729,19 @@ static int row_to_job(sqlite3_stmt *st, json_t **out, kft_error *err)
 	return 0;
 }
 
+/* Reports a job whose stored JSON cannot be read and lets the list go on. */
+static int skip_damaged(kft_store *s, sqlite3_stmt *st, const kft_error *why)
+{
+	char msg[sizeof(why->message) + 512];
+	if (s->warn) {
+		snprintf(msg, sizeof(msg), "skipping TrainJob %s/%s: %s",
+		         (const char *)sqlite3_column_text(st, 0),
+		         (const char *)sqlite3_column_text(st, 1), why->message);
+		s->warn(s->warn_ctx, msg);
+	}
+	return 0;
+}
+
 int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **out, kft_error *err)
 {
 	sqlite3_stmt *st;
@@ -730,9 +777,14 @@ int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *er
 	int step;
 	while (rc == 0 && arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		json_t *tj;
-		rc = row_to_job(st, &tj, err);
+		kft_error bad;
+		rc = row_to_job(st, &tj, &bad);
 		if (rc == 0)
 			json_array_append_new(arr, tj);
+		else if (rc == KFT_EPARSE) /* one damaged row must not hide the others */
+			rc = skip_damaged(s, st, &bad);
+		else if (err)
+			*err = bad;
 	}
 	if (rc == 0 && !arr)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");

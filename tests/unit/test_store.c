@@ -946,6 +946,78 @@ static void test_skip_close_checkpoint(void **state)
 	assert_true(wal_size(dir) <= 0);
 }
 
+/* Any string the API server stores is stored: an annotation holding a NUL
+ * ("\u0000" in JSON, which a Go string can hold) comes back whole, and the
+ * job lists with the others (it once made every read of the state fail). */
+static void test_nul_in_strings(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *tj = trainjob(NULL, "nul"), *got = NULL, *all = NULL;
+	json_object_set_new(json_object_get(tj, "metadata"), "annotations",
+	                    json_pack("{s:s%}", "a", "x\0y", (size_t)3));
+	assert_int_equal(kft_store_job_create(f->s, tj, NULL, NULL, &err), 0);
+	json_decref(tj);
+	free(create(f->s, NULL, "other"));
+	json_t *status = json_pack("{s:s%}", "note", "p\0q", (size_t)3);
+	assert_int_equal(kft_store_job_set_status(f->s, NULL, "nul", status, &err), 0);
+	json_decref(status);
+
+	assert_int_equal(kft_store_job_get(f->s, NULL, "nul", &got, &err), 0);
+	const json_t *a = json_object_get(
+	        json_object_get(json_object_get(got, "metadata"), "annotations"), "a");
+	assert_int_equal(json_string_length(a), 3);
+	assert_memory_equal(json_string_value(a), "x\0y", 3);
+	assert_int_equal(
+	        json_string_length(json_object_get(json_object_get(got, "status"), "note")), 3);
+	json_decref(got);
+	assert_int_equal(kft_store_job_list(f->s, NULL, &all, &err), 0);
+	expect_names(all, (const char *const[]){"default/nul", "default/other"}, 2);
+	json_decref(all);
+}
+
+static void collect_warning(void *ctx, const char *message)
+{
+	char *buf = ctx;
+	strncat(buf, message, 1023 - strlen(buf));
+	strncat(buf, "\n", 1023 - strlen(buf));
+}
+
+/* One damaged row (its JSON written over by something else) is skipped by
+ * the list with a warning naming it; the other jobs stay readable, and the
+ * damaged one still answers get with an error and can be deleted. */
+static void test_damaged_row_skipped(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	char path[256], warnings[1024] = "";
+	json_t *all = NULL, *got = NULL;
+	sqlite3 *db;
+	free(create(f->s, NULL, "a-good"));
+	free(create(f->s, NULL, "b-bad"));
+	free(create(f->s, NULL, "c-good"));
+	snprintf(path, sizeof(path), "%s/" KFT_STORE_DB_NAME, f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+	        sqlite3_exec(db, "UPDATE jobs SET spec = '{\"metadata\":' WHERE name = 'b-bad'",
+	                     NULL, NULL, NULL),
+	        SQLITE_OK);
+	sqlite3_close(db);
+
+	kft_store_set_warn(f->s, collect_warning, warnings);
+	assert_int_equal(kft_store_job_list(f->s, NULL, &all, &err), 0);
+	expect_names(all, (const char *const[]){"default/a-good", "default/c-good"}, 2);
+	json_decref(all);
+	assert_non_null(
+	        strstr(warnings, "skipping TrainJob default/b-bad: stored JSON is damaged"));
+	assert_int_equal(kft_store_job_get(f->s, NULL, "b-bad", &got, &err), KFT_EPARSE);
+	assert_null(got);
+	assert_int_equal(kft_store_job_delete(f->s, NULL, "b-bad", &err), 0);
+	assert_int_equal(kft_store_job_list(f->s, NULL, &all, &err), 0);
+	expect_names(all, (const char *const[]){"default/a-good", "default/c-good"}, 2);
+	json_decref(all);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -977,6 +1049,8 @@ int main(void)
 	        T(test_mark_deleting),
 	        T(test_reused_statements),
 	        T(test_skip_close_checkpoint),
+	        T(test_nul_in_strings),
+	        T(test_damaged_row_skipped),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
