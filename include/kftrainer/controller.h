@@ -337,6 +337,12 @@ int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *g
                         kft_error *err);
 
 /*
+ * tls.crt and tls.key of dir as kft_cm_metrics_cert reads them, without
+ * the fallback: KFT_ENOTFOUND when they are not both there.
+ */
+int kft_cm_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kft_error *err);
+
+/*
  * tls.minVersion as the minor number x of TLS 1.x the metrics server
  * accepts at least: 0, 1 or 2 (NULL or "" is 2, Go's server default).
  * "1.3" is refused with KFT_EINVAL naming tls.minVersion: the server's TLS
@@ -359,6 +365,35 @@ int kft_cm_tls_min_version(const char *min_version, kft_error *err);
  * mbedTLS does not offer (RC4), or when no TLS 1.2 suite remains.
  */
 int kft_cm_tls_cipher_suites(const json_t *names, int *ids, size_t cap, kft_error *err);
+
+/*
+ * A TLS endpoint whose exchanges a handler writes (the status server), on
+ * the health and metrics servers' machinery: one poll thread, a few
+ * workers, at most 64 connections open. fn runs on a worker for each
+ * connection once its TLS handshake is done, and reads and writes it with
+ * kft_cm_conn_read/write; the server then closes it. timeout_ms (> 0)
+ * bounds a connection from its accept to the end of fn's exchange. tls
+ * with a NULL cert_pem starts the endpoint without a certificate:
+ * connections are closed unanswered until kft_cm_https_set_cert gives it
+ * one. Errors as kft_cm_http_start_tls.
+ */
+typedef struct kft_cm_conn kft_cm_conn;
+typedef void (*kft_cm_conn_fn)(void *ctx, kft_cm_conn *c);
+typedef struct kft_cm_https kft_cm_https;
+int kft_cm_https_start(const char *addr, const kft_cm_http_tls *tls, long timeout_ms,
+                       kft_cm_conn_fn fn, void *ctx, kft_cm_https **out, kft_error *err);
+/* Replaces the certificate (connections already open keep theirs). Errors
+ * as kft_cm_http_start_tls; the old certificate stays on failure. */
+int kft_cm_https_set_cert(kft_cm_https *h, const kft_cm_http_tls *tls, kft_error *err);
+/* The bound port, 0 when none. */
+int kft_cm_https_port(const kft_cm_https *h);
+/* Stops the endpoint as kft_cm_http_stop does; NULL is a no-op. */
+void kft_cm_https_stop(kft_cm_https *h);
+/* Application bytes of a connection: how many were read, 0 at the end of
+ * input, -1 on an error, the deadline or the server's stop. */
+int kft_cm_conn_read(kft_cm_conn *c, char *buf, size_t len);
+/* Writes all of buf: 0, or -1 as above. */
+int kft_cm_conn_write(kft_cm_conn *c, const char *buf, size_t len);
 
 /* The bound port of the health (which=0) or metrics (which=1) server, 0 when none. */
 int kft_cm_http_port(const kft_cm_http *h, int which);

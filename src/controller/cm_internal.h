@@ -72,6 +72,8 @@ typedef struct kft_cm_applied {
 	size_t n, cap;
 } kft_cm_applied;
 
+typedef struct kft_cm_status kft_cm_status;
+
 struct kft_cm {
 	const kft_cm_config *cfg;
 	kft_logger *lg;
@@ -86,6 +88,7 @@ struct kft_cm {
 	kft_cm_controller ctl[3]; /* trainjob, trainingruntime, clustertrainingruntime */
 	kft_cm_applied applied;
 	char *metrics_cert, *metrics_key; /* PEM, while /metrics is served over TLS */
+	kft_cm_status *status;            /* the status server (TrainJobStatus gate), or NULL */
 	atomic_int stop;
 	atomic_int fatal;
 	volatile int ready;
@@ -106,6 +109,19 @@ void kft_cm_reconcile_cluster_runtime(kft_cm *cm, const char *key, const char *r
 json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, const char *ns,
                       const char *name);
 void kft_cm_applied_free(kft_cm_applied *a);
+
+/* statusserver.c */
+/* Starts the TrainJob status server on statusServer.port (cfg borrowed and
+ * outliving it) with its own API client from kubeconfig (NULL: the default
+ * rules): discovers the token issuer first, as upstream's authorizer Init,
+ * and fails when it cannot (KFT_EINVAL, KFT_EUNAVAILABLE ...) or the port
+ * cannot be bound (KFT_EIO). Free with kft_cm_status_stop. */
+int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_logger *lg,
+                        kft_cm_status **out, kft_error *err);
+/* The bound port (0 when none). */
+int kft_cm_status_port(const kft_cm_status *st);
+/* Stops serving (requests in flight are cut), frees st. NULL is a no-op. */
+void kft_cm_status_stop(kft_cm_status *st);
 
 /* trim.c */
 /* The informers' transform (ctx is the kft_cm). */

@@ -7,9 +7,8 @@
  * way the strict universal decoder refuses unknown fields. Defaults are the
  * ones upstream's SetDefaults_Configuration fills, and validation repeats
  * upstream's validate() checks with field.Error wording. Sections upstream
- * uses for servers this binary does not run (webhook, certManagement,
- * statusServer, tls) are parsed and checked, and a warning records that they
- * have no effect here.
+ * uses for servers this binary does not run (webhook, certManagement) are
+ * parsed and checked, and a warning records that they have no effect here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -629,9 +628,6 @@ static int note_ignored(kft_cm_config *cfg, const json_t *doc)
 	if (json_object_get(tls, "nextProtos"))
 		rc |= warn(cfg, "tls.nextProtos is ignored (the metrics server speaks HTTP/1.1); "
 		                "minVersion and cipherSuites are used");
-	if (cfg->features & KFT_FEATURE_TRAINJOB_STATUS)
-		rc |= warn(cfg, "featureGates.TrainJobStatus: the TrainJobStatus plugin runs, but "
-		                "no runtime status server is started");
 	return rc ? KFT_ENOMEM : 0;
 }
 

@@ -39,6 +39,13 @@
  * socket callbacks are the same deadline-and-pipe waits. As in upstream
  * v2.3.0, which sets no FilterProvider, the endpoint asks for no
  * authentication.
+ *
+ * The same machinery serves other TLS endpoints whose exchange is not
+ * ours to write (kft_cm_https_*: the status server): a handler gets each
+ * connection after the handshake and reads and writes it through
+ * kft_cm_conn_read/write, under the server's deadline. Its certificate can
+ * be replaced while it runs (a rotated Secret): each connection holds a
+ * reference to the TLS configuration it started with.
  */
 
 #include <arpa/inet.h>
@@ -84,6 +91,7 @@ typedef struct pending {
 } pending;
 
 typedef struct tls_server {
+	atomic_int refs; /* the server's, plus one per connection using it */
 	mbedtls_ssl_config conf;
 	int suites[KFT_CM_TLS_SUITES_MAX]; /* the conf points at them */
 	mbedtls_x509_crt crt;
@@ -95,6 +103,10 @@ typedef struct tls_server {
 typedef struct server {
 	kft_cm_http *h;
 	int is_metrics;
+	kft_cm_conn_fn handler; /* kft_cm_https: serves each connection */
+	void *handler_ctx;
+	long long timeout_ms;   /* from accept to the end of the exchange */
+	pthread_mutex_t tls_mu; /* guards tls (replaced by kft_cm_https_set_cert) */
 	int lfd;
 	int wake[2]; /* stop() writes to [1]; every wait polls [0] */
 	int running; /* the poll thread exists and must be joined */
@@ -123,14 +135,15 @@ struct kft_cm_http {
 };
 
 /* One connection being served. */
-typedef struct conn {
+typedef struct kft_cm_conn conn;
+struct kft_cm_conn {
 	server *s;
 	int fd;
 	long long deadline; /* CLOCK_MONOTONIC ms */
 	mbedtls_ssl_context *ssl;
 	char *head; /* HEAD_MAX + 1: the request head being read (the worker's) */
 	char *path; /* HEAD_MAX + 1: its decoded path */
-} conn;
+};
 
 /* An answer. body is freed when owned. */
 typedef struct answer {
@@ -535,18 +548,48 @@ static void exchange(conn *c)
 		linger(c);
 }
 
-static void serve_tls(conn *c)
+static void tls_free(tls_server *t);
+
+static void tls_release(tls_server *t)
+{
+	if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+		tls_free(t);
+}
+
+/* The handler's turn, then our close as after any answer. */
+static void hand_over(conn *c)
+{
+	c->s->handler(c->s->handler_ctx, c);
+	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
+	if (c->ssl)
+		mbedtls_ssl_close_notify(c->ssl);
+	linger(c);
+}
+
+int kft_cm_conn_read(kft_cm_conn *c, char *buf, size_t len)
+{
+	return conn_read(c, buf, len);
+}
+
+int kft_cm_conn_write(kft_cm_conn *c, const char *buf, size_t len)
+{
+	return conn_write(c, buf, len);
+}
+
+static void serve_tls(conn *c, tls_server *t)
 {
 	mbedtls_ssl_context ssl;
 	mbedtls_ssl_init(&ssl);
-	if (mbedtls_ssl_setup(&ssl, &c->s->tls->conf) == 0) {
+	if (mbedtls_ssl_setup(&ssl, &t->conf) == 0) {
 		mbedtls_ssl_set_bio(&ssl, c, bio_send, bio_recv, NULL);
 		c->ssl = &ssl;
 		int rc;
 		do
 			rc = mbedtls_ssl_handshake(&ssl);
 		while (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE);
-		if (rc == 0)
+		if (rc == 0 && c->s->handler)
+			hand_over(c);
+		else if (rc == 0)
 			exchange(c);
 		c->ssl = NULL;
 	}
@@ -560,10 +603,17 @@ static void serve_conn(server *s, const pending *p, char *bufs)
 	          .deadline = p->deadline,
 	          .head = bufs,
 	          .path = bufs + HEAD_MAX + 1};
-	if (s->tls)
-		serve_tls(&c);
-	else
+	pthread_mutex_lock(&s->tls_mu);
+	tls_server *t = s->tls;
+	if (t)
+		atomic_fetch_add(&t->refs, 1);
+	pthread_mutex_unlock(&s->tls_mu);
+	if (t)
+		serve_tls(&c, t);
+	else if (!s->handler)
 		exchange(&c);
+	/* a TLS endpoint without its certificate yet: closed unanswered */
+	tls_release(t);
 }
 
 /* A worker: serves connections the poll loop found readable, one at a
@@ -627,7 +677,7 @@ static int accept_some(server *s, pending *idle, int *nidle)
 			return 0;
 		}
 		atomic_fetch_add(&s->open, 1);
-		idle[(*nidle)++] = (pending){fd, now_ms() + HEAD_TIMEOUT_MS};
+		idle[(*nidle)++] = (pending){fd, now_ms() + s->timeout_ms};
 	}
 	return 0;
 }
@@ -843,6 +893,7 @@ static int tls_open(const kft_cm_http_tls *cfg, tls_server **out, kft_error *err
 	mbedtls_pk_init(&t->key);
 	mbedtls_entropy_init(&t->entropy);
 	mbedtls_ctr_drbg_init(&t->drbg);
+	atomic_init(&t->refs, 1);
 	int rc = tls_load(t, cfg, min, err);
 	if (rc) {
 		tls_free(t);
@@ -882,7 +933,7 @@ static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls, kf
 	int rc = kft_cm_parse_listen(addr, host, sizeof(host), &port, err);
 	if (rc || (rc = listen_sockaddr(addr, host, port, &ss, &len, err)))
 		return rc;
-	if (tls && (rc = tls_open(tls, &s->tls, err)))
+	if (tls && tls->cert_pem && (rc = tls_open(tls, &s->tls, err)))
 		return rc;
 	s->lfd = open_listener(&ss, len);
 	if (s->lfd < 0)
@@ -919,9 +970,11 @@ static void stop_one(server *s)
 	for (int i = 0; i < 2; i++)
 		if (s->wake[i] >= 0)
 			close(s->wake[i]);
-	tls_free(s->tls);
+	tls_release(s->tls);
+	s->tls = NULL;
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->tls_mu);
 }
 
 static void init_one(server *s, kft_cm_http *h, int is_metrics)
@@ -929,7 +982,9 @@ static void init_one(server *s, kft_cm_http *h, int is_metrics)
 	s->h = h;
 	s->is_metrics = is_metrics;
 	s->lfd = s->wake[0] = s->wake[1] = -1;
+	s->timeout_ms = HEAD_TIMEOUT_MS;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->tls_mu, NULL);
 	pthread_cond_init(&s->cond, NULL);
 }
 
@@ -1000,4 +1055,58 @@ void kft_cm_http_set_readiness_reason(kft_cm_http *h, kft_cm_http_reason_fn fn, 
 	h->reason_fn = fn;
 	h->reason_ctx = ctx;
 	pthread_mutex_unlock(&h->reason_mu);
+}
+
+/* ---- TLS endpoints served by a handler ------------------------------------------- */
+
+struct kft_cm_https {
+	server s;
+};
+
+int kft_cm_https_start(const char *addr, const kft_cm_http_tls *tls, long timeout_ms,
+                       kft_cm_conn_fn fn, void *ctx, kft_cm_https **out, kft_error *err)
+{
+	*out = NULL;
+	kft_cm_https *h = calloc(1, sizeof(*h));
+	if (!h)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	init_one(&h->s, NULL, 0);
+	h->s.handler = fn;
+	h->s.handler_ctx = ctx;
+	if (timeout_ms > 0)
+		h->s.timeout_ms = timeout_ms;
+	int rc = start_one(&h->s, addr, tls, err);
+	if (rc) {
+		kft_cm_https_stop(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+int kft_cm_https_set_cert(kft_cm_https *h, const kft_cm_http_tls *tls, kft_error *err)
+{
+	tls_server *t = NULL;
+	int rc = tls_open(tls, &t, err);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&h->s.tls_mu);
+	tls_server *old = h->s.tls;
+	h->s.tls = t;
+	pthread_mutex_unlock(&h->s.tls_mu);
+	tls_release(old);
+	return 0;
+}
+
+int kft_cm_https_port(const kft_cm_https *h)
+{
+	return h ? h->s.port : 0;
+}
+
+void kft_cm_https_stop(kft_cm_https *h)
+{
+	if (!h)
+		return;
+	stop_one(&h->s);
+	free(h);
 }

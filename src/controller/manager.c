@@ -878,6 +878,7 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 		kft_leader_stop(rs->leader);
 		kft_leader_free(rs->leader);
 	}
+	kft_cm_status_stop(cm->status);
 	kft_cm_http_stop(http);
 	free(cm->metrics_cert);
 	free(cm->metrics_key);
@@ -1044,6 +1045,10 @@ int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *
 		rc = setup(&cm, &http, err);
 	if (!rc)
 		rc = start_informers(&cm, err);
+	/* upstream: statusserver.SetupServer when the TrainJobStatus gate is on;
+	 * it serves on every replica, leader or not */
+	if (!rc && (cfg->features & KFT_FEATURE_TRAINJOB_STATUS))
+		rc = kft_cm_status_start(cfg, flags->kubeconfig, lg, &cm.status, err);
 	if (!rc)
 		kft_cm_http_set_readiness_reason(http, readiness_reason, &cm);
 	if (!rc && cfg->leader_elect)

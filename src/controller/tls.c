@@ -88,30 +88,17 @@ static int check_pair(const char *cert_pem, const char *key_pem)
 	return ok;
 }
 
-int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *generated,
-                        kft_error *err)
+int kft_cm_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kft_error *err)
 {
-	char cert_path[4096], key_path[4096], defdir[4000];
+	char cert_path[4096], key_path[4096];
 	*cert_pem = *key_pem = NULL;
-	*generated = 0;
-	if (!dir) {
-		const char *tmp = getenv("TMPDIR");
-		snprintf(defdir, sizeof(defdir), "%s/k8s-metrics-server/serving-certs",
-		         tmp && *tmp ? tmp : "/tmp");
-		dir = defdir;
-	}
 	snprintf(cert_path, sizeof(cert_path), "%s/tls.crt", dir);
 	snprintf(key_path, sizeof(key_path), "%s/tls.key", dir);
 	int rc = read_small(cert_path, cert_pem, err);
 	if (rc == 0)
 		rc = read_small(key_path, key_pem, err);
-	if (rc == KFT_ENOTFOUND) {
-		/* not both there: controller-runtime's fallback */
-		free(*cert_pem);
-		*cert_pem = NULL;
-		*generated = 1;
-		return kft_cm_self_signed_cert(cert_pem, key_pem, err);
-	}
+	if (rc == KFT_ENOTFOUND)
+		kft_error_set(err, rc, "%s and %s: not both there", cert_path, key_path);
 	if (rc == 0 && !check_pair(*cert_pem, *key_pem))
 		rc = kft_error_set(err, KFT_EINVAL,
 		                   "%s and %s: not a PEM certificate and its private key (RSA or "
@@ -121,6 +108,26 @@ int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *g
 		free(*cert_pem);
 		free(*key_pem);
 		*cert_pem = *key_pem = NULL;
+	}
+	return rc;
+}
+
+int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *generated,
+                        kft_error *err)
+{
+	char defdir[4000];
+	*generated = 0;
+	if (!dir) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(defdir, sizeof(defdir), "%s/k8s-metrics-server/serving-certs",
+		         tmp && *tmp ? tmp : "/tmp");
+		dir = defdir;
+	}
+	int rc = kft_cm_cert_pair_load(dir, cert_pem, key_pem, err);
+	if (rc == KFT_ENOTFOUND) {
+		/* not both there: controller-runtime's fallback */
+		*generated = 1;
+		return kft_cm_self_signed_cert(cert_pem, key_pem, err);
 	}
 	return rc;
 }

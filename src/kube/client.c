@@ -547,7 +547,9 @@ int kft_kube_handle_setup(kft_kube *k, CURL *h, const char *url, const char *con
 		curl_easy_setopt(h, CURLOPT_USERNAME, k->username);
 		curl_easy_setopt(h, CURLOPT_PASSWORD, k->password ? k->password : "");
 	}
-	struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json");
+	/* JSON first, anything else after it, as kubectl asks: the issuer's key
+	 * set (/openid/v1/jwks) is served only as application/jwk-set+json */
+	struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json, */*");
 	add_header(&l, "Expect:"); /* no 100-continue round trip before bodies */
 	if (content_type) {
 		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);

@@ -12,7 +12,8 @@
  * a serving certificate for 127.0.0.1/localhost and a random bearer token
  * in place of the service-account token.
  *
- * statusreq.c decodes and judges one request (pure: no I/O, fuzzed);
+ * src/api/statusreq.h decodes and judges one request (pure: no I/O, fuzzed;
+ * the controller's status server shares it);
  * statusserver.c owns the sockets and TLS, inside the supervisor's poll
  * loop without ever blocking it.
  */
@@ -25,68 +26,8 @@
 
 #include <jansson.h>
 
+#include "api/statusreq.h"
 #include "kftrainer/error.h"
-
-/* Our request head limit (Go's server allows 1 MiB; a status report's head
- * is a few hundred bytes) and upstream's body limit (maxBodySize, 1 << 16). */
-#define KFT_STATUSREQ_HEAD_MAX 8192
-#define KFT_STATUSREQ_BODY_MAX 65536
-
-/* ---- statusreq.c: one request ---------------------------------------------- */
-
-typedef struct kft_statusreq_head {
-	char method[16];
-	char path[KFT_STATUSREQ_HEAD_MAX + 1]; /* percent-decoded, no query */
-	char auth[1024];                       /* Authorization, "" when absent or too long */
-	size_t content_length;                 /* 0 when absent */
-	size_t head_len;                       /* the head's bytes, blank line included */
-} kft_statusreq_head;
-
-/* What the server answers. body is malloc'd (NULL only on ENOMEM); report is
- * the TrainerStatus to record (a new reference), set only for a 200 that
- * carries one. */
-typedef struct kft_statusreq_answer {
-	int code;
-	const char *content_type;
-	char *body;
-	json_t *report;
-} kft_statusreq_answer;
-
-/* The job a server answers for. trainjob (borrowed, may be NULL) is the
- * stored TrainJob a report is validated into, as the API server validates
- * the applied status against the CRD. */
-typedef struct kft_statusreq_target {
-	const char *ns, *name, *token;
-	const json_t *trainjob;
-} kft_statusreq_target;
-
-/* Looks for a whole request head at the start of buf (len bytes, any bytes).
- * Returns 0 when more bytes are needed, 1 when it is complete and acceptable
- * (h filled, its length in h->head_len), KFT_ENOMEM, or an HTTP error code
- * for which a is filled: 400 (malformed; a bad Content-Length), 431
- * (no head within KFT_STATUSREQ_HEAD_MAX), 505, 411 (a chunked body: not
- * served here), 413 (Content-Length over KFT_STATUSREQ_BODY_MAX, upstream's
- * metav1.Status "Payload too large"). */
-int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
-                             kft_statusreq_answer *a);
-
-/* Judges a complete request as upstream's server does, in its order: not
- * POST to the status path → 404 "Not found"; a token that is not this
- * job's (another job's path included: its token would be another) → 403
- * "Forbidden"; a body that is not an UpdateTrainJobStatusRequest → 422
- * "Invalid payload"; no trainerStatus → 200 echoing {}; a status the CRD
- * refuses → 422 with the API server's message; else 200 echoing the
- * request as Go encodes it, with a->report set. lastUpdatedTime is stored
- * as metav1.Time writes it (UTC, whole seconds). Returns 0 or KFT_ENOMEM. */
-int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_head *h,
-                        const char *body, size_t len, kft_statusreq_answer *a);
-
-/* Frees body and report. */
-void kft_statusreq_answer_free(kft_statusreq_answer *a);
-
-/* The full HTTP/1.1 response (status line, headers, body, Connection:
- * close) for a, malloc'd, its length in *len; NULL on ENOMEM. */
-char *kft_statusreq_response(const kft_statusreq_answer *a, size_t *len);
 
 /* ---- statusserver.c: the server --------------------------------------------- */
 

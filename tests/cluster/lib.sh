@@ -94,6 +94,7 @@ tool_main_module() {
 	kwok) echo sigs.k8s.io/kwok ;;
 	jobset) echo sigs.k8s.io/jobset ;;
 	trainer) echo github.com/kubeflow/trainer/v2 ;;
+	helm) echo helm.sh/helm/v3 ;;
 	*) return 1 ;;
 	esac
 }
@@ -309,6 +310,7 @@ tool_ldflags() {
 		done
 		;;
 	jobset) flags="$flags -X sigs.k8s.io/jobset/pkg/version.GitVersion=$ver" ;;
+	helm) flags="$flags -X helm.sh/helm/v3/internal/version.version=$ver" ;;
 	esac
 	printf '%s\n' "$flags"
 }

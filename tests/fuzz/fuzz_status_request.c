@@ -1,7 +1,7 @@
 /*
  * fuzz_status_request.c - libFuzzer target for the local status endpoint's
- * request decoder (src/local/statusreq.c): what any process on the machine
- * may send to a job's supervisor, head and body, as one byte string.
+ * request decoder (src/api/statusreq.c, shared with the controller): what any process on the
+ * machine may send to a job's supervisor, head and body, as one byte string.
  *
  * The input is the bytes a connection delivers. kft_statusreq_head_parse
  * judges them whole, then one byte short of the head's end (still "need

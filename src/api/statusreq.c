@@ -1,9 +1,9 @@
 /*
- * statusreq.c - one request to the local status endpoint, decoded and judged
- * as upstream v2.3.0's status server (pkg/statusserver) and the API server
- * behind it would. See statusserver.h.
+ * statusreq.c - one request to the TrainJob status endpoint, decoded and
+ * judged as upstream v2.3.0's status server (pkg/statusserver) and the API
+ * server behind it would. See statusreq.h.
  *
- * Everything here is untrusted input from a job's process: the head is
+ * Everything here is untrusted input from a training process: the head is
  * bounded before it is parsed, the body by upstream's 64 KiB limit, and the
  * request is decoded with Go's encoding/json rules for
  * UpdateTrainJobStatusRequest (keys matched case-insensitively, unknown keys
@@ -21,7 +21,7 @@
 #include "kftrainer/conditions.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/schema.h"
-#include "local/statusserver.h"
+#include "api/statusreq.h"
 
 #define STATUS_PATH_PREFIX "/apis/trainer.kubeflow.org/v1alpha1/namespaces/"
 #define INT32_MAXV         2147483647LL
@@ -30,7 +30,7 @@
 /* ---- answers ----------------------------------------------------------------- */
 
 /* A metav1.Status failure as upstream's badRequest() encodes it. */
-static int status_failure(kft_statusreq_answer *a, int code, const char *message,
+int kft_statusreq_failure(kft_statusreq_answer *a, int code, const char *message,
                           const char *reason)
 {
 	json_t *st = json_pack("{s:{}, s:s, s:s, s:s, s:i}", "metadata", "status", "Failure",
@@ -165,7 +165,7 @@ static int head_fields(const char *head, kft_statusreq_head *h, kft_statusreq_an
 		return plain_error(a, 400, "400 Bad Request: invalid Content-Length") ? KFT_ENOMEM
 		                                                                      : 400;
 	if (h->content_length > KFT_STATUSREQ_BODY_MAX)
-		return status_failure(a, 413, "Payload too large", "RequestEntityTooLarge")
+		return kft_statusreq_failure(a, 413, "Payload too large", "RequestEntityTooLarge")
 		               ? KFT_ENOMEM
 		               : 413;
 	return 0;
@@ -221,6 +221,14 @@ static bool status_path(const char *path, char *ns, char *name, size_t size)
 	return true;
 }
 
+int kft_statusreq_route(const kft_statusreq_head *h, char *ns, char *name, kft_statusreq_answer *a)
+{
+	if (strcmp(h->method, "POST") == 0 &&
+	    status_path(h->path, ns, name, KFT_STATUSREQ_NAME_MAX))
+		return 0;
+	return kft_statusreq_failure(a, 404, "Not found", "NotFound") ? KFT_ENOMEM : 404;
+}
+
 /* Compares the whole of the expected token whatever the given one holds, so
  * the time taken says nothing about how much of a guess was right. */
 static bool token_equal(const char *given, const char *want)
@@ -234,7 +242,7 @@ static bool token_equal(const char *given, const char *want)
 
 /* upstream's extractRawToken: exactly two fields, the first "Bearer" in
  * any case. */
-static bool bearer_token(const char *auth, char *out, size_t size)
+int kft_statusreq_bearer(const char *auth, char *out, size_t size)
 {
 	const char *p = auth + strspn(auth, " \t");
 	size_t l1 = strcspn(p, " \t");
@@ -242,17 +250,17 @@ static bool bearer_token(const char *auth, char *out, size_t size)
 	size_t l2 = strcspn(q, " \t");
 	if (l1 != 6 || strncasecmp(p, "Bearer", 6) != 0 || l2 == 0 || l2 >= size ||
 	    q[l2 + strspn(q + l2, " \t")] != '\0')
-		return false;
+		return 0;
 	memcpy(out, q, l2);
 	out[l2] = '\0';
-	return true;
+	return 1;
 }
 
 static bool authorized(const kft_statusreq_target *t, const char *auth, const char *ns,
                        const char *name)
 {
 	char token[1024];
-	if (!bearer_token(auth, token, sizeof(token)))
+	if (!kft_statusreq_bearer(auth, token, sizeof(token)))
 		return false;
 	/* the token is for this job's audience only, as a projected token is */
 	bool ok = token_equal(token, t->token);
@@ -362,6 +370,55 @@ done:
 	return out;
 }
 
+json_t *kft_statusreq_decode(const char *body, size_t len, bool *present, kft_statusreq_answer *a)
+{
+	json_t *ts =
+	        decode(body, len > KFT_STATUSREQ_BODY_MAX ? KFT_STATUSREQ_BODY_MAX : len, present);
+	if (!ts)
+		kft_statusreq_failure(a, 422, "Invalid payload", "Invalid");
+	return ts;
+}
+
+/* A Metric of the apply configuration: name and value always set. */
+static json_t *apply_metric(const json_t *m)
+{
+	const char *n = json_string_value(json_object_get(m, "name"));
+	const char *v = json_string_value(json_object_get(m, "value"));
+	return json_pack("{s:s, s:s}", "name", n ? n : "", "value", v ? v : "");
+}
+
+json_t *kft_statusreq_apply_object(const char *ns, const char *name, const json_t *ts)
+{
+	json_t *out = json_object(), *metrics = json_object_get(ts, "metrics");
+	const char *keys[] = {"progressPercentage", "estimatedRemainingSeconds"};
+	size_t i;
+	const json_t *m;
+	for (i = 0; out && i < 2; i++)
+		if (json_object_get(ts, keys[i]) &&
+		    json_object_set(out, keys[i], json_object_get(ts, keys[i])) != 0)
+			goto fail;
+	if (out && json_array_size(metrics) > 0) {
+		json_t *arr = json_array();
+		if (json_object_set_new(out, "metrics", arr) != 0)
+			goto fail;
+		json_array_foreach(metrics, i, m)
+		{
+			if (json_array_append_new(arr, apply_metric(m)) != 0)
+				goto fail;
+		}
+	}
+	json_t *when = json_object_get(ts, "lastUpdatedTime");
+	if (!out ||
+	    json_object_set_new(out, "lastUpdatedTime", when ? json_incref(when) : json_null()))
+		goto fail;
+	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion",
+	                 "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata", "name",
+	                 name, "namespace", ns, "status", "trainerStatus", out);
+fail:
+	json_decref(out);
+	return NULL;
+}
+
 /* ---- validation: the API server's verdict on the applied status ------------------- */
 
 /* "TrainJob.trainer.kubeflow.org "NAME" is invalid: ..." as apimachinery's
@@ -410,7 +467,7 @@ static char *invalid_message(const kft_statusreq_target *t, const json_t *ts)
 }
 
 /* The 200 body: the decoded request encoded again, as upstream echoes it. */
-static int echo(kft_statusreq_answer *a, const json_t *ts, bool present)
+int kft_statusreq_echo(kft_statusreq_answer *a, const json_t *ts, bool present)
 {
 	json_t *req = present ? json_pack("{s:O}", "trainerStatus", ts) : json_object();
 	if (present && req && !json_object_get(ts, "lastUpdatedTime"))
@@ -430,19 +487,20 @@ static int echo(kft_statusreq_answer *a, const json_t *ts, bool present)
 int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_head *h,
                         const char *body, size_t len, kft_statusreq_answer *a)
 {
-	char ns[256], name[256];
+	char ns[KFT_STATUSREQ_NAME_MAX], name[KFT_STATUSREQ_NAME_MAX];
 	bool present = false;
 	memset(a, 0, sizeof(*a));
-	if (strcmp(h->method, "POST") != 0 || !status_path(h->path, ns, name, sizeof(ns)))
-		return status_failure(a, 404, "Not found", "NotFound");
+	int rc = kft_statusreq_route(h, ns, name, a);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	if (!authorized(t, h->auth, ns, name))
-		return status_failure(a, 403, "Forbidden", "Forbidden");
-	json_t *ts =
-	        decode(body, len > KFT_STATUSREQ_BODY_MAX ? KFT_STATUSREQ_BODY_MAX : len, &present);
+		return kft_statusreq_failure(a, 403, "Forbidden", "Forbidden");
+	json_t *ts = kft_statusreq_decode(body, len, &present, a);
 	if (!ts)
-		return status_failure(a, 422, "Invalid payload", "Invalid");
+		return a->body ? 0 : KFT_ENOMEM;
 	char *invalid = present ? invalid_message(t, ts) : NULL;
-	int rc = invalid ? status_failure(a, 422, invalid, "Invalid") : echo(a, ts, present);
+	rc = invalid ? kft_statusreq_failure(a, 422, invalid, "Invalid")
+	             : kft_statusreq_echo(a, ts, present);
 	if (rc == 0 && !invalid && present)
 		a->report = json_incref(ts);
 	free(invalid);
