@@ -27,6 +27,8 @@
 #define KFT_CM_MAX_WORKERS         64
 
 typedef struct kft_cm kft_cm;
+typedef struct kft_cm_webhooks kft_cm_webhooks;
+typedef struct kft_cm_certs kft_cm_certs;
 
 /* What one reconcile returns to its worker. */
 typedef struct kft_cm_outcome {
@@ -85,6 +87,7 @@ struct kft_cm {
 	atomic_int stop;
 	atomic_int fatal;
 	volatile int ready;
+	kft_cm_webhooks *webhooks; /* the webhook server (webhook.c) */
 };
 
 /* workers.c */
@@ -102,6 +105,24 @@ void kft_cm_reconcile_cluster_runtime(kft_cm *cm, const char *key, const char *r
 json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, const char *ns,
                       const char *name);
 void kft_cm_applied_free(kft_cm_applied *a);
+
+/* webhook.c: the admission webhook server, with its certificates (certs.c
+ * when certManagement.enable) and the watcher reloading them. */
+int kft_cm_webhooks_start(kft_cm *cm, kft_cm_webhooks **out, kft_error *err);
+/* 1 once certificates are ready and the server serves, else 0 with why. */
+int kft_cm_webhooks_ready(kft_cm_webhooks *w, char *why, size_t n);
+int kft_cm_webhooks_port(const kft_cm_webhooks *w);
+void kft_cm_webhooks_stop(kft_cm_webhooks *w);
+/* controller-runtime's cert directory: $TMPDIR/k8s-webhook-server/serving-certs. */
+void kft_cm_webhooks_cert_dir(char *buf, size_t n);
+
+/* certs.c: upstream's certificate rotator. start does the first round
+ * (Secret, files, CA injection) before returning; tick re-checks when its
+ * period has passed (called from the watcher thread). */
+int kft_cm_certs_start(kft_cm *cm, const char *dir, kft_cm_certs **out, kft_error *err);
+void kft_cm_certs_tick(kft_cm_certs *c);
+int kft_cm_certs_ready(kft_cm_certs *c);
+void kft_cm_certs_free(kft_cm_certs *c);
 
 /* trim.c */
 /* The informers' transform (ctx is the kft_cm). */

@@ -34,6 +34,12 @@ typedef struct kft_cert_opts {
 	const kft_cert *issuer; /* NULL: self-signed */
 	const char *subject;    /* an X.509 name, "CN=..." */
 	int valid_days;         /* from an hour ago, for clocks a little behind */
+	/* A server certificate for this DNS name instead of localhost and
+	 * 127.0.0.1 (the webhooks' <service>.<namespace>.svc); with
+	 * loopback_too, 127.0.0.1 as well. */
+	const char *dns_name;
+	bool loopback_too;
+	long long valid_seconds; /* > 0: overrides valid_days */
 } kft_cert_opts;
 
 /* Makes a new key and its certificate as o says. Returns 0, KFT_ENOMEM,
