@@ -39,6 +39,7 @@
 
 struct kft_cm_webhooks {
 	kft_cm *cm;
+	kft_backend backend; /* the manager's, reading uncached kinds live */
 	const kft_schema *schema;
 	kft_cm_http *http;
 	char dir[512];
@@ -69,6 +70,25 @@ static json_t *get_runtime(void *ctx, const char *kind, const char *ns, const ch
 	json_t *copy = json_deep_copy(obj); /* the cache's own must not change */
 	json_decref(obj);
 	return copy;
+}
+
+/* The validators' object lookups: the manager's caches, and for kinds no
+ * informer holds (a Volcano runtime's PriorityClass) a GET, as upstream's
+ * client reads them. */
+static json_t *get_object(void *self, const char *api_version, const char *kind, const char *ns,
+                          const char *name)
+{
+	static const kft_gvr priority_classes = {"scheduling.k8s.io", "v1", "priorityclasses",
+	                                         "PriorityClass", 0};
+	kft_cm *cm = self;
+	json_t *obj = kft_cm_lookup(cm, api_version, kind, ns, name);
+	if (!obj && strcmp(kind, "PriorityClass") == 0 &&
+	    strcmp(api_version, "scheduling.k8s.io/v1") == 0) {
+		kft_error err = {0};
+		if (kft_kube_get(cm->kube, &priority_classes, NULL, name, &obj, &err) != 0)
+			obj = NULL;
+	}
+	return obj;
 }
 
 /* Waits until the caches synced (the manager's ready flag); 0 when they
@@ -138,7 +158,7 @@ static void handle(void *ctx, const kft_cm_http_request *r, kft_cm_http_reply *o
 		now_rfc3339(now, sizeof(now));
 		kft_cm_admission_env env = {.schema = w->schema,
 		                            .fw = cm->fw,
-		                            .backend = &cm->backend,
+		                            .backend = &w->backend,
 		                            .get_runtime = get_runtime,
 		                            .ctx = cm,
 		                            .now = now};
@@ -301,6 +321,8 @@ int kft_cm_webhooks_start(kft_cm *cm, kft_cm_webhooks **out, kft_error *err)
 	if (!w)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	w->cm = cm;
+	w->backend = cm->backend;
+	w->backend.get_object = get_object;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	kft_cm_webhooks_cert_dir(w->dir, sizeof(w->dir));
