@@ -70,7 +70,7 @@ typedef struct kft_cm_config {
 	char *health_bind_address;   /* ":8081"; "0" or "" disables */
 	char *readiness_endpoint;    /* "readyz" */
 	char *liveness_endpoint;     /* "healthz" */
-	int webhook_port;            /* 9443 (accepted; no webhook served) */
+	int webhook_port;            /* 9443: the admission webhooks (webhook.c) */
 	char *webhook_host;          /* NULL when unset */
 	int leader_elect;            /* 0 unless leaderElection.leaderElect */
 	char *le_resource_lock;      /* "leases" */
@@ -80,7 +80,7 @@ typedef struct kft_cm_config {
 	int trainjob_workers;        /* groupKindConcurrency TrainJob.trainer.kubeflow.org, 1 */
 	int runtime_workers;         /* ... TrainingRuntime.trainer.kubeflow.org, 1 */
 	int cluster_runtime_workers; /* ... ClusterTrainingRuntime.trainer.kubeflow.org, 1 */
-	int cert_management_enable;  /* default 1 (accepted; no webhook certs managed) */
+	int cert_management_enable;  /* default 1: certs.c manages the webhooks' certs */
 	char *cert_webhook_service;  /* "kubeflow-trainer-controller-manager" */
 	char *cert_webhook_secret;   /* "kubeflow-trainer-webhook-cert" */
 	double qps;                  /* clientConnection.qps, 50 */

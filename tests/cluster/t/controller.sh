@@ -16,7 +16,8 @@
 # their webhooks are not registered with the API server unless a test calls
 # ctrl_webhooks_register (91-controller-webhooks.sh), so otherwise both controllers see the same,
 # unchecked objects. KFT_CTRL_MANAGED_CERTS=1 makes no certificate (certificate management's own);
-# KFT_CTRL_ENV adds VAR=VALUE words to our controller's environment.
+# KFT_CTRL_ENV adds VAR=VALUE words to our controller's environment; KFT_CTRL_CERT_MANAGEMENT=true
+# turns certificate management on.
 # Ours also gets the bind addresses and --leader-elect as flags, which it documents.
 # KFT_CTRL_EXTRA_CONFIG, when set, is appended to the Configuration (top-level YAML keys).
 #
@@ -126,7 +127,7 @@ leaderElection:
   renewDeadline: 10s
   retryPeriod: 2s
 certManagement:
-  enable: false
+  enable: ${KFT_CTRL_CERT_MANAGEMENT:-false}
 clientConnection:
   qps: $qps
   burst: $burst
