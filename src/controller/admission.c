@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/yaml_internal.h"
 #include "kftrainer/constants.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/object.h"
@@ -140,11 +141,38 @@ static json_t *review(const char *uid, json_t *response)
 	                 "AdmissionReview", "response", response);
 }
 
+/* A JSON string of text whose invalid UTF-8 bytes (a decoder's message
+ * quoting the bytes it choked on) become U+FFFD, as Go's encoder writes
+ * them. */
+static json_t *utf8_string(const char *text)
+{
+	json_t *v = json_string(text);
+	if (v)
+		return v;
+	kft_strbuf b;
+	kft_strbuf_init(&b);
+	size_t len = strlen(text);
+	for (size_t i = 0; i < len;) {
+		size_t n = kft_utf8_sequence((const unsigned char *)text + i, len - i);
+		if (n == 0) {
+			kft_strbuf_puts(&b, "\xef\xbf\xbd");
+			i++;
+		} else {
+			kft_strbuf_putn(&b, text + i, n);
+			i += n;
+		}
+	}
+	char *clean = kft_strbuf_detach(&b);
+	v = clean ? json_string(clean) : NULL;
+	free(clean);
+	return v;
+}
+
 static json_t *status(int code, const char *reason, const char *message)
 {
 	json_t *s = json_pack("{s:{}, s:i}", "metadata", "code", code);
 	if (message && *message)
-		json_object_set_new(s, "message", json_string(message));
+		json_object_set_new(s, "message", utf8_string(message));
 	if (reason)
 		json_object_set_new(s, "reason", json_string(reason));
 	return s;

@@ -136,7 +136,7 @@ static void test_missing_runtime(void **state)
 	        msg(r),
 	        "spec.RuntimeRef: Invalid value: "
 	        "{\"name\":\"nope\",\"apiGroup\":\"trainer.kubeflow.org\",\"kind\":"
-	        "\"ClusterTrainingRuntime\"}: clustertrainingruntimes.trainer.kubeflow.org "
+	        "\"ClusterTrainingRuntime\"}: ClusterTrainingRuntime.trainer.kubeflow.org "
 	        "\"nope\" not found: specified clusterTrainingRuntime must be created before "
 	        "the TrainJob is created");
 	assert_int_equal(

@@ -104,9 +104,9 @@ EOF" || {
 
 # --- runtime must exist (trainingruntime.go / clustertrainingruntime.go ValidateObjects) ---
 tj a TrainingRuntime/nosuch | refused "missing TrainingRuntime" validator.trainjob.trainer.kubeflow.org \
-	'spec.runtimeRef: Invalid value: {"name":"nosuch","apiGroup":"trainer.kubeflow.org","kind":"TrainingRuntime"}: trainingruntimes.trainer.kubeflow.org "nosuch" not found: specified trainingRuntime must be created before the TrainJob is created'
+	'spec.runtimeRef: Invalid value: {"name":"nosuch","apiGroup":"trainer.kubeflow.org","kind":"TrainingRuntime"}: TrainingRuntime.trainer.kubeflow.org "nosuch" not found: specified trainingRuntime must be created before the TrainJob is created'
 tj a ClusterTrainingRuntime/nosuch | refused "missing ClusterTrainingRuntime" validator.trainjob.trainer.kubeflow.org \
-	'spec.RuntimeRef: Invalid value: {"name":"nosuch","apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}: clustertrainingruntimes.trainer.kubeflow.org "nosuch" not found'
+	'spec.RuntimeRef: Invalid value: {"name":"nosuch","apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}: ClusterTrainingRuntime.trainer.kubeflow.org "nosuch" not found'
 # --- torch: reserved PET_* env (torch.go Validate) ---
 tj a TrainingRuntime/torch-quick 'trainer:' '  env: [{name: PET_NNODES, value: "2"}]' |
 	refused "torch reserved PET_NNODES" validator.trainjob.trainer.kubeflow.org \
