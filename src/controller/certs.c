@@ -67,6 +67,7 @@ struct kft_cm_certs {
 	int check_s, loopback;
 	time_t next_check;
 	atomic_int ready;
+	int missing;  /* a webhook configuration was absent at the last check */
 	char *ca_pem; /* the CA last injected, to tell what changed */
 };
 
@@ -384,8 +385,10 @@ static int inject(kft_cm_certs *c, const kft_gvr *gvr, const char *name, const c
 	for (int attempt = 0; attempt < 5; attempt++) {
 		json_t *cfg = NULL;
 		int rc = kft_kube_get(c->cm->kube, gvr, NULL, name, &cfg, err);
-		if (rc == KFT_ENOTFOUND)
+		if (rc == KFT_ENOTFOUND) {
+			c->missing = 1;
 			return 0;
+		}
 		if (rc)
 			return rc;
 		int dirty = 0;
@@ -420,6 +423,7 @@ static int refresh(kft_cm_certs *c, kft_error *err)
 {
 	pems p = {0};
 	int changed = 0;
+	c->missing = 0;
 	int rc = ensure_secret(c, &p, &changed, err);
 	if (!rc)
 		rc = write_files(c, &p, err);
@@ -492,7 +496,7 @@ int kft_cm_certs_start(kft_cm *cm, const char *dir, kft_cm_certs **out, kft_erro
 	}
 	if (rc)
 		KFT_LOG(cm->lg, KFT_LOG_INFO, "cert-rotation", err->message, NULL);
-	c->next_check = time(NULL) + (rc ? 1 : c->check_s);
+	c->next_check = time(NULL) + (rc ? 1 : c->missing && c->check_s > 2 ? 2 : c->check_s);
 	*out = c;
 	return 0;
 }
@@ -506,8 +510,13 @@ void kft_cm_certs_tick(kft_cm_certs *c)
 	if (rc)
 		KFT_LOG_ERR(c->cm->lg, "cert-rotation", "could not refresh certificates",
 		            err.message, NULL);
-	/* until ready, look again every second */
-	c->next_check = time(NULL) + (rc && !atomic_load(&c->ready) ? 1 : c->check_s);
+	/* until ready, look again every second; while a webhook configuration
+	 * is missing, every 2 s, so one installed after us gets its CA soon
+	 * (cert-controller watches them) */
+	int period = rc && !atomic_load(&c->ready)  ? 1
+	             : c->missing && c->check_s > 2 ? 2
+	                                            : c->check_s;
+	c->next_check = time(NULL) + period;
 }
 
 int kft_cm_certs_ready(kft_cm_certs *c)
