@@ -196,3 +196,27 @@ tj fine TrainingRuntime/torch-quick 'suspend: true' | accepted "a valid TrainJob
 # The TrainJob webhook has no objectSelector upstream: the label does not skip it.
 tj a TrainingRuntime/nosuch | sed 's/^metadata:$/metadata:\n  labels: {trainer.kubeflow.org\/webhook-validation: disabled}/' |
 	refused "webhook-validation: disabled does not skip the TrainJob webhook" validator.trainjob.trainer.kubeflow.org 'specified trainingRuntime must be created'
+
+# --- the server: many connections at once, bounded bodies, TLS 1.2+ ---
+ca="$STATE/controllers/main/tmp/k8s-webhook-server/serving-certs/tls.crt"
+url="https://127.0.0.1:$CTRL_WEBHOOK_main/validate-trainer-kubeflow-org-v1alpha1-trainjob"
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"trainer.kubeflow.org","version":"v1alpha1","kind":"TrainJob"},"operation":"CREATE","namespace":"default","object":{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainJob","metadata":{"name":"a","namespace":"default"},"spec":{"runtimeRef":{"name":"nosuch"}}}}}'
+name="webhook server: 200 reviews, 50 at a time, beside 10 idle connections, all answered $tag"
+idle=()
+for _ in $(seq 10); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$CTRL_WEBHOOK_main" && sleep 4) 2>/dev/null &
+	idle+=($!)
+done
+codes=$(seq 200 | xargs -P 50 -I{} curl -s --max-time 20 --cacert "$ca" -H 'Content-Type: application/json' \
+	-d "$review" "$url" -w '%{http_code}\n' -o /dev/null | sort | uniq -c | sed 's/^ *//')
+wait "${idle[@]}" 2>/dev/null
+[ "$codes" = "200 200" ] && pass "$name" || fail "$name" "codes: $codes"
+if [ "$(ctrl_flavour)" = ours ]; then
+	name="webhook server: a body over 7 MiB is refused (413) $tag"
+	code=$(head -c 7340033 /dev/zero | tr '\0' ' ' | curl -s --max-time 20 --cacert "$ca" -H 'Content-Type: application/json' \
+		--data-binary @- "$url" -o /dev/null -w '%{http_code}')
+	[ "$code" = 413 ] && pass "$name" || fail "$name" "got $code"
+fi
+name="webhook server: TLS 1.1 is refused $tag"
+curl -s --max-time 10 --tlsv1.1 --tls-max 1.1 --cacert "$ca" "$url" -o /dev/null 2>/dev/null &&
+	fail "$name" "a TLS 1.1 handshake succeeded" || pass "$name"
