@@ -16,10 +16,13 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
 #include "kftrainer/framework.h"
+#include "kftrainer/schema.h"
+#include "kftrainer/validation.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,7 +70,7 @@ typedef struct kft_cm_config {
 	char *health_bind_address;   /* ":8081"; "0" or "" disables */
 	char *readiness_endpoint;    /* "readyz" */
 	char *liveness_endpoint;     /* "healthz" */
-	int webhook_port;            /* 9443 (accepted; no webhook served) */
+	int webhook_port;            /* 9443: the admission webhooks (webhook.c) */
 	char *webhook_host;          /* NULL when unset */
 	int leader_elect;            /* 0 unless leaderElection.leaderElect */
 	char *le_resource_lock;      /* "leases" */
@@ -77,7 +80,7 @@ typedef struct kft_cm_config {
 	int trainjob_workers;        /* groupKindConcurrency TrainJob.trainer.kubeflow.org, 1 */
 	int runtime_workers;         /* ... TrainingRuntime.trainer.kubeflow.org, 1 */
 	int cluster_runtime_workers; /* ... ClusterTrainingRuntime.trainer.kubeflow.org, 1 */
-	int cert_management_enable;  /* default 1 (accepted; no webhook certs managed) */
+	int cert_management_enable;  /* default 1: certs.c manages the webhooks' certs */
 	char *cert_webhook_service;  /* "kubeflow-trainer-controller-manager" */
 	char *cert_webhook_secret;   /* "kubeflow-trainer-webhook-cert" */
 	double qps;                  /* clientConnection.qps, 50 */
@@ -366,36 +369,61 @@ int kft_cm_tls_min_version(const char *min_version, kft_error *err);
  */
 int kft_cm_tls_cipher_suites(const json_t *names, int *ids, size_t cap, kft_error *err);
 
-/*
- * A TLS endpoint whose exchanges a handler writes (the status server), on
- * the health and metrics servers' machinery: one poll thread, a few
- * workers, at most 64 connections open. fn runs on a worker for each
- * connection once its TLS handshake is done, and reads and writes it with
- * kft_cm_conn_read/write; the server then closes it. timeout_ms (> 0)
- * bounds a connection from its accept to the end of fn's exchange. tls
- * with a NULL cert_pem starts the endpoint without a certificate:
- * connections are closed unanswered until kft_cm_https_set_cert gives it
- * one. Errors as kft_cm_http_start_tls.
- */
-typedef struct kft_cm_conn kft_cm_conn;
-typedef void (*kft_cm_conn_fn)(void *ctx, kft_cm_conn *c);
-typedef struct kft_cm_https kft_cm_https;
-int kft_cm_https_start(const char *addr, const kft_cm_http_tls *tls, long timeout_ms,
-                       kft_cm_conn_fn fn, void *ctx, kft_cm_https **out, kft_error *err);
-/* Replaces the certificate (connections already open keep theirs). Errors
- * as kft_cm_http_start_tls; the old certificate stays on failure. */
-int kft_cm_https_set_cert(kft_cm_https *h, const kft_cm_http_tls *tls, kft_error *err);
-/* The bound port, 0 when none. */
-int kft_cm_https_port(const kft_cm_https *h);
-/* Stops the endpoint as kft_cm_http_stop does; NULL is a no-op. */
-void kft_cm_https_stop(kft_cm_https *h);
-/* Application bytes of a connection: how many were read, 0 at the end of
- * input, -1 on an error, the deadline or the server's stop. */
-int kft_cm_conn_read(kft_cm_conn *c, char *buf, size_t len);
-/* Writes all of buf: 0, or -1 as above. */
-int kft_cm_conn_write(kft_cm_conn *c, const char *buf, size_t len);
+/* ---- a handler server over HTTPS (the admission webhooks) --------------- */
 
-/* The bound port of the health (which=0) or metrics (which=1) server, 0 when none. */
+/* One request as a handler sees it. body is NUL-terminated after len bytes
+ * (it may hold NULs itself). Everything is borrowed for the call. */
+typedef struct kft_cm_http_request {
+	const char *method;
+	const char *path; /* percent-decoded, without the query */
+	const char *head; /* the whole head, request line to blank line, NUL-terminated */
+	size_t head_len;
+	const char *body; /* "" when refused */
+	size_t len;
+	int refused; /* 0, or the server's own answer for a body it would not read:
+	              * 411, 413 or 400 (a reply body of NULL keeps it) */
+} kft_cm_http_request;
+
+/* A handler's answer: body is malloc'd (the server frees it); NULL makes a
+ * 500. content_type NULL is application/json. */
+typedef struct kft_cm_http_reply {
+	int code;
+	const char *content_type;
+	char *body;
+} kft_cm_http_reply;
+
+/* Called from the server's worker threads, several at once. */
+typedef void (*kft_cm_http_handler)(void *ctx, const kft_cm_http_request *req,
+                                    kft_cm_http_reply *out);
+
+/*
+ * Starts an HTTPS server on addr (a Go listen string) calling fn for every
+ * request with a well-formed head: with its Content-Length body of at most
+ * body_max bytes (GET and HEAD without one too), or with `refused` set and no
+ * body for a body it will not read (411 without a length or with
+ * Transfer-Encoding, 413 past body_max, 400 for a bad length), which the
+ * server answers itself unless fn replies; 400/431/505 for a malformed head
+ * never reach fn. Connections as the health server's (a poll loop over up to
+ * 64, one request each) with `workers` threads (1..16). tls is required; a
+ * NULL tls->cert_pem starts the server without a certificate, closing
+ * connections unanswered until kft_cm_http_set_tls gives it one. Errors as
+ * kft_cm_http_start_tls. Stop with kft_cm_http_stop.
+ */
+int kft_cm_https_start(const char *addr, const kft_cm_http_tls *tls, size_t body_max, int workers,
+                       kft_cm_http_handler fn, void *ctx, kft_cm_http **out, kft_error *err);
+
+/* Replaces a handler server's certificate and key (rotation): connections
+ * already open finish with the old ones. Errors as kft_cm_https_start's TLS
+ * errors; the old certificate stays on failure. */
+int kft_cm_http_set_tls(kft_cm_http *h, const kft_cm_http_tls *tls, kft_error *err);
+
+/* A request head's body length: 0 with *len set, 411 when it has no
+ * Content-Length or has Transfer-Encoding, 413 past max, 400 when the
+ * length is not a decimal number. */
+int kft_cm_http_body_length(const char *head, size_t max, size_t *len);
+
+/* The bound port of the health (which=0), metrics (which=1) or handler
+ * (which=2) server, 0 when none. */
 int kft_cm_http_port(const kft_cm_http *h, int which);
 /* Stops both servers (at once, even mid-request: no wait for a client),
  * joins their threads, closes every socket and frees h. NULL is a no-op. */
@@ -533,6 +561,99 @@ json_t *kft_cm_runtime_class_names(const json_t *runtime);
 /* Whether a TrainJob (borrowed) has spec.suspend true: the TrainJobs the
  * PodGroup plugins' LimitRange and RuntimeClass watches requeue. */
 int kft_cm_trainjob_suspended(const json_t *job);
+
+/* ---- admission webhooks (src/controller/admission.c) ---------------------- */
+
+/* The webhooks upstream v2.3.0 registers, by the path each is served on. */
+typedef enum kft_cm_webhook {
+	KFT_CM_WEBHOOK_NONE,
+	KFT_CM_WEBHOOK_DEFAULT_TRAINJOB,  /* /mutate-trainer-kubeflow-org-v1alpha1-trainjob */
+	KFT_CM_WEBHOOK_VALIDATE_TRAINJOB, /* /validate-trainer-kubeflow-org-v1alpha1-trainjob */
+	KFT_CM_WEBHOOK_VALIDATE_RUNTIME,  /* /validate-...-trainingruntime */
+	KFT_CM_WEBHOOK_VALIDATE_CLUSTER_RUNTIME, /* /validate-...-clustertrainingruntime */
+} kft_cm_webhook;
+
+/* The webhook a request path names, or KFT_CM_WEBHOOK_NONE. */
+kft_cm_webhook kft_cm_webhook_for_path(const char *path);
+
+/* A decoded AdmissionReview request. Every pointer is borrowed from
+ * `review`, which the struct owns (free with kft_cm_admission_free). */
+typedef struct kft_cm_admission {
+	json_t *review;
+	const char *uid, *operation, *ns;
+	const char *group, *kind; /* request.kind */
+	const json_t *object;     /* request.object, or NULL */
+	const json_t *old_object; /* request.oldObject, or NULL */
+} kft_cm_admission;
+
+/*
+ * Decodes an AdmissionReview request body (untrusted: any bytes). Only
+ * admission.k8s.io/v1 is served, as upstream registers. Errors, with the
+ * words the 400 answer carries: KFT_EINVAL (empty body, not an
+ * AdmissionReview v1, no request, no uid/operation/kind, an object that is
+ * not a JSON object), KFT_EPARSE (not JSON). out is empty on error.
+ */
+int kft_cm_admission_decode(const char *body, size_t len, kft_cm_admission *out, kft_error *err);
+void kft_cm_admission_free(kft_cm_admission *a);
+
+/* Fetches a runtime from the caller's caches: kind is "TrainingRuntime" (ns
+ * set) or "ClusterTrainingRuntime" (ns NULL). A new reference, or NULL when
+ * there is none. Called from several threads at once. */
+typedef json_t *(*kft_cm_runtime_get_fn)(void *ctx, const char *kind, const char *ns,
+                                         const char *name);
+
+/* What the validators judge with (all borrowed). now is RFC 3339 in
+ * seconds, the defaulter's time stamp. */
+typedef struct kft_cm_admission_env {
+	const kft_schema *schema;
+	const kft_framework *fw;
+	const kft_backend *backend;
+	kft_cm_runtime_get_fn get_runtime;
+	void *ctx;
+	const char *now;
+} kft_cm_admission_env;
+
+/*
+ * The AdmissionReview answering req on webhook `which`: allowed (with any
+ * warnings; for the defaulter a JSONPatch), or denied with 403 Forbidden and
+ * the message `kftrainer validate` prints for the same object, or errored
+ * (400) for a request of another kind. New reference; NULL only when out of
+ * memory.
+ */
+json_t *kft_cm_admission_review(kft_cm_webhook which, const kft_cm_admission *req,
+                                const kft_cm_admission_env *env);
+
+/* An errored AdmissionReview (allowed false, status code and message), as
+ * controller-runtime answers a request it cannot decode. New reference. */
+json_t *kft_cm_admission_errored(const char *uid, int code, const char *message);
+
+/* The field errors as one message: apimachinery's aggregate Error() ("a";
+ * "[a, b]"; a repeated message once). Caller frees; NULL when out of memory. */
+char *kft_cm_admission_message(const kft_field_errors *errs);
+
+/* The defaulter's JSON patch (an array of operations, maybe empty) for a
+ * TrainJob and, on update, its stored version (else NULL): upstream's
+ * runtimePatches[].time rules (see admission.c). New reference. */
+json_t *kft_cm_admission_default_patch(const json_t *job, const json_t *old_job, const char *now);
+
+/* ---- webhook certificates (src/controller/certs.c) ------------------------- */
+
+typedef enum kft_cm_cert_action {
+	KFT_CM_CERT_KEEP,        /* the Secret's certificates serve on */
+	KFT_CM_CERT_NEW_SERVING, /* a new serving certificate from the same CA */
+	KFT_CM_CERT_NEW_CA,      /* a new CA and a serving certificate from it */
+} kft_cm_cert_action;
+
+/*
+ * The rotator's decision over a Secret's four PEM values (any may be NULL):
+ * a new CA unless ca.crt/ca.key are a matching CA pair for
+ * kubeflow-trainer-ca valid from now until now + lookahead_s; else a new
+ * serving certificate unless tls.crt/tls.key are a matching pair the CA
+ * signed for dns_name, valid as long; else keep.
+ */
+kft_cm_cert_action kft_cm_cert_plan(const char *ca_crt, const char *ca_key, const char *tls_crt,
+                                    const char *tls_key, const char *dns_name, time_t now,
+                                    long long lookahead_s);
 
 /* ---- the manager ----------------------------------------------------------- */
 

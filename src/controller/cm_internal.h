@@ -31,6 +31,8 @@
 #define KFT_CM_MAX_WORKERS         64
 
 typedef struct kft_cm kft_cm;
+typedef struct kft_cm_webhooks kft_cm_webhooks;
+typedef struct kft_cm_certs kft_cm_certs;
 
 /* What one reconcile returns to its worker. */
 typedef struct kft_cm_outcome {
@@ -92,6 +94,7 @@ struct kft_cm {
 	atomic_int stop;
 	atomic_int fatal;
 	volatile int ready;
+	kft_cm_webhooks *webhooks; /* the webhook server (webhook.c) */
 };
 
 /* workers.c */
@@ -122,6 +125,24 @@ int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_lo
 int kft_cm_status_port(const kft_cm_status *st);
 /* Stops serving (requests in flight are cut), frees st. NULL is a no-op. */
 void kft_cm_status_stop(kft_cm_status *st);
+
+/* webhook.c: the admission webhook server, with its certificates (certs.c
+ * when certManagement.enable) and the watcher reloading them. */
+int kft_cm_webhooks_start(kft_cm *cm, kft_cm_webhooks **out, kft_error *err);
+/* 1 once certificates are ready and the server serves, else 0 with why. */
+int kft_cm_webhooks_ready(kft_cm_webhooks *w, char *why, size_t n);
+int kft_cm_webhooks_port(const kft_cm_webhooks *w);
+void kft_cm_webhooks_stop(kft_cm_webhooks *w);
+/* controller-runtime's cert directory: $TMPDIR/k8s-webhook-server/serving-certs. */
+void kft_cm_webhooks_cert_dir(char *buf, size_t n);
+
+/* certs.c: upstream's certificate rotator. start does the first round
+ * (Secret, files, CA injection) before returning; tick re-checks when its
+ * period has passed (called from the watcher thread). */
+int kft_cm_certs_start(kft_cm *cm, const char *dir, kft_cm_certs **out, kft_error *err);
+void kft_cm_certs_tick(kft_cm_certs *c);
+int kft_cm_certs_ready(kft_cm_certs *c);
+void kft_cm_certs_free(kft_cm_certs *c);
 
 /* trim.c */
 /* The informers' transform (ctx is the kft_cm). */

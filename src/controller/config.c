@@ -6,9 +6,11 @@
  * each section may hold, and anything else is an error naming its path, the
  * way the strict universal decoder refuses unknown fields. Defaults are the
  * ones upstream's SetDefaults_Configuration fills, and validation repeats
- * upstream's validate() checks with field.Error wording. Sections upstream
- * uses for servers this binary does not run (webhook, certManagement) are
- * parsed and checked, and a warning records that they have no effect here.
+ * upstream's validate() checks with field.Error wording. webhook and
+ * certManagement drive the admission webhooks (webhook.c, certs.c),
+ * statusServer the status server (statusserver.c); what of tls the servers
+ * do not apply is parsed and checked, and a warning records that it has no
+ * effect here.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -618,12 +620,6 @@ static int validate(const kft_cm_config *cfg, kft_error *err)
 static int note_ignored(kft_cm_config *cfg, const json_t *doc)
 {
 	int rc = 0;
-	if (json_object_get(doc, "webhook"))
-		rc |= warn(cfg, "webhook: this binary serves no admission webhooks; the section "
-		                "is ignored");
-	if (json_is_true(json_object_get(json_object_get(doc, "certManagement"), "enable")))
-		rc |= warn(cfg, "certManagement: no webhook certificates are managed by this "
-		                "binary");
 	const json_t *tls = json_object_get(doc, "tls");
 	if (json_object_get(tls, "nextProtos"))
 		rc |= warn(cfg, "tls.nextProtos is ignored (the metrics server speaks HTTP/1.1); "

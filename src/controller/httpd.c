@@ -40,12 +40,16 @@
  * v2.3.0, which sets no FilterProvider, the endpoint asks for no
  * authentication.
  *
- * The same machinery serves other TLS endpoints whose exchange is not
- * ours to write (kft_cm_https_*: the status server): a handler gets each
- * connection after the handshake and reads and writes it through
- * kft_cm_conn_read/write, under the server's deadline. Its certificate can
- * be replaced while it runs (a rotated Secret): each connection holds a
- * reference to the TLS configuration it started with.
+ * A third kind of server (kft_cm_https_start) serves a caller's handler:
+ * the admission webhooks (webhook.c) and the TrainJob status server
+ * (statusserver.c). It reads a body of at most the caller's bound after the
+ * head (Content-Length only: the API server always sends one; the handler
+ * hears of a body refused, to word the refusal its own way), has its own
+ * pool of workers, may start before it has a certificate (connections are
+ * closed unanswered until then), and its certificate can be
+ * replaced while it runs (kft_cm_http_set_tls, for rotation): each
+ * connection holds a reference to the TLS configuration it began with, so
+ * a swap never pulls one from under a handshake.
  */
 
 #include <arpa/inet.h>
@@ -66,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,8 +86,9 @@
 /* Connections served at once per server, and open at most (the rest wait
  * in the kernel's backlog): a few idle or slow clients cannot starve a
  * probe, and a flood costs at most this much. */
-#define WORKERS   4
-#define MAX_CONNS 64
+#define WORKERS     4
+#define MAX_CONNS   64
+#define MAX_WORKERS 16
 
 /* A connection accepted and not yet served. */
 typedef struct pending {
@@ -91,28 +97,32 @@ typedef struct pending {
 } pending;
 
 typedef struct tls_server {
-	atomic_int refs; /* the server's, plus one per connection using it */
 	mbedtls_ssl_config conf;
 	int suites[KFT_CM_TLS_SUITES_MAX]; /* the conf points at them */
 	mbedtls_x509_crt crt;
 	mbedtls_pk_context key;
 	mbedtls_entropy_context entropy;
 	mbedtls_ctr_drbg_context drbg;
+	int refs; /* under the server's tls_mu */
 } tls_server;
 
 typedef struct server {
 	kft_cm_http *h;
 	int is_metrics;
-	kft_cm_conn_fn handler; /* kft_cm_https: serves each connection */
-	void *handler_ctx;
-	long long timeout_ms;   /* from accept to the end of the exchange */
-	pthread_mutex_t tls_mu; /* guards tls (replaced by kft_cm_https_set_cert) */
 	int lfd;
 	int wake[2]; /* stop() writes to [1]; every wait polls [0] */
 	int running; /* the poll thread exists and must be joined */
 	pthread_t thread;
 	int port;
-	tls_server *tls;
+	const char *name; /* in messages: "metrics", "health", "webhook" */
+	tls_server *tls;  /* the current one; swapped under tls_mu */
+	pthread_mutex_t tls_mu;
+	/* a handler server's: what it calls, and the largest body it reads */
+	kft_cm_http_handler handler;
+	void *handler_ctx;
+	size_t body_max;
+	int tls_required; /* a handler server: never plain, even before a certificate */
+	int want_workers;
 	/* connections accepted and readable, waiting for a worker (a ring) */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
@@ -120,12 +130,12 @@ typedef struct server {
 	int nready, first;
 	int stopping;
 	atomic_int open; /* connections accepted and not yet closed */
-	pthread_t workers[WORKERS];
+	pthread_t workers[MAX_WORKERS];
 	int nworkers;
 } server;
 
 struct kft_cm_http {
-	server health, metrics;
+	server health, metrics, api;
 	char liveness[72], readiness[72];
 	kft_metrics *m;
 	const volatile int *ready;
@@ -135,15 +145,16 @@ struct kft_cm_http {
 };
 
 /* One connection being served. */
-typedef struct kft_cm_conn conn;
-struct kft_cm_conn {
+typedef struct conn {
 	server *s;
 	int fd;
 	long long deadline; /* CLOCK_MONOTONIC ms */
 	mbedtls_ssl_context *ssl;
-	char *head; /* HEAD_MAX + 1: the request head being read (the worker's) */
-	char *path; /* HEAD_MAX + 1: its decoded path */
-};
+	char *head;  /* HEAD_MAX + 1: the request head being read (the worker's) */
+	char *path;  /* HEAD_MAX + 1: its decoded path */
+	size_t read; /* bytes read into head, the head and what followed it */
+	size_t head_len;
+} conn;
 
 /* An answer. body is freed when owned. */
 typedef struct answer {
@@ -152,6 +163,8 @@ typedef struct answer {
 	char *body;
 	int owned;
 	int head_only;
+	size_t len; /* body length when body_len_set (a handler's body may hold NULs) */
+	int body_len_set;
 } answer;
 
 static long long now_ms(void)
@@ -283,7 +296,7 @@ static int plausible(const char *buf, size_t n)
 /* Reads the request head into c->head, NUL-terminated. 0 when complete,
  * 400 when it cannot be a request, 431 when it does not fit, -1 when the
  * client went away or was too slow. */
-static int read_head(const conn *c)
+static int read_head(conn *c)
 {
 	size_t n = 0;
 	while (n < HEAD_MAX) {
@@ -294,8 +307,12 @@ static int read_head(const conn *c)
 		n += (size_t)r;
 		size_t end = head_end(c->head + from, n - from);
 		if (end) {
-			c->head[from + end] = '\0';
-			return plausible(c->head, from + end) ? 0 : 400;
+			c->read = n;
+			c->head_len = from + end;
+			/* the body's first bytes move past the terminating NUL */
+			memmove(c->head + c->head_len + 1, c->head + c->head_len, n - c->head_len);
+			c->head[c->head_len] = '\0';
+			return plausible(c->head, c->head_len) ? 0 : 400;
 		}
 		if (!plausible(c->head, n))
 			return 400;
@@ -384,6 +401,9 @@ static const char *reason(int code)
 	case 400: return "Bad Request";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 411: return "Length Required";
+	case 413: return "Request Entity Too Large";
+	case 415: return "Unsupported Media Type";
 	case 431: return "Request Header Fields Too Large";
 	case 505: return "HTTP Version Not Supported";
 	default: return "Internal Server Error";
@@ -399,14 +419,16 @@ static int send_answer(const conn *c, const answer *a)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	size_t blen = strlen(a->body);
+	size_t blen = a->body_len_set ? a->len : strlen(a->body);
 	char head[512];
 	int hl = snprintf(head, sizeof(head),
 	                  "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nX-Content-Type-Options: "
 	                  "nosniff\r\nContent-Length: %zu\r\nDate: %s\r\n%sConnection: "
 	                  "close\r\n\r\n",
 	                  a->code, reason(a->code), a->ctype, blen, date,
-	                  a->code == 405 ? "Allow: GET, HEAD\r\n" : "");
+	                  a->code != 405  ? ""
+	                  : c->s->handler ? "Allow: POST\r\n"
+	                                  : "Allow: GET, HEAD\r\n");
 	if (hl < 0 || (size_t)hl >= sizeof(head))
 		return -1;
 	size_t total = (size_t)hl + (a->head_only ? 0 : blen);
@@ -519,6 +541,116 @@ static void linger(conn *c)
 	}
 }
 
+/* The value of header `name` (case-insensitive) in a parsed head, its
+ * surrounding blanks trimmed, into buf; NULL when absent or too long. */
+static const char *header(const char *head, const char *name, char *buf, size_t n)
+{
+	size_t nl = strlen(name);
+	const char *p = strchr(head, '\n');
+	while (p && *++p && *p != '\r' && *p != '\n') {
+		size_t ll = strcspn(p, "\r\n");
+		if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1, *e = p + ll;
+			while (v < e && (*v == ' ' || *v == '\t'))
+				v++;
+			while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			if ((size_t)(e - v) >= n)
+				return NULL;
+			memcpy(buf, v, (size_t)(e - v));
+			buf[e - v] = '\0';
+			return buf;
+		}
+		p = strchr(p, '\n');
+	}
+	return NULL;
+}
+
+int kft_cm_http_body_length(const char *head, size_t max, size_t *len)
+{
+	char v[32], *end;
+	if (header(head, "Transfer-Encoding", v, sizeof(v)) ||
+	    !header(head, "Content-Length", v, sizeof(v)))
+		return 411;
+	if (v[0] < '0' || v[0] > '9')
+		return 400;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (*end || errno)
+		return errno ? 413 : 400;
+	if (n > max)
+		return 413;
+	*len = (size_t)n;
+	return 0;
+}
+
+/* Reads a handler server's request body (len bytes, part of them maybe
+ * read with the head) into a new NUL-terminated buffer. 0, or -1 when the
+ * client went away or was too slow. */
+static int read_body(conn *c, size_t len, char **out)
+{
+	char *b = malloc(len + 1);
+	if (!b)
+		return -1;
+	size_t have = c->read - c->head_len;
+	if (have > len)
+		have = len; /* a pipelined request: ignored, as we close */
+	memcpy(b, c->head + c->head_len + 1, have);
+	while (have < len) {
+		int r = conn_read(c, b + have, len - have);
+		if (r <= 0) {
+			free(b);
+			return -1;
+		}
+		have += (size_t)r;
+	}
+	b[len] = '\0';
+	*out = b;
+	return 0;
+}
+
+/* A handler server's answer to a well-formed head: the handler's, or the
+ * server's own for a body it will not read. -1 when the client is gone. */
+static int handle(conn *c, const char *method, answer *a)
+{
+	server *s = c->s;
+	size_t len = 0;
+	int rc = kft_cm_http_body_length(c->head, s->body_max, &len);
+	if (rc == 411 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
+		rc = 0; /* no body: the handler answers (405) */
+	char *body = NULL;
+	if (rc == 0 && read_body(c, len, &body) != 0)
+		return -1;
+	kft_cm_http_request req = {.method = method,
+	                           .path = c->path,
+	                           .head = c->head,
+	                           .head_len = c->head_len,
+	                           .body = body ? body : "",
+	                           .len = body ? len : 0,
+	                           .refused = rc};
+	kft_cm_http_reply rep = {0};
+	s->handler(s->handler_ctx, &req, &rep);
+	free(body);
+	if (!rep.body && rc) {
+		set_text(a, rc,
+		         rc == 411   ? "411 length required\n"
+		         : rc == 413 ? "413 request entity too large\n"
+		                     : "400 bad request\n");
+		return 0;
+	}
+	if (!rep.body) {
+		set_text(a, 500, "500 internal server error\n");
+		return 0;
+	}
+	a->code = rep.code;
+	a->ctype = rep.content_type ? rep.content_type : "application/json";
+	a->body = rep.body;
+	a->owned = 1;
+	a->len = strlen(rep.body);
+	a->body_len_set = 1;
+	return 0;
+}
+
 /* Reads one request from an open connection and answers it. */
 static void exchange(conn *c)
 {
@@ -536,7 +668,9 @@ static void exchange(conn *c)
 		set_text(&a, rc, "505 HTTP version not supported\n");
 	else if (rc)
 		set_text(&a, rc, "400 bad request\n");
-	else
+	else if (s->handler && handle(c, method, &a) != 0)
+		return;
+	else if (!s->handler)
 		route(s, method, c->path, &a);
 	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
 	int sent = send_answer(c, &a);
@@ -550,34 +684,32 @@ static void exchange(conn *c)
 
 static void tls_free(tls_server *t);
 
-static void tls_release(tls_server *t)
+/* The server's current TLS configuration, with a reference the caller
+ * drops with tls_put. */
+static tls_server *tls_get(server *s)
 {
-	if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+	pthread_mutex_lock(&s->tls_mu);
+	tls_server *t = s->tls;
+	if (t)
+		t->refs++;
+	pthread_mutex_unlock(&s->tls_mu);
+	return t;
+}
+
+static void tls_put(server *s, tls_server *t)
+{
+	pthread_mutex_lock(&s->tls_mu);
+	int last = --t->refs == 0;
+	pthread_mutex_unlock(&s->tls_mu);
+	if (last)
 		tls_free(t);
 }
 
-/* The handler's turn, then our close as after any answer. */
-static void hand_over(conn *c)
+static void serve_tls(conn *c)
 {
-	c->s->handler(c->s->handler_ctx, c);
-	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
-	if (c->ssl)
-		mbedtls_ssl_close_notify(c->ssl);
-	linger(c);
-}
-
-int kft_cm_conn_read(kft_cm_conn *c, char *buf, size_t len)
-{
-	return conn_read(c, buf, len);
-}
-
-int kft_cm_conn_write(kft_cm_conn *c, const char *buf, size_t len)
-{
-	return conn_write(c, buf, len);
-}
-
-static void serve_tls(conn *c, tls_server *t)
-{
+	tls_server *t = tls_get(c->s);
+	if (!t) /* a handler server without its certificate yet: closed unanswered */
+		return;
 	mbedtls_ssl_context ssl;
 	mbedtls_ssl_init(&ssl);
 	if (mbedtls_ssl_setup(&ssl, &t->conf) == 0) {
@@ -587,13 +719,12 @@ static void serve_tls(conn *c, tls_server *t)
 		do
 			rc = mbedtls_ssl_handshake(&ssl);
 		while (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE);
-		if (rc == 0 && c->s->handler)
-			hand_over(c);
-		else if (rc == 0)
+		if (rc == 0)
 			exchange(c);
 		c->ssl = NULL;
 	}
 	mbedtls_ssl_free(&ssl);
+	tls_put(c->s, t);
 }
 
 static void serve_conn(server *s, const pending *p, char *bufs)
@@ -603,17 +734,10 @@ static void serve_conn(server *s, const pending *p, char *bufs)
 	          .deadline = p->deadline,
 	          .head = bufs,
 	          .path = bufs + HEAD_MAX + 1};
-	pthread_mutex_lock(&s->tls_mu);
-	tls_server *t = s->tls;
-	if (t)
-		atomic_fetch_add(&t->refs, 1);
-	pthread_mutex_unlock(&s->tls_mu);
-	if (t)
-		serve_tls(&c, t);
-	else if (!s->handler)
+	if (s->tls || s->tls_required)
+		serve_tls(&c);
+	else
 		exchange(&c);
-	/* a TLS endpoint without its certificate yet: closed unanswered */
-	tls_release(t);
 }
 
 /* A worker: serves connections the poll loop found readable, one at a
@@ -677,7 +801,7 @@ static int accept_some(server *s, pending *idle, int *nidle)
 			return 0;
 		}
 		atomic_fetch_add(&s->open, 1);
-		idle[(*nidle)++] = (pending){fd, now_ms() + s->timeout_ms};
+		idle[(*nidle)++] = (pending){fd, now_ms() + HEAD_TIMEOUT_MS};
 	}
 	return 0;
 }
@@ -838,36 +962,37 @@ static void tls_free(tls_server *t)
 	free(t);
 }
 
-static int tls_fail(int rc, const char *what, kft_error *err)
+static int tls_fail(int rc, const char *name, const char *what, kft_error *err)
 {
 	char text[160];
 	mbedtls_strerror(rc, text, sizeof(text));
-	return kft_error_set(err, KFT_EIO, "metrics server TLS: %s: %s", what, text);
+	return kft_error_set(err, KFT_EIO, "%s server TLS: %s: %s", name, what, text);
 }
 
 /* Loads the certificate and key and sets TLS 1.<min>..1.2 on t. */
-static int tls_load(tls_server *t, const kft_cm_http_tls *cfg, int min, kft_error *err)
+static int tls_load(tls_server *t, const kft_cm_http_tls *cfg, int min, const char *name,
+                    kft_error *err)
 {
-	static const char personal[] = "kftrainer metrics server";
+	static const char personal[] = "kftrainer controller server";
 	int rc = mbedtls_ctr_drbg_seed(&t->drbg, mbedtls_entropy_func, &t->entropy,
 	                               (const unsigned char *)personal, sizeof(personal) - 1);
 	if (rc)
-		return tls_fail(rc, "seeding the random generator", err);
+		return tls_fail(rc, name, "seeding the random generator", err);
 	if (!cfg->cert_pem ||
 	    (rc = mbedtls_x509_crt_parse(&t->crt, (const unsigned char *)cfg->cert_pem,
 	                                 strlen(cfg->cert_pem) + 1)) != 0)
-		return tls_fail(rc, "cannot load the certificate", err);
+		return tls_fail(rc, name, "cannot load the certificate", err);
 	if (!cfg->key_pem ||
 	    (rc = mbedtls_pk_parse_key(&t->key, (const unsigned char *)cfg->key_pem,
 	                               strlen(cfg->key_pem) + 1, NULL, 0)) != 0)
-		return tls_fail(rc, "cannot load the private key", err);
+		return tls_fail(rc, name, "cannot load the private key", err);
 	if ((rc = mbedtls_pk_check_pair(&t->crt.pk, &t->key)) != 0)
-		return tls_fail(rc, "the private key is not the certificate's", err);
+		return tls_fail(rc, name, "the private key is not the certificate's", err);
 	if ((rc = mbedtls_ssl_config_defaults(&t->conf, MBEDTLS_SSL_IS_SERVER,
 	                                      MBEDTLS_SSL_TRANSPORT_STREAM,
 	                                      MBEDTLS_SSL_PRESET_DEFAULT)) != 0 ||
 	    (rc = mbedtls_ssl_conf_own_cert(&t->conf, &t->crt, &t->key)) != 0)
-		return tls_fail(rc, "configuration", err);
+		return tls_fail(rc, name, "configuration", err);
 	if ((rc = kft_cm_tls_cipher_suites(cfg->cipher_suites, t->suites, KFT_CM_TLS_SUITES_MAX,
 	                                   err)) != 0)
 		return rc;
@@ -879,13 +1004,13 @@ static int tls_load(tls_server *t, const kft_cm_http_tls *cfg, int min, kft_erro
 	return 0;
 }
 
-static int tls_open(const kft_cm_http_tls *cfg, tls_server **out, kft_error *err)
+static int tls_open(const kft_cm_http_tls *cfg, const char *name, tls_server **out, kft_error *err)
 {
 	*out = NULL;
 	int min = kft_cm_tls_min_version(cfg->min_version, err);
 	if (min < 0)
 		return min;
-	tls_server *t = malloc(sizeof(*t));
+	tls_server *t = calloc(1, sizeof(*t));
 	if (!t)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	mbedtls_ssl_config_init(&t->conf);
@@ -893,12 +1018,12 @@ static int tls_open(const kft_cm_http_tls *cfg, tls_server **out, kft_error *err
 	mbedtls_pk_init(&t->key);
 	mbedtls_entropy_init(&t->entropy);
 	mbedtls_ctr_drbg_init(&t->drbg);
-	atomic_init(&t->refs, 1);
-	int rc = tls_load(t, cfg, min, err);
+	int rc = tls_load(t, cfg, min, name, err);
 	if (rc) {
 		tls_free(t);
 		return rc;
 	}
+	t->refs = 1;
 	*out = t;
 	return 0;
 }
@@ -916,7 +1041,7 @@ static int start_thread(server *s)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&s->thread, &attr, serve, s);
 	s->running = rc == 0;
-	while (rc == 0 && s->nworkers < WORKERS &&
+	while (rc == 0 && s->nworkers < s->want_workers &&
 	       (rc = pthread_create(&s->workers[s->nworkers], &attr, work, s)) == 0)
 		s->nworkers++;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -933,15 +1058,15 @@ static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls, kf
 	int rc = kft_cm_parse_listen(addr, host, sizeof(host), &port, err);
 	if (rc || (rc = listen_sockaddr(addr, host, port, &ss, &len, err)))
 		return rc;
-	if (tls && tls->cert_pem && (rc = tls_open(tls, &s->tls, err)))
+	if (tls && tls->cert_pem && (rc = tls_open(tls, s->name, &s->tls, err)))
 		return rc;
 	s->lfd = open_listener(&ss, len);
 	if (s->lfd < 0)
 		return kft_error_set(err, KFT_EIO, "listen tcp %s: %s", addr, strerror(errno));
 	s->port = bound_port(s->lfd);
 	if (pipe2(s->wake, O_CLOEXEC) != 0 || start_thread(s) != 0)
-		return kft_error_set(err, KFT_EIO, "metrics/health server %s: cannot start: %s",
-		                     addr, strerror(errno));
+		return kft_error_set(err, KFT_EIO, "%s server %s: cannot start: %s", s->name, addr,
+		                     strerror(errno));
 	return 0;
 }
 
@@ -970,21 +1095,22 @@ static void stop_one(server *s)
 	for (int i = 0; i < 2; i++)
 		if (s->wake[i] >= 0)
 			close(s->wake[i]);
-	tls_release(s->tls);
-	s->tls = NULL;
+	if (s->tls)
+		tls_put(s, s->tls);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->tls_mu);
 }
 
-static void init_one(server *s, kft_cm_http *h, int is_metrics)
+static void init_one(server *s, kft_cm_http *h, int is_metrics, const char *name)
 {
 	s->h = h;
 	s->is_metrics = is_metrics;
+	s->name = name;
+	s->want_workers = WORKERS;
 	s->lfd = s->wake[0] = s->wake[1] = -1;
-	s->timeout_ms = HEAD_TIMEOUT_MS;
-	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->tls_mu, NULL);
+	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cond, NULL);
 }
 
@@ -1015,8 +1141,9 @@ int kft_cm_http_start_tls(const char *health_addr, const char *liveness, const c
 	h->m = m;
 	h->ready = ready;
 	pthread_mutex_init(&h->reason_mu, NULL);
-	init_one(&h->health, h, 0);
-	init_one(&h->metrics, h, 1);
+	init_one(&h->health, h, 0, "health");
+	init_one(&h->metrics, h, 1, "metrics");
+	init_one(&h->api, h, 0, "webhook");
 	int rc = 0;
 	if (!disabled(health_addr))
 		rc = start_one(&h->health, health_addr, NULL, err);
@@ -1034,7 +1161,7 @@ int kft_cm_http_port(const kft_cm_http *h, int which)
 {
 	if (!h)
 		return 0;
-	return which ? h->metrics.port : h->health.port;
+	return which == 2 ? h->api.port : which ? h->metrics.port : h->health.port;
 }
 
 void kft_cm_http_stop(kft_cm_http *h)
@@ -1043,6 +1170,7 @@ void kft_cm_http_stop(kft_cm_http *h)
 		return;
 	stop_one(&h->health);
 	stop_one(&h->metrics);
+	stop_one(&h->api);
 	pthread_mutex_destroy(&h->reason_mu);
 	free(h);
 }
@@ -1057,56 +1185,48 @@ void kft_cm_http_set_readiness_reason(kft_cm_http *h, kft_cm_http_reason_fn fn, 
 	pthread_mutex_unlock(&h->reason_mu);
 }
 
-/* ---- TLS endpoints served by a handler ------------------------------------------- */
-
-struct kft_cm_https {
-	server s;
-};
-
-int kft_cm_https_start(const char *addr, const kft_cm_http_tls *tls, long timeout_ms,
-                       kft_cm_conn_fn fn, void *ctx, kft_cm_https **out, kft_error *err)
+int kft_cm_https_start(const char *addr, const kft_cm_http_tls *tls, size_t body_max, int workers,
+                       kft_cm_http_handler fn, void *ctx, kft_cm_http **out, kft_error *err)
 {
 	*out = NULL;
-	kft_cm_https *h = calloc(1, sizeof(*h));
+	if (!tls || !fn)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "webhook server: TLS and a handler are required");
+	kft_cm_http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	init_one(&h->s, NULL, 0);
-	h->s.handler = fn;
-	h->s.handler_ctx = ctx;
-	if (timeout_ms > 0)
-		h->s.timeout_ms = timeout_ms;
-	int rc = start_one(&h->s, addr, tls, err);
+	pthread_mutex_init(&h->reason_mu, NULL);
+	init_one(&h->health, h, 0, "health");
+	init_one(&h->metrics, h, 1, "metrics");
+	init_one(&h->api, h, 0, "webhook");
+	h->api.handler = fn;
+	h->api.handler_ctx = ctx;
+	h->api.body_max = body_max;
+	h->api.tls_required = 1;
+	h->api.want_workers = workers < 1 ? 1 : workers > MAX_WORKERS ? MAX_WORKERS : workers;
+	int rc = start_one(&h->api, addr, tls, err);
 	if (rc) {
-		kft_cm_https_stop(h);
+		kft_cm_http_stop(h);
 		return rc;
 	}
 	*out = h;
 	return 0;
 }
 
-int kft_cm_https_set_cert(kft_cm_https *h, const kft_cm_http_tls *tls, kft_error *err)
+int kft_cm_http_set_tls(kft_cm_http *h, const kft_cm_http_tls *tls, kft_error *err)
 {
+	server *s = &h->api;
+	if (!s->handler)
+		return kft_error_set(err, KFT_EINVAL, "not a webhook server");
 	tls_server *t = NULL;
-	int rc = tls_open(tls, &t, err);
+	int rc = tls_open(tls, s->name, &t, err);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&h->s.tls_mu);
-	tls_server *old = h->s.tls;
-	h->s.tls = t;
-	pthread_mutex_unlock(&h->s.tls_mu);
-	tls_release(old);
+	pthread_mutex_lock(&s->tls_mu);
+	tls_server *old = s->tls;
+	s->tls = t;
+	pthread_mutex_unlock(&s->tls_mu);
+	if (old)
+		tls_put(s, old);
 	return 0;
-}
-
-int kft_cm_https_port(const kft_cm_https *h)
-{
-	return h ? h->s.port : 0;
-}
-
-void kft_cm_https_stop(kft_cm_https *h)
-{
-	if (!h)
-		return;
-	stop_one(&h->s);
-	free(h);
 }

@@ -543,6 +543,8 @@ static void resource_name(const kft_gvr *gvr, char *buf, size_t n)
 static void readiness_reason(void *ctx, char *buf, size_t n)
 {
 	kft_cm *cm = ctx;
+	if (all_synced(cm) && !kft_cm_webhooks_ready(cm->webhooks, buf, n))
+		return;
 	watched w[3 + KFT_CM_MAX_CHILD_KINDS];
 	size_t count = all_watched(cm, w), used = 0;
 	used = (size_t)snprintf(buf, n, "caches not synced:");
@@ -867,6 +869,7 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 	kft_kube_cancel(cm->kube, 1);
 	for (int i = 0; i < 3; i++)
 		kft_cm_workers_stop(&cm->ctl[i]);
+	kft_cm_webhooks_stop(cm->webhooks);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Stopping and waiting for caches", NULL);
 	stop_informers(cm);
 	/* The leader's lease release below must still reach the server. */
@@ -907,7 +910,8 @@ static int tick(kft_cm *cm, run_state *rs, kft_error *err)
 {
 	report_failures(cm, rs);
 	if (!cm->ready) {
-		if (!all_synced(cm)) {
+		char why[128];
+		if (!all_synced(cm) || !kft_cm_webhooks_ready(cm->webhooks, why, sizeof(why))) {
 			if (elapsed_s(&rs->started) > CACHE_SYNC_TIMEOUT_S)
 				return kft_error_set(err, KFT_EUNAVAILABLE,
 				                     "failed to wait for caches to sync: timed out "
@@ -1049,6 +1053,8 @@ int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *
 	 * it serves on every replica, leader or not */
 	if (!rc && (cfg->features & KFT_FEATURE_TRAINJOB_STATUS))
 		rc = kft_cm_status_start(cfg, flags->kubeconfig, lg, &cm.status, err);
+	if (!rc)
+		rc = kft_cm_webhooks_start(&cm, &cm.webhooks, err);
 	if (!rc)
 		kft_cm_http_set_readiness_reason(http, readiness_reason, &cm);
 	if (!rc && cfg->leader_elect)

@@ -59,7 +59,7 @@
 #define JWKS_PATH       "/openid/v1/jwks"
 #define FIELD_OWNER     "trainer-status"
 #define AUDIENCE_FORMAT "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status"
-#define READ_TIMEOUT_MS 10000 /* upstream's readTimeout */
+#define WORKERS         4
 #define KEYS_REFRESH_MS 10000
 #define CERT_CHECK_MS   1000
 #define LOG_NAME        "runtime-status"
@@ -75,7 +75,7 @@ struct kft_cm_status {
 	pthread_mutex_t keys_mu; /* keys and keys_at */
 	kft_jwks *keys;
 	long long keys_at; /* CLOCK_MONOTONIC ms of the last fetch, 0 never */
-	kft_cm_https *https;
+	kft_cm_http *https;
 	char cert_dir[4000];
 	struct stat crt_seen, key_seen;
 	int cert_loaded;
@@ -276,56 +276,30 @@ static int judge(kft_cm_status *st, const kft_statusreq_head *h, const char *bod
 	return rc;
 }
 
-static void respond(kft_cm_conn *c, const kft_statusreq_answer *a)
-{
-	size_t len = 0;
-	char *text = a->body ? kft_statusreq_response(a, &len) : NULL;
-	if (text)
-		kft_cm_conn_write(c, text, len);
-	free(text);
-}
-
-/* Reads the head, then the body it announces, and answers. */
-static void serve(void *ctx, kft_cm_conn *c)
+/* One request from the handler server: its head judged with the shared
+ * decoder (the bearer token, a refused body's answer), then the request. */
+static void serve(void *ctx, const kft_cm_http_request *req, kft_cm_http_reply *out)
 {
 	kft_cm_status *st = ctx;
-	char *buf = malloc(KFT_STATUSREQ_HEAD_MAX + KFT_STATUSREQ_BODY_MAX + 1);
 	kft_statusreq_head *h = malloc(sizeof(*h));
 	kft_statusreq_answer a = {0};
-	size_t n = 0;
-	int rc = 0;
-	if (!buf || !h)
-		goto out;
-	while ((rc = kft_statusreq_head_parse(buf, n, h, &a)) == 0) {
-		int r = kft_cm_conn_read(c, buf + n, KFT_STATUSREQ_HEAD_MAX - n);
-		if (r <= 0)
-			goto out;
-		n += (size_t)r;
-	}
-	if (rc == 1) {
-		size_t want = h->head_len + h->content_length;
-		while (n < want) {
-			int r = kft_cm_conn_read(c, buf + n, want - n);
-			if (r < 0)
-				goto out;
-			if (r == 0)
-				break; /* the body ends early: judged as it is */
-			n += (size_t)r;
-		}
-		size_t blen = (n < want ? n : want) - h->head_len;
+	int rc = h ? kft_statusreq_head_parse(req->head, req->head_len, h, &a) : KFT_ENOMEM;
+	if (rc == 1 && !req->refused) {
 		kft_statusreq_answer_free(&a);
 		memset(&a, 0, sizeof(a));
-		rc = judge(st, h, buf + h->head_len, blen, &a);
+		judge(st, h, req->body, req->len, &a);
 		KFT_LOG(st->lg, KFT_LOG_DEBUG, LOG_NAME, "HTTP request",
 		        json_pack("{s:s, s:s, s:i}", "method", h->method, "path", h->path, "code",
 		                  a.code));
 	}
-	if (rc >= 0)
-		respond(c, &a);
-out:
+	if (a.body) {
+		out->code = a.code;
+		out->content_type = a.content_type;
+		out->body = a.body;
+		a.body = NULL;
+	}
 	kft_statusreq_answer_free(&a);
 	free(h);
-	free(buf);
 }
 
 /* ---- the certificate ------------------------------------------------------------------ */
@@ -355,7 +329,7 @@ static void check_cert(kft_cm_status *st)
 		                       .key_pem = key_pem,
 		                       .min_version = st->cfg->tls_min_version,
 		                       .cipher_suites = st->cfg->tls_cipher_suites};
-		rc = kft_cm_https_set_cert(st->https, &tls, &err);
+		rc = kft_cm_http_set_tls(st->https, &tls, &err);
 	}
 	free(cert_pem);
 	free(key_pem);
@@ -437,8 +411,8 @@ int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_lo
 	if (!rc)
 		rc = discover(st, err);
 	if (!rc)
-		rc = kft_cm_https_start(addr, &no_cert, READ_TIMEOUT_MS, serve, st, &st->https,
-		                        err);
+		rc = kft_cm_https_start(addr, &no_cert, KFT_STATUSREQ_BODY_MAX, WORKERS, serve, st,
+		                        &st->https, err);
 	if (!rc) {
 		check_cert(st);
 		st->watching = pthread_create(&st->watcher, NULL, watch_cert, st) == 0;
@@ -450,15 +424,15 @@ int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_lo
 		return rc;
 	}
 	KFT_LOG(lg, KFT_LOG_INFO, LOG_NAME, "Starting runtime status server with TLS",
-	        json_pack("{s:s, s:i, s:b}", "address", addr, "port", kft_cm_https_port(st->https),
-	                  "certificateLoaded", st->cert_loaded));
+	        json_pack("{s:s, s:i, s:b}", "address", addr, "port",
+	                  kft_cm_http_port(st->https, 2), "certificateLoaded", st->cert_loaded));
 	*out = st;
 	return 0;
 }
 
 int kft_cm_status_port(const kft_cm_status *st)
 {
-	return st ? kft_cm_https_port(st->https) : 0;
+	return st ? kft_cm_http_port(st->https, 2) : 0;
 }
 
 void kft_cm_status_stop(kft_cm_status *st)
@@ -476,7 +450,7 @@ void kft_cm_status_stop(kft_cm_status *st)
 	if (st->https)
 		KFT_LOG(st->lg, KFT_LOG_INFO, LOG_NAME, "Shutting down runtime status server",
 		        NULL);
-	kft_cm_https_stop(st->https);
+	kft_cm_http_stop(st->https);
 	kft_kube_free(st->kube);
 	kft_jwks_free(st->keys);
 	free(st->issuer);

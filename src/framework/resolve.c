@@ -60,15 +60,18 @@ const json_t *kft_resolve_runtime(const json_t *trainjob, const json_t *runtimes
 	const json_t *found = find_runtime(runtimes, kind, name ? name : "",
 	                                   cluster ? NULL : (ns ? ns : "default"));
 	if (!found) {
-		/* The value prints as Go marshals RuntimeRef: name, apiGroup, kind. */
+		/* The value prints as Go marshals RuntimeRef: name, apiGroup, kind.
+		 * The error is the NotFound of controller-runtime's cache reader,
+		 * which names the kind, not the resource: "TrainingRuntime.
+		 * trainer.kubeflow.org" (seen from upstream's webhook, cluster tier
+		 * 91-controller-webhooks.sh). */
 		json_t *shown = json_pack("{s:s, s:s, s:s}", "name", name ? name : "", "apiGroup",
 		                          group, "kind", kind);
 		kft_field_errors_add(errs, KFT_FIELD_INVALID,
 		                     cluster ? "spec.RuntimeRef" : "spec.runtimeRef", shown,
 		                     "%s.%s \"%s\" not found: specified %s must be created before "
 		                     "the TrainJob is created",
-		                     cluster ? "clustertrainingruntimes" : "trainingruntimes",
-		                     KFT_GROUP, name ? name : "",
+		                     kind, KFT_GROUP, name ? name : "",
 		                     cluster ? "clusterTrainingRuntime" : "trainingRuntime");
 		json_decref(shown);
 		return NULL;

@@ -42,18 +42,25 @@ static int wrap(unsigned char **p, unsigned char *buf, size_t len, unsigned char
 
 #define SEQUENCE (MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)
 
-/* GeneralNames { dNSName "localhost", iPAddress 127.0.0.1 } into the end of
- * buf; *der points at it. Returns its length or a negative mbedTLS error. */
-static int san_der(unsigned char *buf, size_t size, unsigned char **der)
+/* GeneralNames into the end of buf, *der pointing at it: { dNSName
+ * "localhost", iPAddress 127.0.0.1 } by default; { dNSName dns } when dns is
+ * set, with iPAddress 127.0.0.1 too when loopback. Returns its length or a
+ * negative mbedTLS error. */
+static int san_der(unsigned char *buf, size_t size, unsigned char **der, const char *dns,
+                   bool loopback)
 {
 	static const unsigned char ip[4] = {127, 0, 0, 1};
-	static const char dns[] = "localhost";
 	unsigned char *p = buf + size;
-	int ipl = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip));
-	if (ipl < 0 || (ipl = wrap(&p, buf, (size_t)ipl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
-		return ipl;
-	int dnl =
-	        mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns, sizeof(dns) - 1);
+	int ipl = 0;
+	if (!dns || loopback) {
+		ipl = mbedtls_asn1_write_raw_buffer(&p, buf, ip, sizeof(ip));
+		if (ipl < 0 ||
+		    (ipl = wrap(&p, buf, (size_t)ipl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)) < 0)
+			return ipl;
+	}
+	if (!dns)
+		dns = "localhost";
+	int dnl = mbedtls_asn1_write_raw_buffer(&p, buf, (const unsigned char *)dns, strlen(dns));
 	if (dnl < 0 || (dnl = wrap(&p, buf, (size_t)dnl, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2)) < 0)
 		return dnl;
 	int all = wrap(&p, buf, (size_t)ipl + (size_t)dnl, SEQUENCE);
@@ -75,11 +82,9 @@ static int eku_der(unsigned char *buf, size_t size, unsigned char **der)
 	return r;
 }
 
-static int add_der_ext(mbedtls_x509write_cert *c, const char *oid, size_t oid_len, int critical,
-                       int (*build)(unsigned char *, size_t, unsigned char **))
+static int add_der(mbedtls_x509write_cert *c, const char *oid, size_t oid_len, int critical,
+                   const unsigned char *der, int len)
 {
-	unsigned char buf[64], *der = NULL;
-	int len = build(buf, sizeof(buf), &der);
 	if (len < 0)
 		return len;
 	return mbedtls_x509write_crt_set_extension(c, oid, oid_len, critical, der, (size_t)len);
@@ -106,7 +111,8 @@ static int cert_identity(mbedtls_x509write_cert *c, const kft_cert_opts *o, cons
 	bytes[0] &= 0x7f; /* DER integers are signed: keep the serial positive */
 	bytes[0] |= 0x01; /* and 16 bytes long */
 	stamp(from, -3600);
-	stamp(until, (long long)o->valid_days * 24 * 3600);
+	stamp(until,
+	      o->valid_seconds > 0 ? o->valid_seconds : (long long)o->valid_days * 24 * 3600);
 	if ((rc = mbedtls_mpi_read_binary(serial, bytes, sizeof(bytes))) ||
 	    (rc = mbedtls_x509write_crt_set_serial(c, serial)) ||
 	    (rc = mbedtls_x509write_crt_set_subject_name(c, o->subject)) ||
@@ -126,20 +132,26 @@ static int ca_extensions(mbedtls_x509write_cert *c)
 	return mbedtls_x509write_crt_set_subject_key_identifier(c);
 }
 
-/* The extensions of a server certificate for localhost. */
-static int server_extensions(mbedtls_x509write_cert *c, bool signed_by_ca)
+/* The extensions of a server certificate. */
+static int server_extensions(mbedtls_x509write_cert *c, const kft_cert_opts *o)
 {
+	bool signed_by_ca = o->issuer != NULL;
+	unsigned char eku[64], san[600], *eku_at = NULL, *san_at = NULL;
+	int ekul = eku_der(eku, sizeof(eku), &eku_at);
+	int sanl = o->dns_name && strlen(o->dns_name) > 253
+	                   ? MBEDTLS_ERR_X509_BAD_INPUT_DATA
+	                   : san_der(san, sizeof(san), &san_at, o->dns_name, o->loopback_too);
 	int rc;
 	if ((rc = mbedtls_x509write_crt_set_basic_constraints(c, 0, -1)) ||
 	    (rc = mbedtls_x509write_crt_set_key_usage(
 	             c, MBEDTLS_X509_KU_DIGITAL_SIGNATURE | MBEDTLS_X509_KU_KEY_ENCIPHERMENT)) ||
 	    (rc = mbedtls_x509write_crt_set_subject_key_identifier(c)) ||
 	    (signed_by_ca && (rc = mbedtls_x509write_crt_set_authority_key_identifier(c))) ||
-	    (rc = add_der_ext(c, MBEDTLS_OID_EXTENDED_KEY_USAGE,
-	                      MBEDTLS_OID_SIZE(MBEDTLS_OID_EXTENDED_KEY_USAGE), 0, eku_der)))
+	    (rc = add_der(c, MBEDTLS_OID_EXTENDED_KEY_USAGE,
+	                  MBEDTLS_OID_SIZE(MBEDTLS_OID_EXTENDED_KEY_USAGE), 0, eku_at, ekul)))
 		return rc;
-	return add_der_ext(c, MBEDTLS_OID_SUBJECT_ALT_NAME,
-	                   MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san_der);
+	return add_der(c, MBEDTLS_OID_SUBJECT_ALT_NAME,
+	               MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san_at, sanl);
 }
 
 /* The certificate of `key`, signed by signer (named issuer), as PEM in out. */
@@ -156,7 +168,7 @@ static int write_cert(const kft_cert_opts *o, mbedtls_pk_context *key, mbedtls_p
 	mbedtls_x509write_crt_set_issuer_key(&c, signer);
 	int rc = cert_identity(&c, o, issuer, &serial);
 	if (!rc)
-		rc = o->is_ca ? ca_extensions(&c) : server_extensions(&c, o->issuer != NULL);
+		rc = o->is_ca ? ca_extensions(&c) : server_extensions(&c, o);
 	if (!rc)
 		rc = mbedtls_x509write_crt_pem(&c, out, CERT_PEM_MAX, kft_random_bytes, NULL);
 	mbedtls_mpi_free(&serial);

@@ -1,12 +1,14 @@
 /*
- * cert.h - X.509 certificates for loopback servers, made with mbedTLS
- * (internal): the controller's self-signed metrics certificate
- * (src/controller/tls.c) and the local engine's per-job CA and status
- * server certificate (src/local/statusserver.c) come from here.
+ * cert.h - X.509 certificates, made with mbedTLS (internal): the
+ * controller's self-signed metrics certificate (src/controller/tls.c), its
+ * webhook CA and serving certificate (src/controller/certs.c), and the local
+ * engine's per-job CA and status server certificate
+ * (src/local/statusserver.c) come from here.
  *
  * A certificate is either a CA (basicConstraints CA:TRUE, keyCertSign) or a
- * server certificate for "localhost" and 127.0.0.1 (subjectAltName,
- * extendedKeyUsage serverAuth), self-signed or signed by a CA made here.
+ * server certificate for "localhost" and 127.0.0.1, or for one DNS name
+ * (subjectAltName, extendedKeyUsage serverAuth), self-signed or signed by a
+ * CA made here.
  * Keys come from the kernel's CSPRNG (util/random.h). Private keys are
  * secrets: kft_cert_free wipes them.
  */
@@ -34,6 +36,12 @@ typedef struct kft_cert_opts {
 	const kft_cert *issuer; /* NULL: self-signed */
 	const char *subject;    /* an X.509 name, "CN=..." */
 	int valid_days;         /* from an hour ago, for clocks a little behind */
+	/* A server certificate for this DNS name instead of localhost and
+	 * 127.0.0.1 (the webhooks' <service>.<namespace>.svc); with
+	 * loopback_too, 127.0.0.1 as well. */
+	const char *dns_name;
+	bool loopback_too;
+	long long valid_seconds; /* > 0: overrides valid_days */
 } kft_cert_opts;
 
 /* Makes a new key and its certificate as o says. Returns 0, KFT_ENOMEM,

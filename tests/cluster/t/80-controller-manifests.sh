@@ -9,8 +9,14 @@
 #               `kubectl create token`) with leader election, and does everything it does for
 #               real: JobSets, MPI Secrets and ConfigMaps, both kinds of PodGroup, status,
 #               suspension, events for a TrainJob whose runtime is missing, the deadline's JobSet
-#               deletion, a leftover runtime finalizer removed; its log has no "forbidden"
+#               deletion, a leftover runtime finalizer removed; its log has no "forbidden";
+#               ours also manages its webhook certificates as the service account (the Secret,
+#               CA injection) and serves the webhooks every TrainJob here goes through
 #
+# The manifests register the admission webhooks by Service, which nothing serves on this
+# cluster: they are re-registered by loopback URL to the controller under test (ours), or
+# removed (upstream, whose rotator cannot serve a loopback URL; see 92-controller-certs.sh),
+# and removed at the end with the certificate Secret.
 # LimitRanges and RuntimeClasses are read as upstream v2.3.0 reads them (the coscheduling and
 # Volcano plugins' WatchExtension requeues suspended TrainJobs on their changes), so the same
 # manifests serve both controllers.
@@ -36,6 +42,8 @@ cleanup() {
 	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
 	# The Deployment's pod would only be a kwok stand-in; keep the rest for later tests.
 	kubectl -n "$SYS" delete deployment "$SA" --wait=false >/dev/null 2>&1
+	ctrl_webhooks_unregister
+	kubectl -n "$SYS" delete secret kubeflow-trainer-webhook-cert --ignore-not-found >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,7 +54,10 @@ if out=$(kubectl apply -k "$KFT_REPO_ROOT/manifests/controller" 2>&1); then
 	missing=""
 	for o in namespace/$SYS serviceaccount/$SA clusterrole/$SA clusterrolebinding/$SA \
 		role/kubeflow-trainer-leader-election rolebinding/kubeflow-trainer-leader-election \
-		deployment/$SA service/$SA configmap/kubeflow-trainer-config; do
+		deployment/$SA service/$SA configmap/kubeflow-trainer-config secret/kubeflow-trainer-webhook-cert \
+		role/kubeflow-trainer-webhook-cert clusterrole/kubeflow-trainer-webhook-configurations \
+		validatingwebhookconfiguration/validator.trainer.kubeflow.org \
+		mutatingwebhookconfiguration/defaulter.trainer.kubeflow.org; do
 		kubectl -n "$SYS" get "$o" >/dev/null 2>&1 || missing="$missing $o"
 	done
 	if [ -z "$missing" ]; then pass "$name ($(grep -c . <<<"$out") objects)"; else fail "$name" "missing:$missing"; fi
@@ -54,6 +65,9 @@ else
 	fail "$name" "rejected" "$out"
 	exit 0
 fi
+# Nothing serves the Service the configurations name: until the controller under test does, no
+# TrainJob could be created.
+ctrl_webhooks_unregister
 
 # --- least privilege ---
 name="the service account has only what the controller uses"
@@ -61,14 +75,19 @@ as=(--as "system:serviceaccount:$SYS:$SA")
 bad=""
 for q in "delete secrets -n $ns" "create pods -n $ns" "update trainjobs -n $ns" "get nodes" \
 	"delete trainjobs -n $ns" "create leases -n $ns" \
-	"update leases/other -n $SYS"; do
+	"update leases/other -n $SYS" \
+	"update validatingwebhookconfigurations/other" "create validatingwebhookconfigurations"; do
 	# shellcheck disable=SC2086
 	[ "$(kubectl auth can-i $q "${as[@]}" 2>/dev/null)" = no ] || bad="$bad; may $q"
 done
 for q in "patch trainjobs --subresource=status -n $ns" "create jobsets.jobset.x-k8s.io -n $ns" "delete jobsets.jobset.x-k8s.io -n $ns" \
 	"patch podgroups.scheduling.x-k8s.io -n $ns" "patch podgroups.scheduling.volcano.sh -n $ns" \
 	"create events.events.k8s.io -n $ns" "patch trainingruntimes -n $ns" "patch clustertrainingruntimes" \
-	"update leases/trainer.kubeflow.org -n $SYS" "create leases -n $SYS"; do
+	"update leases/trainer.kubeflow.org -n $SYS" "create leases -n $SYS" \
+	"create secrets -n $SYS" "update secrets/kubeflow-trainer-webhook-cert -n $SYS" \
+	"update validatingwebhookconfigurations/validator.trainer.kubeflow.org" \
+	"update mutatingwebhookconfigurations/defaulter.trainer.kubeflow.org" \
+	"get priorityclasses.scheduling.k8s.io/x"; do
 	# shellcheck disable=SC2086
 	[ "$(kubectl auth can-i $q "${as[@]}" 2>/dev/null)" = yes ] || bad="$bad; may not $q"
 done
@@ -104,22 +123,36 @@ for c in mpi-coscheduling torch-custom-volcano; do
 	to_namespace "$KFT_REPO_ROOT/tests/golden/cases/$c/runtimes/runtime.yaml" "$ns" | kubectl apply --server-side -f - >/dev/null
 done
 kubectl -n "$SYS" delete lease trainer.kubeflow.org >/dev/null 2>&1
+if [ "$(ctrl_flavour)" = ours ]; then
+	kubectl -n "$SYS" delete secret kubeflow-trainer-webhook-cert >/dev/null 2>&1
+	export KFT_CTRL_MANAGED_CERTS=1 KFT_CTRL_CERT_MANAGEMENT=true KFT_CTRL_ENV="KFTRAINER_CERT_LOOPBACK=1"
+fi
 ctrl_start sa --leader-elect --kubeconfig "$STATE/controllers-sa.kubeconfig" || {
 	fail "$name" "the controller did not start"
 	exit 0
 }
 k() { kubectl -n "$ns" "$@"; }
+# Before the webhooks are registered: they would refuse it, and the reconciler's event is wanted.
+TJ_RUNTIME=TrainingRuntime/not-there trainjob_yaml lost false | k create -f - >/dev/null
+if [ "$(ctrl_flavour)" = ours ]; then
+	injected() {
+		[ -n "$(kubectl get mutatingwebhookconfiguration defaulter.trainer.kubeflow.org \
+			-o jsonpath='{.webhooks[0].clientConfig.caBundle}' 2>/dev/null)" ]
+	}
+	ctrl_webhooks_register sa none && wait_for 30 injected ||
+		wh_problem="webhooks: the CA was not injected as the service account"
+fi
 trainjob_yaml plain false | k create -f - >/dev/null
 TJ_RUNTIME=ClusterTrainingRuntime/deepspeed-distributed trainjob_yaml mpi true 2 | k create -f - >/dev/null
 TJ_RUNTIME=TrainingRuntime/mpi-gang trainjob_yaml gang true 2 | k create -f - >/dev/null
 TJ_RUNTIME=TrainingRuntime/torch-volcano trainjob_yaml volcano true 2 | k create -f - >/dev/null
-TJ_RUNTIME=TrainingRuntime/not-there trainjob_yaml lost false | k create -f - >/dev/null
 trainjob_yaml late false 1 "{spec: {nodeSelector: {kftrainer.test/nowhere: 'true'}}}" |
 	sed 's/^spec:$/spec:\n  activeDeadlineSeconds: 5/' | k create -f - >/dev/null
 k patch trainingruntime mpi-gang --type merge \
 	-p '{"metadata":{"finalizers":["trainer.kubeflow.org/resource-in-use"]}}' >/dev/null
 
 problems=()
+[ -n "${wh_problem:-}" ] && problems+=("$wh_problem")
 wait_slowly 60 test_condition "$ns" plain Complete True || problems+=("plain: not Complete")
 have_mpi() { [ "$(owned_count "$ns" secrets mpi)" = 1 ] && [ "$(owned_count "$ns" configmaps mpi)" -ge 1 ]; }
 wait_slowly 60 have_mpi || problems+=("mpi: no SSH Secret or hostfile ConfigMap")

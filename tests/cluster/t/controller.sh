@@ -11,9 +11,13 @@
 #
 # Both get the same Configuration file (upstream's format): health and metrics on loopback ports,
 # leader election on the Lease kubeflow-system/trainer.kubeflow.org when asked for, certificate
-# management off. Upstream always runs its webhook server, so it gets a self-signed certificate
-# where controller-runtime looks for one ($TMPDIR/k8s-webhook-server/serving-certs); its webhooks
-# are not registered with the API server, so both controllers see the same, unchecked objects.
+# management off. Both run their webhook server, so both get a self-signed certificate for
+# 127.0.0.1 where controller-runtime looks for one ($TMPDIR/k8s-webhook-server/serving-certs);
+# their webhooks are not registered with the API server unless a test calls
+# ctrl_webhooks_register (91-controller-webhooks.sh), so otherwise both controllers see the same,
+# unchecked objects. KFT_CTRL_MANAGED_CERTS=1 makes no certificate (certificate management's own);
+# KFT_CTRL_ENV adds VAR=VALUE words to our controller's environment; KFT_CTRL_CERT_MANAGEMENT=true
+# turns certificate management on.
 # Ours also gets the bind addresses and --leader-elect as flags, which it documents.
 # KFT_CTRL_EXTRA_CONFIG, when set, is appended to the Configuration (top-level YAML keys).
 #
@@ -70,8 +74,9 @@ ctrl_unavailable_reason() {
 # The test name suffix saying which controller ran, e.g. "[upstream]".
 ctrl_tag() { echo "[$(ctrl_flavour)]"; }
 
-# A self-signed serving certificate for upstream's webhook server, which will not start without
-# one even though nothing calls it here.
+# A self-signed serving certificate for 127.0.0.1 for the webhook server, which will not start
+# without one (certManagement off); it is also the CA bundle ctrl_webhooks_register gives the API
+# server.
 ctrl_webhook_cert() {
 	local d=$1/tmp/k8s-webhook-server/serving-certs
 	mkdir -p "$d"
@@ -122,27 +127,29 @@ leaderElection:
   renewDeadline: 10s
   retryPeriod: 2s
 certManagement:
-  enable: false
+  enable: ${KFT_CTRL_CERT_MANAGEMENT:-false}
 clientConnection:
   qps: $qps
   burst: $burst
 ${KFT_CTRL_EXTRA_CONFIG:-}
 EOF
 	: >"$STATE/logs/ctrl-$name.log"
+	[ -n "${KFT_CTRL_MANAGED_CERTS:-}" ] || ctrl_webhook_cert "$dir"
 	if [ "$(ctrl_flavour)" = upstream ]; then
-		ctrl_webhook_cert "$dir"
 		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" "$bin" --kubeconfig "$kcfg" \
 			--config "$dir/config.yaml" --zap-log-level=debug
 	else
 		local extra=()
 		[ "$le" = true ] && extra+=(--leader-elect)
-		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" "$bin" --kubeconfig "$kcfg" \
+		# shellcheck disable=SC2086 # KFT_CTRL_ENV is words
+		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" ${KFT_CTRL_ENV:-} "$bin" --kubeconfig "$kcfg" \
 			--config "$dir/config.yaml" --metrics-bind-address "127.0.0.1:$mp" \
 			--health-probe-bind-address "127.0.0.1:$hp" --zap-log-level debug "${extra[@]}"
 	fi
 	var=${name//-/_}
 	printf -v "CTRL_HEALTH_$var" '%s' "$hp"
 	printf -v "CTRL_METRICS_$var" '%s' "$mp"
+	printf -v "CTRL_WEBHOOK_$var" '%s' "$wp"
 	if ! wait_for 60 curl -fsS "http://127.0.0.1:$hp/healthz"; then
 		echo "controller $name did not answer /healthz on 127.0.0.1:$hp within 60 s" >&2
 		ctrl_log_tail "$name"
@@ -151,6 +158,44 @@ EOF
 }
 
 ctrl_pid() { cat "$STATE/pids/ctrl-$1.pid" 2>/dev/null; }
+
+# ctrl_webhooks_register NAME [CA_FILE]
+# Registers upstream's webhook configurations (manifests/controller/webhook.yaml: the same names,
+# paths, rules, failurePolicy, sideEffects and objectSelectors) with the API server, each calling
+# controller NAME by a loopback URL (clientConfig.url https://127.0.0.1:PORT/PATH instead of the
+# Service) with CA_FILE as caBundle (default: the controller's self-signed certificate; "none"
+# leaves caBundle out, for certificate management to inject).
+ctrl_webhooks_register() {
+	local name=$1 ca=${2:-} var port
+	var=${name//-/_}
+	eval "port=\${CTRL_WEBHOOK_$var:-}"
+	[ -n "$port" ] || return 1
+	[ -n "$ca" ] || ca="$STATE/controllers/$name/tmp/k8s-webhook-server/serving-certs/tls.crt"
+	python3 - "$KFT_REPO_ROOT/manifests/controller/webhook.yaml" "$port" "$ca" <<'EOF' |
+import base64, sys, yaml
+path, port, ca = sys.argv[1:4]
+bundle = None if ca == "none" else base64.b64encode(open(ca, "rb").read()).decode()
+docs = [d for d in yaml.safe_load_all(open(path)) if d]
+for d in docs:
+    for w in d["webhooks"]:
+        svc = w["clientConfig"].pop("service")
+        w["clientConfig"]["url"] = "https://127.0.0.1:%s%s" % (port, svc["path"])
+        if bundle:
+            w["clientConfig"]["caBundle"] = bundle
+print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+EOF
+		kubectl apply -f - >/dev/null
+}
+
+# Removes the webhook configurations (the other tests expect none); for an EXIT trap.
+ctrl_webhooks_unregister() {
+	kubectl delete validatingwebhookconfiguration validator.trainer.kubeflow.org \
+		--ignore-not-found >/dev/null 2>&1
+	kubectl delete mutatingwebhookconfiguration defaulter.trainer.kubeflow.org \
+		--ignore-not-found >/dev/null 2>&1
+	return 0
+}
+
 ctrl_alive() { proc_alive "ctrl-$1"; }
 ctrl_logfile() { echo "$STATE/logs/ctrl-$1.log"; }
 

@@ -43,7 +43,7 @@ run_capture kft train -f "$KFT_CASE_TMP/ghost.yaml"
 expect_eq "unknown runtime: exit 1" 1 "$KFT_RC"
 expect_eq "unknown runtime: render's line" "$want" "$KFT_ERR"
 expect_contains "... naming the missing runtime" "$KFT_ERR" \
-	'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found' 
+	'ClusterTrainingRuntime.trainer.kubeflow.org "no-such-runtime" not found' 
 
 # A TrainJob in two files, one invalid: neither is submitted.
 sed 's/name: bad/name: good/; s/numNodes: 0/numNodes: 1/; s/numProcPerNode: 0/numProcPerNode: 1/' \

@@ -12,7 +12,7 @@ expect_contains "the error names the runtime" "$KFT_OUT$KFT_ERR" '"no-such-runti
 trainjob_file "$KFT_CASE_TMP/job.yaml" ghost-file no-such-runtime
 expect_exit "train -f with an unknown runtimeRef exits 1" 1 kft train -f "$KFT_CASE_TMP/job.yaml"
 expect_contains "the error names the runtime and the kind" "$KFT_OUT$KFT_ERR" \
-	'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found: specified clusterTrainingRuntime must be created before the TrainJob is created'
+	'ClusterTrainingRuntime.trainer.kubeflow.org "no-such-runtime" not found: specified clusterTrainingRuntime must be created before the TrainJob is created'
 
 expect_eq "nothing stored" 0 "$(kft get -o json | jq '.items | length')"
 run_capture kft get ghost

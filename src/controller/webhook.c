@@ -1,0 +1,375 @@
+/*
+ * webhook.c - the admission webhook server: HTTPS on webhook.host:port
+ * (9443) through httpd.c's handler server, answering AdmissionReviews with
+ * admission.c's decisions over the manager's runtime caches.
+ *
+ * Certificates are controller-runtime's: tls.crt and tls.key in the cert
+ * directory ($TMPDIR/k8s-webhook-server/serving-certs, /tmp in a pod),
+ * written there either by our certificate manager (certs.c, with
+ * certManagement.enable, upstream's default) or by someone else (a Secret
+ * mounted by cert-manager). Like controller-runtime's certwatcher, a thread
+ * notices when the files change and loads them into the server, so a
+ * rotated certificate is served without a restart; with certManagement it
+ * also asks the certificate manager, every check period, whether to rotate.
+ *
+ * The server starts before the caches sync (the runtime webhooks need none);
+ * a TrainJob review waits for them, as a controller-runtime client read
+ * does, up to 10 s. Readiness (kft_cm_webhooks_ready) waits for the server
+ * to serve with certificates, as upstream's readyz waits for certsReady and
+ * the webhook server's StartedChecker.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controller/cm_internal.h"
+#include "kftrainer/constants.h"
+#include "kftrainer/schema.h"
+
+/* controller-runtime's webhook body limit (maxRequestSize). */
+#define BODY_MAX       (7 * 1024 * 1024)
+#define WEBHOOK_WORKER 8
+#define SYNC_WAIT_MS   10000
+
+struct kft_cm_webhooks {
+	kft_cm *cm;
+	kft_backend backend; /* the manager's, reading uncached kinds live */
+	const kft_schema *schema;
+	kft_cm_http *http;
+	char dir[512];
+	struct timespec crt_mtime, key_mtime;
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int stopping;
+	atomic_int serving;
+	kft_cm_certs *certs; /* NULL unless certManagement.enable */
+};
+
+void kft_cm_webhooks_cert_dir(char *buf, size_t n)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(buf, n, "%s/k8s-webhook-server/serving-certs", tmp && *tmp ? tmp : "/tmp");
+}
+
+static json_t *get_runtime(void *ctx, const char *kind, const char *ns, const char *name)
+{
+	kft_cm *cm = ctx;
+	int cluster = strcmp(kind, KFT_KIND_CLUSTER_RUNTIME) == 0;
+	kft_informer *inf = cluster ? cm->cluster_runtimes : cm->runtimes;
+	json_t *obj = NULL;
+	if (!inf || kft_informer_get(inf, cluster ? NULL : ns, name, &obj) != 0)
+		return NULL;
+	json_t *copy = json_deep_copy(obj); /* the cache's own must not change */
+	json_decref(obj);
+	return copy;
+}
+
+/* The validators' object lookups: the manager's caches, and for kinds no
+ * informer holds (a Volcano runtime's PriorityClass) a GET, as upstream's
+ * client reads them. */
+static json_t *get_object(void *self, const char *api_version, const char *kind, const char *ns,
+                          const char *name)
+{
+	static const kft_gvr priority_classes = {"scheduling.k8s.io", "v1", "priorityclasses",
+	                                         "PriorityClass", 0};
+	kft_cm *cm = self;
+	json_t *obj = kft_cm_lookup(cm, api_version, kind, ns, name);
+	if (!obj && strcmp(kind, "PriorityClass") == 0 &&
+	    strcmp(api_version, "scheduling.k8s.io/v1") == 0) {
+		kft_error err = {0};
+		if (kft_kube_get(cm->kube, &priority_classes, NULL, name, &obj, &err) != 0)
+			obj = NULL;
+	}
+	return obj;
+}
+
+/* Waits until the caches synced (the manager's ready flag); 0 when they
+ * have, -1 after SYNC_WAIT_MS. */
+static int wait_synced(kft_cm *cm)
+{
+	for (int waited = 0; !cm->ready; waited += 50) {
+		if (waited >= SYNC_WAIT_MS || atomic_load(&cm->stop))
+			return -1;
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void now_rfc3339(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void log_review(kft_cm *cm, kft_cm_webhook which, const kft_cm_admission *req,
+                       const json_t *answer)
+{
+	if (!kft_log_enabled(cm->lg, -5))
+		return;
+	const json_t *resp = json_object_get(answer, "response");
+	const json_t *meta = json_object_get(req->object, "metadata");
+	KFT_LOG(cm->lg, -5, "admission", "Reviewed",
+	        json_pack("{s:i, s:s, s:s, s:s?, s:s?, s:b}", "webhook", (int)which, "operation",
+	                  req->operation, "kind", req->kind, "namespace",
+	                  json_string_value(json_object_get(meta, "namespace")), "name",
+	                  json_string_value(json_object_get(meta, "name")), "allowed",
+	                  json_is_true(json_object_get(resp, "allowed"))));
+}
+
+static void handle(void *ctx, const kft_cm_http_request *r, kft_cm_http_reply *out)
+{
+	kft_cm_webhooks *w = ctx;
+	kft_cm *cm = w->cm;
+	if (r->refused)
+		return; /* the server's own 411/413/400 */
+	kft_cm_webhook which = kft_cm_webhook_for_path(r->path);
+	out->content_type = "application/json";
+	if (which == KFT_CM_WEBHOOK_NONE) {
+		out->code = 404;
+		out->content_type = "text/plain; charset=utf-8";
+		out->body = strdup("404 page not found\n");
+		return;
+	}
+	if (strcmp(r->method, "POST") != 0) {
+		out->code = 405;
+		out->content_type = "text/plain; charset=utf-8";
+		out->body = strdup("405 method not allowed\n");
+		return;
+	}
+	kft_cm_admission req;
+	kft_error err = {0};
+	json_t *answer;
+	if (kft_cm_admission_decode(r->body, r->len, &req, &err) != 0) {
+		answer = kft_cm_admission_errored(NULL, 400, err.message);
+	} else if (which == KFT_CM_WEBHOOK_VALIDATE_TRAINJOB && wait_synced(cm) != 0) {
+		answer = kft_cm_admission_errored(req.uid, 500,
+		                                  "the runtime caches have not synced yet");
+	} else {
+		char now[32];
+		now_rfc3339(now, sizeof(now));
+		kft_cm_admission_env env = {.schema = w->schema,
+		                            .fw = cm->fw,
+		                            .backend = &w->backend,
+		                            .get_runtime = get_runtime,
+		                            .ctx = cm,
+		                            .now = now};
+		answer = kft_cm_admission_review(which, &req, &env);
+		if (answer)
+			log_review(cm, which, &req, answer);
+	}
+	kft_cm_admission_free(&req);
+	out->code = 200;
+	out->body = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+	json_decref(answer);
+}
+
+/* ---- certificates on disk ------------------------------------------------------------- */
+
+static void mtime_of(const char *dir, const char *file, struct timespec *out)
+{
+	char path[600];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (stat(path, &st) == 0)
+		*out = st.st_mtim;
+}
+
+/* Reads tls.crt and tls.key from the cert directory (kft_cm_cert_pair_load:
+ * bounded, checked to be a pair) and remembers when they were written; the
+ * caller frees the two strings. */
+static int load_pair(kft_cm_webhooks *w, char **crt, char **key, kft_error *err)
+{
+	mtime_of(w->dir, "tls.crt", &w->crt_mtime);
+	mtime_of(w->dir, "tls.key", &w->key_mtime);
+	return kft_cm_cert_pair_load(w->dir, crt, key, err);
+}
+
+static void wipe_free(char *s)
+{
+	if (s) {
+		memset(s, 0, strlen(s));
+		free(s);
+	}
+}
+
+static kft_cm_http_tls tls_of(const kft_cm *cm, const char *crt, const char *key)
+{
+	return (kft_cm_http_tls){.cert_pem = crt,
+	                         .key_pem = key,
+	                         .min_version = cm->cfg->tls_min_version,
+	                         .cipher_suites = cm->cfg->tls_cipher_suites};
+}
+
+static int changed(const struct timespec *a, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return 0;
+	return st.st_mtim.tv_sec != a->tv_sec || st.st_mtim.tv_nsec != a->tv_nsec;
+}
+
+/* The certwatcher: reloads the pair when either file changed. */
+static void reload_if_changed(kft_cm_webhooks *w)
+{
+	char crt_path[600], key_path[600];
+	snprintf(crt_path, sizeof(crt_path), "%s/tls.crt", w->dir);
+	snprintf(key_path, sizeof(key_path), "%s/tls.key", w->dir);
+	if (!changed(&w->crt_mtime, crt_path) && !changed(&w->key_mtime, key_path))
+		return;
+	char *crt = NULL, *key = NULL;
+	kft_error err = {0};
+	int rc = load_pair(w, &crt, &key, &err);
+	if (!rc) {
+		kft_cm_http_tls tls = tls_of(w->cm, crt, key);
+		rc = kft_cm_http_set_tls(w->http, &tls, &err);
+	}
+	if (rc)
+		KFT_LOG_ERR(w->cm->lg, "controller-runtime.certwatcher",
+		            "error reloading certificate", err.message, NULL);
+	else
+		KFT_LOG(w->cm->lg, KFT_LOG_INFO, "controller-runtime.certwatcher",
+		        "Updated current TLS certificate", NULL);
+	free(crt);
+	wipe_free(key);
+}
+
+static int start_server(kft_cm_webhooks *w, kft_error *err);
+
+static void *watch(void *arg)
+{
+	kft_cm_webhooks *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stopping) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&w->cond, &w->mu, &until);
+		if (w->stopping)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		if (w->certs)
+			kft_cm_certs_tick(w->certs);
+		if (atomic_load(&w->serving)) {
+			reload_if_changed(w);
+		} else if (kft_cm_certs_ready(w->certs)) {
+			kft_error err = {0};
+			if (start_server(w, &err) != 0)
+				KFT_LOG_ERR(w->cm->lg, "controller-runtime.webhook",
+				            "cannot start the webhook server yet", err.message,
+				            NULL);
+		}
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static int start_server(kft_cm_webhooks *w, kft_error *err)
+{
+	const kft_cm_config *cfg = w->cm->cfg;
+	char *crt = NULL, *key = NULL;
+	int rc = load_pair(w, &crt, &key, err);
+	if (rc)
+		return rc;
+	char addr[300];
+	const char *host = cfg->webhook_host ? cfg->webhook_host : "";
+	snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+	         cfg->webhook_port);
+	kft_cm_http_tls tls = tls_of(w->cm, crt, key);
+	rc = kft_cm_https_start(addr, &tls, BODY_MAX, WEBHOOK_WORKER, handle, w, &w->http, err);
+	free(crt);
+	wipe_free(key);
+	if (rc)
+		return rc;
+	atomic_store(&w->serving, 1);
+	KFT_LOG(w->cm->lg, KFT_LOG_INFO, "controller-runtime.webhook", "Serving webhook server",
+	        json_pack("{s:s, s:i}", "host", host, "port", kft_cm_http_port(w->http, 2)));
+	return 0;
+}
+
+int kft_cm_webhooks_start(kft_cm *cm, kft_cm_webhooks **out, kft_error *err)
+{
+	*out = NULL;
+	kft_cm_webhooks *w = calloc(1, sizeof(*w));
+	if (!w)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	w->cm = cm;
+	w->backend = cm->backend;
+	w->backend.get_object = get_object;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	kft_cm_webhooks_cert_dir(w->dir, sizeof(w->dir));
+	int rc = 0;
+	if (!(w->schema = kft_schema_builtin(err)))
+		rc = err->code;
+	if (!rc && cm->cfg->cert_management_enable) {
+		KFT_LOG(cm->lg, KFT_LOG_INFO, "setup", "Setting up certificate management", NULL);
+		rc = kft_cm_certs_start(cm, w->dir, &w->certs, err);
+	} else if (!rc) {
+		KFT_LOG(cm->lg, KFT_LOG_INFO, "setup",
+		        "Certificate management is disabled, certificates must be provided "
+		        "externally",
+		        NULL);
+	}
+	/* With certificate management the files may come later (a Secret
+	 * mounted read-only, as upstream's manifests do, is synced by the
+	 * kubelet): the watcher starts the server once they are there. */
+	if (!rc && (!w->certs || kft_cm_certs_ready(w->certs)))
+		rc = start_server(w, err);
+	if (!rc && pthread_create(&w->thread, NULL, watch, w) != 0)
+		rc = kft_error_set(err, KFT_ENOMEM, "cannot start the certificate watcher");
+	w->thread_started = rc == 0;
+	if (rc) {
+		kft_cm_webhooks_stop(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int kft_cm_webhooks_ready(kft_cm_webhooks *w, char *why, size_t n)
+{
+	if (!w)
+		return 1;
+	if (w->certs && !kft_cm_certs_ready(w->certs)) {
+		snprintf(why, n, "certificates are not ready");
+		return 0;
+	}
+	if (!atomic_load(&w->serving)) {
+		snprintf(why, n, "webhook server has not been started yet");
+		return 0;
+	}
+	return 1;
+}
+
+int kft_cm_webhooks_port(const kft_cm_webhooks *w)
+{
+	return w ? kft_cm_http_port(w->http, 2) : 0;
+}
+
+void kft_cm_webhooks_stop(kft_cm_webhooks *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stopping = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->mu);
+	if (w->thread_started)
+		pthread_join(w->thread, NULL);
+	kft_cm_http_stop(w->http);
+	kft_cm_certs_free(w->certs);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}

@@ -1,0 +1,391 @@
+/*
+ * test_controller_webhook.c - the admission webhooks' decisions
+ * (src/controller/admission.c) and the certificate rotator's
+ * (src/controller/certs.c), pure functions over JSON and PEM.
+ *
+ * Upstream v2.3.0 behaviour pinned: pkg/webhooks/trainjob_webhook.go (the
+ * defaulter keeps a runtime patch's old time when its manager's patch is
+ * unchanged, stamps now otherwise; the validator runs the runtime's
+ * ValidateObjects), controller-runtime's admission responses (403 Forbidden
+ * with apimachinery's aggregate message; 400 for an undecodable request),
+ * and open-policy-agent/cert-controller v0.16.0's refreshCertIfNeeded (a new
+ * CA when the CA is invalid or expires within the look-ahead, else a new
+ * serving certificate when it does not verify for the DNS name or expires
+ * within it).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <mbedtls/base64.h>
+
+#include "kftrainer/controller.h"
+#include "kftrainer/schema.h"
+#include "util/cert.h"
+
+static const char RUNTIME[] =
+        "{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"ClusterTrainingRuntime\","
+        "\"metadata\":{\"name\":\"torch\",\"labels\":{\"trainer.kubeflow.org/support\":"
+        "\"deprecated\"}},\"spec\":{\"mlPolicy\":{\"numNodes\":1,\"torch\":{}},\"template\":{"
+        "\"spec\":{\"replicatedJobs\":[{\"name\":\"node\",\"template\":{\"metadata\":{"
+        "\"labels\":{\"trainer.kubeflow.org/trainjob-ancestor-step\":\"trainer\"}},\"spec\":{"
+        "\"template\":{\"spec\":{\"containers\":[{\"name\":\"node\",\"image\":\"t\"}]}}}}}]}}}}";
+
+static json_t *get_runtime(void *ctx, const char *kind, const char *ns, const char *name)
+{
+	(void)ctx;
+	(void)ns;
+	if (strcmp(kind, "ClusterTrainingRuntime") != 0 || strcmp(name, "torch") != 0)
+		return NULL;
+	return json_loads(RUNTIME, 0, NULL);
+}
+
+static json_t *review_of(const char *path, const char *body_fmt, ...)
+{
+	char body[8192];
+	va_list ap;
+	va_start(ap, body_fmt);
+	vsnprintf(body, sizeof(body), body_fmt, ap);
+	va_end(ap);
+	kft_error err;
+	const kft_schema *schema = kft_schema_builtin(&err);
+	kft_framework *fw = NULL;
+	assert_int_equal(kft_framework_new(0, &fw, &err), 0);
+	kft_cm_admission req;
+	int rc = kft_cm_admission_decode(body, strlen(body), &req, &err);
+	if (rc)
+		fail_msg("decode: %s", err.message);
+	kft_cm_admission_env env = {.schema = schema,
+	                            .fw = fw,
+	                            .backend = kft_backend_default(),
+	                            .get_runtime = get_runtime,
+	                            .now = "2026-05-06T07:08:09Z"};
+	json_t *out = kft_cm_admission_review(kft_cm_webhook_for_path(path), &req, &env);
+	kft_cm_admission_free(&req);
+	kft_framework_free(fw);
+	assert_non_null(out);
+	return out;
+}
+
+#define REQ(kind, op, obj, old)                                                                    \
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"       \
+	"\"uid\":\"u-1\",\"kind\":{\"group\":\"trainer.kubeflow.org\",\"version\":\"v1alpha1\","   \
+	"\"kind\":\"" kind "\"},\"operation\":\"" op "\",\"namespace\":\"ns\",\"object\":" obj     \
+	",\"oldObject\":" old "}}"
+
+#define TJ(spec)                                                                                   \
+	"{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"TrainJob\",\"metadata\":{"   \
+	"\"name\":\"j\",\"namespace\":\"ns\",\"uid\":\"x\",\"resourceVersion\":\"1\","             \
+	"\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"managedFields\":[{\"manager\":"          \
+	"\"kubectl\",\"operation\":\"Update\"}]},\"spec\":" spec "}"
+
+static const char *msg(const json_t *r)
+{
+	return json_string_value(json_object_get(
+	        json_object_get(json_object_get(r, "response"), "status"), "message"));
+}
+
+static int allowed(const json_t *r)
+{
+	return json_is_true(json_object_get(json_object_get(r, "response"), "allowed"));
+}
+
+static void test_decode_rejects(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+	        "",
+	        "not json",
+	        "[]",
+	        "{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
+	        "\"request\":{}}",
+	        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}",
+	        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":"
+	        "{\"operation\":\"CREATE\",\"kind\":{\"kind\":\"TrainJob\"}}}",
+	        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":"
+	        "{\"uid\":\"u\",\"operation\":\"CREATE\",\"kind\":{\"kind\":\"TrainJob\"},"
+	        "\"object\":[1]}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		kft_cm_admission req;
+		kft_error err = {0};
+		assert_int_not_equal(kft_cm_admission_decode(bad[i], strlen(bad[i]), &req, &err),
+		                     0);
+		assert_null(req.review);
+		assert_true(err.message[0] != '\0');
+	}
+	kft_cm_admission req;
+	kft_error err = {0};
+	assert_int_equal(kft_cm_admission_decode("", 0, &req, &err), KFT_EINVAL);
+	assert_string_equal(err.message, "request body is empty");
+}
+
+static void test_missing_runtime(void **state)
+{
+	(void)state;
+	json_t *r = review_of(
+	        "/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+	        REQ("TrainJob", "CREATE", TJ("{\"runtimeRef\":{\"name\":\"nope\"}}"), "null"));
+	assert_false(allowed(r));
+	assert_string_equal(
+	        msg(r),
+	        "spec.RuntimeRef: Invalid value: "
+	        "{\"name\":\"nope\",\"apiGroup\":\"trainer.kubeflow.org\",\"kind\":"
+	        "\"ClusterTrainingRuntime\"}: ClusterTrainingRuntime.trainer.kubeflow.org "
+	        "\"nope\" not found: specified clusterTrainingRuntime must be created before "
+	        "the TrainJob is created");
+	assert_int_equal(
+	        json_integer_value(json_object_get(
+	                json_object_get(json_object_get(r, "response"), "status"), "code")),
+	        403);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_object_get(r, "response"), "uid")), "u-1");
+	json_decref(r);
+}
+
+static void test_reserved_env_and_warning(void **state)
+{
+	(void)state;
+	json_t *r = review_of(
+	        "/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+	        REQ("TrainJob", "CREATE",
+	            TJ("{\"runtimeRef\":{\"name\":\"torch\"},\"trainer\":{\"env\":[{\"name\":"
+	               "\"PET_NNODES\",\"value\":\"2\"},{\"name\":\"PET_NODE_RANK\",\"value\":"
+	               "\"0\"}]}}"),
+	            "null"));
+	assert_false(allowed(r));
+	assert_string_equal(msg(r), "spec.trainer.env: Invalid value: "
+	                            "[{\"name\":\"PET_NNODES\",\"value\":\"2\"},{\"name\":"
+	                            "\"PET_NODE_RANK\",\"value\":\"0\"}]: must not have reserved "
+	                            "envs, invalid envs configured: [PET_NNODES PET_NODE_RANK]");
+	/* the deprecated runtime's warning rides along with the refusal */
+	const json_t *w = json_object_get(json_object_get(r, "response"), "warnings");
+	assert_int_equal(json_array_size(w), 1);
+	assert_non_null(strstr(json_string_value(json_array_get(w, 0)), "is deprecated"));
+	json_decref(r);
+	r = review_of(
+	        "/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+	        REQ("TrainJob", "CREATE", TJ("{\"runtimeRef\":{\"name\":\"torch\"}}"), "null"));
+	assert_true(allowed(r));
+	json_decref(r);
+}
+
+static void test_runtime_rules(void **state)
+{
+	(void)state;
+	json_t *r = review_of(
+	        "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime",
+	        REQ("TrainingRuntime", "CREATE",
+	            "{\"apiVersion\":\"trainer.kubeflow.org/"
+	            "v1alpha1\",\"kind\":\"TrainingRuntime\","
+	            "\"metadata\":{\"name\":\"r\",\"namespace\":\"ns\"},\"spec\":{\"template\":{"
+	            "\"spec\":{\"replicatedJobs\":[{\"name\":\"node\",\"replicas\":2,\"template\":{"
+	            "\"metadata\":{\"labels\":{\"trainer.kubeflow.org/trainjob-ancestor-step\":"
+	            "\"trainer\"}},\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":"
+	            "\"x\",\"image\":\"i\"}]}}}}}]}}}}",
+	            "null"));
+	assert_false(allowed(r));
+	/* two errors: apimachinery's aggregate brackets them */
+	assert_string_equal(msg(r),
+	                    "[spec.template.spec.replicatedJobs[0].replicas: Invalid value: "
+	                    "2: always must be 1, "
+	                    "spec.template.spec.replicatedJobs[0].template.spec.template."
+	                    "spec.containers: Invalid value: [{\"name\":\"x\",\"image\":"
+	                    "\"i\",\"resources\":{}}]: must contain the required container "
+	                    "for the ancestor: trainer]");
+	json_decref(r);
+	/* a TrainJob sent to the runtime webhook is a bad request */
+	r = review_of(
+	        "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime",
+	        REQ("TrainJob", "CREATE", TJ("{\"runtimeRef\":{\"name\":\"torch\"}}"), "null"));
+	assert_false(allowed(r));
+	assert_int_equal(
+	        json_integer_value(json_object_get(
+	                json_object_get(json_object_get(r, "response"), "status"), "code")),
+	        400);
+	json_decref(r);
+}
+
+static char *patch_text(const json_t *r)
+{
+	const char *p = json_string_value(json_object_get(json_object_get(r, "response"), "patch"));
+	if (!p)
+		return NULL;
+	static char buf[4096];
+	size_t olen = 0;
+	assert_int_equal(mbedtls_base64_decode((unsigned char *)buf, sizeof(buf) - 1, &olen,
+	                                       (const unsigned char *)p, strlen(p)),
+	                 0);
+	buf[olen] = '\0';
+	return buf;
+}
+
+#define PATCH(m, t, label)                                                                         \
+	"{\"manager\":\"" m "\"" t ",\"trainingRuntimeSpec\":{\"template\":{\"metadata\":{"        \
+	"\"labels\":{\"a\":\"" label "\"}}}}}"
+
+static void test_defaulter(void **state)
+{
+	(void)state;
+	const char *path = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob";
+	/* create: a patch without time gets now, one with a time keeps it */
+	json_t *r = review_of(
+	        path, REQ("TrainJob", "CREATE",
+	                  TJ("{\"runtimeRef\":{\"name\":\"torch\"},\"runtimePatches\":[" PATCH(
+	                          "a.io/x", "", "1") "," PATCH("b.io/y",
+	                                                       ",\"time\":\"2020-01-01T00:00:00Z\"",
+	                                                       "1") "]}"),
+	                  "null"));
+	assert_true(allowed(r));
+	assert_string_equal(
+	        json_string_value(json_object_get(json_object_get(r, "response"), "patchType")),
+	        "JSONPatch");
+	assert_string_equal(patch_text(r), "[{\"op\":\"add\",\"path\":\"/spec/runtimePatches/0/"
+	                                   "time\",\"value\":\"2026-05-06T07:08:09Z\"}]");
+	json_decref(r);
+	/* update: a.io/x unchanged keeps its old time even when the client
+	 * sent another; b.io/y changed gets now; c.io/z new keeps its own */
+	r = review_of(
+	        path,
+	        REQ("TrainJob", "UPDATE",
+	            TJ("{\"runtimeRef\":{\"name\":\"torch\"},\"runtimePatches\":[" PATCH(
+	                    "a.io/x", ",\"time\":\"2024-01-01T00:00:00Z\"",
+	                    "1") "," PATCH("b.io/y", ",\"time\":\"2020-01-01T00:00:00Z\"",
+	                                   "2") "," PATCH("c.io/z",
+	                                                  ",\"time\":\"2021-01-01T00:00:00Z\"",
+	                                                  "1") "]}"),
+	            TJ("{\"runtimeRef\":{\"name\":\"torch\"},\"runtimePatches\":[" PATCH(
+	                    "a.io/x", ",\"time\":\"2019-01-01T00:00:00Z\"",
+	                    "1") "," PATCH("b.io/y", ",\"time\":\"2020-01-01T00:00:00Z\"",
+	                                   "1") "]}")));
+	assert_string_equal(patch_text(r),
+	                    "[{\"op\":\"add\",\"path\":\"/spec/runtimePatches/0/time\",\"value\":"
+	                    "\"2019-01-01T00:00:00Z\"},{\"op\":\"add\",\"path\":\"/spec/"
+	                    "runtimePatches/1/time\",\"value\":\"2026-05-06T07:08:09Z\"}]");
+	json_decref(r);
+	/* nothing to stamp: allowed without a patch */
+	r = review_of(path, REQ("TrainJob", "CREATE", TJ("{\"runtimeRef\":{\"name\":\"torch\"}}"),
+	                        "null"));
+	assert_true(allowed(r));
+	assert_null(patch_text(r));
+	json_decref(r);
+}
+
+static void test_body_length(void **state)
+{
+	(void)state;
+	size_t n = 0;
+	assert_int_equal(
+	        kft_cm_http_body_length("POST / HTTP/1.1\r\nContent-Length: 12\r\n\r\n", 100, &n),
+	        0);
+	assert_int_equal(n, 12);
+	assert_int_equal(kft_cm_http_body_length("POST / HTTP/1.1\r\ncontent-length:  101 \r\n\r\n",
+	                                         100, &n),
+	                 413);
+	assert_int_equal(kft_cm_http_body_length("POST / HTTP/1.1\r\nHost: x\r\n\r\n", 100, &n),
+	                 411);
+	assert_int_equal(kft_cm_http_body_length("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	                                         "Content-Length: 1\r\n\r\n",
+	                                         100, &n),
+	                 411);
+	assert_int_equal(
+	        kft_cm_http_body_length("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 100, &n),
+	        400);
+	assert_int_equal(
+	        kft_cm_http_body_length(
+	                "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 100,
+	                &n),
+	        413);
+}
+
+/* ---- certificates ---------------------------------------------------------------------- */
+
+static kft_cert make_ca(long long seconds)
+{
+	kft_cert_opts o = {.key_type = KFT_CERT_EC_P256,
+	                   .is_ca = true,
+	                   .subject = "CN=kubeflow-trainer-ca,O=kubeflow-trainer",
+	                   .valid_seconds = seconds};
+	kft_cert c = {0};
+	kft_error err;
+	assert_int_equal(kft_cert_make(&o, "ca", &c, &err), 0);
+	return c;
+}
+
+static kft_cert make_serving(const kft_cert *ca, const char *dns, long long seconds)
+{
+	kft_cert_opts o = {.key_type = KFT_CERT_EC_P256,
+	                   .issuer = ca,
+	                   .subject = "CN=svc",
+	                   .dns_name = dns,
+	                   .valid_seconds = seconds};
+	kft_cert c = {0};
+	kft_error err;
+	assert_int_equal(kft_cert_make(&o, "serving", &c, &err), 0);
+	return c;
+}
+
+static void test_cert_plan(void **state)
+{
+	(void)state;
+	const char *dns = "kubeflow-trainer-controller-manager.kubeflow-system.svc";
+	long long day = 24 * 3600, look = 90 * day;
+	time_t now = time(NULL);
+	kft_cert ca = make_ca(3650 * day), srv = make_serving(&ca, dns, 365 * day);
+	assert_int_equal(kft_cm_cert_plan(NULL, NULL, NULL, NULL, dns, now, look),
+	                 KFT_CM_CERT_NEW_CA);
+	assert_int_equal(kft_cm_cert_plan(ca.cert_pem, ca.key_pem, NULL, NULL, dns, now, look),
+	                 KFT_CM_CERT_NEW_SERVING);
+	assert_int_equal(kft_cm_cert_plan(ca.cert_pem, ca.key_pem, srv.cert_pem, srv.key_pem, dns,
+	                                  now, look),
+	                 KFT_CM_CERT_KEEP);
+	/* another service name (webhookServiceName changed): a new serving cert */
+	assert_int_equal(kft_cm_cert_plan(ca.cert_pem, ca.key_pem, srv.cert_pem, srv.key_pem,
+	                                  "other.kubeflow-system.svc", now, look),
+	                 KFT_CM_CERT_NEW_SERVING);
+	/* within the look-ahead of its expiry: renewed before it expires */
+	kft_cert soon = make_serving(&ca, dns, 30 * day);
+	assert_int_equal(kft_cm_cert_plan(ca.cert_pem, ca.key_pem, soon.cert_pem, soon.key_pem, dns,
+	                                  now, look),
+	                 KFT_CM_CERT_NEW_SERVING);
+	/* a key that is not the certificate's */
+	assert_int_equal(kft_cm_cert_plan(ca.cert_pem, ca.key_pem, srv.cert_pem, soon.key_pem, dns,
+	                                  now, look),
+	                 KFT_CM_CERT_NEW_SERVING);
+	/* signed by another CA */
+	kft_cert ca2 = make_ca(3650 * day);
+	assert_int_equal(kft_cm_cert_plan(ca2.cert_pem, ca2.key_pem, srv.cert_pem, srv.key_pem, dns,
+	                                  now, look),
+	                 KFT_CM_CERT_NEW_SERVING);
+	/* a CA expiring within the look-ahead: everything new */
+	kft_cert old_ca = make_ca(10 * day);
+	assert_int_equal(kft_cm_cert_plan(old_ca.cert_pem, old_ca.key_pem, srv.cert_pem,
+	                                  srv.key_pem, dns, now, look),
+	                 KFT_CM_CERT_NEW_CA);
+	assert_int_equal(kft_cm_cert_plan("garbage", ca.key_pem, NULL, NULL, dns, now, look),
+	                 KFT_CM_CERT_NEW_CA);
+	kft_cert_free(&ca);
+	kft_cert_free(&ca2);
+	kft_cert_free(&old_ca);
+	kft_cert_free(&srv);
+	kft_cert_free(&soon);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_decode_rejects),
+	        cmocka_unit_test(test_missing_runtime),
+	        cmocka_unit_test(test_reserved_env_and_warning),
+	        cmocka_unit_test(test_runtime_rules),
+	        cmocka_unit_test(test_defaulter),
+	        cmocka_unit_test(test_body_length),
+	        cmocka_unit_test(test_cert_plan),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
