@@ -8,6 +8,9 @@
 #              and its EnforcePodSpec mounts it in the JobSet's node pods
 #   terminal   shared-config's TerminalCondition: annotated stop, the TrainJob is Complete with
 #              reason StopRequested
+#   admission  with the webhooks registered, `kubectl apply` of a TrainJob without a team label
+#              is denied at admission with the same field error (the verdicts above are the
+#              reconciler's, for a TrainJob admitted without the webhooks)
 # The static manager is started with the list; it hands over to the dynamically linked
 # kftrainer-controller-manager-plugins beside it, which can load shared objects.
 set -uo pipefail
@@ -27,7 +30,7 @@ ns=$(new_namespace plugins) || {
 	fail "controller plugins $tag" "cannot create a namespace"
 	exit 0
 }
-trap 'ctrl_stop_all; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1' EXIT
+trap 'ctrl_webhooks_unregister; ctrl_stop_all; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1' EXIT
 install_builtin_runtimes || {
 	fail "controller plugins $tag" "cannot install the runtimes"
 	exit 0
@@ -96,4 +99,16 @@ if wait_trainjob_condition 60 "$ns/vision" Complete; then
 	if [ "$r" = StopRequested ]; then pass "$name"; else fail "$name" "reason '$r'"; fi
 else
 	fail "$name" "not Complete within 60 s: $(k get trainjob vision -o jsonpath='{.status.conditions}')"
+fi
+
+name="a plugin's CustomValidation refuses at admission $tag"
+if ctrl_webhooks_register main; then
+	out=$(job late | k apply -f - 2>&1)
+	if [[ "$out" == *"denied the request"* ]] && [[ "$out" == *"$want"* ]] && ! k get trainjob late >/dev/null 2>&1; then
+		pass "$name"
+	else
+		fail "$name" "kubectl apply said: $out"
+	fi
+else
+	fail "$name" "the webhooks were not registered"
 fi
