@@ -24,7 +24,7 @@ function el(tag, attrs, ...children) {
 
 function main(...children) {
   const m = document.getElementById("main");
-  m.replaceChildren(...children);
+  m.replaceChildren(...children.filter((c) => c !== null && c !== undefined && c !== false));
   return m;
 }
 
@@ -55,6 +55,12 @@ function eta(row) {
   if (["Complete", "Failed"].includes(row.status)) return "-";
   const since = row.reported ? (Date.now() - Date.parse(row.reported)) / 1000 : 0;
   return duration(row.remaining - Math.max(0, since));
+}
+
+// One argv word as a shell would need it written (what the step runs, readable).
+function shellWord(w) {
+  w = String(w);
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(w) ? w : "'" + w.replace(/'/g, "'\\''") + "'";
 }
 
 function statusBadge(s) { return el("span", { class: "status " + (s || "") }, s || "-"); }
@@ -137,7 +143,7 @@ function jobsPage() {
 }
 
 function sortValue(r, k) {
-  if (k === "created") return r.created ? -Date.parse(r.created) : 0;
+  if (k === "created") return r.created ? Date.parse(r.created) : 0;
   if (k === "eta") return r.remaining ?? Infinity;
   if (k === "nodes" || k === "progress" || k === "restarts") return Number(r[k] ?? -1);
   return String(r[k] ?? "");
@@ -251,7 +257,7 @@ function drawOverview(doc) {
     el("td", {}, [p.reason, p.message].filter(Boolean).join(": ")),
     el("td", {}, p.log ? el("a", { href: location.hash.replace(/\/(logs|metrics|yaml)$/, "") + "/logs?pod=" + enc(p.step + "/" + p.index) }, "logs") : "-")));
   const steps = doc.steps.map((s) => el("tr", {}, el("td", {}, s.step), el("td", {}, s.container),
-    el("td", {}, el("code", {}, [...(s.command || []), ...(s.args || [])].join(" ") || "(image default)")),
+    el("td", {}, el("code", { class: "argv" }, [...(s.command || []), ...(s.args || [])].map(shellWord).join(" ") || "(image default)")),
     el("td", {}, s.image || "")));
   const events = (doc.events || []).map((e) => el("tr", {}, el("td", {}, e.type || ""), el("td", {}, e.reason || ""),
     el("td", {}, ((e.involvedObject || {}).kind || "") + "/" + ((e.involvedObject || {}).name || "")),
@@ -372,7 +378,7 @@ function metricsTab(body, apiBase) {
         box.append(holder);
         p = { holder, plot: null, table: null };
         if (state.charts && window.uPlot) {
-          p.plot = new window.uPlot({ width: 440, height: 200, scales: { x: { time: true } },
+          p.plot = new window.uPlot({ width: Math.max(300, holder.clientWidth - 20), height: 220, scales: { x: { time: true } },
             series: [{}, { label: name, stroke: "#2f6fde", width: 2, points: { show: s.x.length < 60 } }],
             legend: { show: true } }, [s.x, s.y], holder);
         } else {
