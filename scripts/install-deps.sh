@@ -27,10 +27,12 @@ packages=(
 	jq openmpi-bin python3-mpi4py
 	# The python tier: a venv over Debian's python3 (which sees python3-mpi4py).
 	python3-venv
-	# The browser tier: `kftrainer ui` in Debian's headless chromium, driven by
-	# selenium (from PyPI, in the tier's venv) through chromedriver.
-	chromium chromium-driver
 )
+# The browser tier: `kftrainer ui` in Debian's headless chromium, driven by selenium (from
+# PyPI, in the tier's venv) through chromedriver. KFT_BROWSER=off (make demo, make ui) skips it.
+if [ "${KFT_BROWSER:-on}" != off ]; then
+	packages+=(chromium chromium-driver)
+fi
 
 deps_dir=${KFT_DEPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kftrainer/deps}
 
