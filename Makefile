@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test unit bench check-format format crds fuzz fuzz-run \
-        install demo demo-deps clean bench-controller test-frameworks bench-sdk python
+        install demo demo-deps clean bench-controller test-frameworks bench-sdk python ui
 
 all: build
 
@@ -91,8 +91,8 @@ install: build
 DEMO_STATE ?= $(BUILD)/demo-state
 DEMO_ENV    = KFTRAINER_STATE_DIR=$(abspath $(DEMO_STATE)) KFTRAINER_RUNTIMES=$(CURDIR)/manifests/runtimes
 demo-deps:
-	@KFT_SLIM_CURL=off scripts/install-deps.sh --check >/dev/null 2>&1 || \
-		KFT_SLIM_CURL=off scripts/install-deps.sh
+	@KFT_SLIM_CURL=off KFT_BROWSER=off scripts/install-deps.sh --check >/dev/null 2>&1 || \
+		KFT_SLIM_CURL=off KFT_BROWSER=off scripts/install-deps.sh
 
 demo: demo-deps
 	@[ -f $(BUILD)/CMakeCache.txt ] || \
@@ -105,6 +105,19 @@ demo: demo-deps
 	@echo
 	@echo "Look further with: $(BUILD)/bin/kftrainer --state-dir $(DEMO_STATE) get data-parallel -o yaml"
 	@echo "                   $(BUILD)/bin/kftrainer --state-dir $(DEMO_STATE) logs data-parallel --node 1"
+	@echo "The dashboard:     make ui UI_STATE=$(DEMO_STATE)   (then open http://$(UI_LISTEN)/)"
+
+# The dashboard (docs/ui.md) over a state directory (default: yours, as every verb uses it),
+# with the checkout's runtimes; Ctrl-C stops it. UI_LISTEN other than loopback needs a token,
+# which it prints in the address.
+UI_LISTEN ?= 127.0.0.1:8265
+UI_STATE  ?=
+ui: demo-deps
+	@[ -f $(BUILD)/CMakeCache.txt ] || \
+		cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake --build $(BUILD) --target kftrainer-cli -j$(JOBS)
+	KFTRAINER_RUNTIMES=$(CURDIR)/manifests/runtimes $(BUILD)/bin/kftrainer \
+		$(if $(UI_STATE),--state-dir $(UI_STATE)) ui --listen $(UI_LISTEN)
 
 clean:
 	rm -rf $(BUILD) build-fuzz

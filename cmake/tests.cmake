@@ -66,7 +66,7 @@ endif()
 
 # Tiers driven by scripts: each tests/<tier>/run-tier prints its own
 # "N passed, N failed" line and exits non-zero on failure.
-foreach(tier validate golden plugins local python deploy cluster)
+foreach(tier validate golden plugins local python browser deploy cluster)
   if(EXISTS ${CMAKE_SOURCE_DIR}/tests/${tier}/run-tier)
     add_test(NAME tier_${tier} COMMAND ${CMAKE_SOURCE_DIR}/tests/${tier}/run-tier
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

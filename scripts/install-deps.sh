@@ -28,6 +28,11 @@ packages=(
 	# The python tier: a venv over Debian's python3 (which sees python3-mpi4py).
 	python3-venv
 )
+# The browser tier: `kftrainer ui` in Debian's headless chromium, driven by selenium (from
+# PyPI, in the tier's venv) through chromedriver. KFT_BROWSER=off (make demo, make ui) skips it.
+if [ "${KFT_BROWSER:-on}" != off ]; then
+	packages+=(chromium chromium-driver)
+fi
 
 deps_dir=${KFT_DEPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kftrainer/deps}
 
@@ -56,6 +61,52 @@ if [ "${1:-}" = "--slim-curl-prefix" ]; then
 	exit
 fi
 
+# --- the dashboard's charting library -------------------------------------------
+# uPlot, from the npm registry at a pinned version whose tarball's sha256 is
+# checked, unpacked into $deps_dir/uplot-VERSION (CMake embeds its two dist
+# files into the kftrainer binary; nothing of it is committed). Without npm
+# or the registry the build goes on and `kftrainer ui` shows numbers instead
+# of charts. --uplot fetches only this; --uplot-dir prints the directory.
+uplot_version=1.6.32
+uplot_sha256=4b8a8191e425658e3ea8c8c1314b0fc679c861ee3a1af2b20c7b16ba50b5133d
+uplot_dir="$deps_dir/uplot-$uplot_version"
+uplot_missing() { [ ! -f "$uplot_dir/uPlot.iife.min.js" ] || [ ! -f "$uplot_dir/uPlot.min.css" ]; }
+
+fetch_uplot() {
+	uplot_missing || return 0
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "install-deps: npm not found: the dashboard will have no charts" >&2
+		return 1
+	fi
+	local tmp
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064 # the path is fixed now
+	trap "rm -rf '$tmp'" RETURN
+	if ! (cd "$tmp" && npm pack --silent "uplot@$uplot_version" >/dev/null 2>&1) ||
+		! echo "$uplot_sha256  $tmp/uplot-$uplot_version.tgz" | sha256sum -c --status; then
+		echo "install-deps: cannot fetch uplot@$uplot_version from the npm registry" \
+			"(or its sha256 differs): the dashboard will have no charts" >&2
+		return 1
+	fi
+	tar -xzf "$tmp/uplot-$uplot_version.tgz" -C "$tmp" package/dist/uPlot.iife.min.js \
+		package/dist/uPlot.min.css package/LICENSE
+	mkdir -p "$uplot_dir"
+	cp "$tmp/package/dist/uPlot.iife.min.js" "$tmp/package/dist/uPlot.min.css" \
+		"$tmp/package/LICENSE" "$uplot_dir/"
+	echo "install-deps: uplot@$uplot_version in $uplot_dir" >&2
+}
+
+case "${1:-}" in
+--uplot-dir)
+	echo "$uplot_dir"
+	exit
+	;;
+--uplot)
+	fetch_uplot || true
+	exit 0
+	;;
+esac
+
 missing=()
 for p in "${packages[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -68,15 +119,16 @@ done
 pyyaml_missing() { ! python3 -c 'import yaml' >/dev/null 2>&1; }
 
 if [ "${1:-}" = "--check" ]; then
-	if [ ${#missing[@]} -gt 0 ] || pyyaml_missing || slim_curl_missing; then
+	if [ ${#missing[@]} -gt 0 ] || pyyaml_missing || slim_curl_missing || uplot_missing; then
 		echo "missing:${missing[*]/#/ }$(pyyaml_missing && echo ' pyyaml')$(slim_curl_missing &&
-			echo " slim-libcurl:$(slim_curl_prefix || echo "$deps_dir")")"
+			echo " slim-libcurl:$(slim_curl_prefix || echo "$deps_dir")")$(uplot_missing &&
+			echo " uplot:$uplot_dir")"
 		exit 1
 	fi
 	exit 0
 fi
 
-if [ ${#missing[@]} -eq 0 ] && ! pyyaml_missing && ! slim_curl_missing; then
+if [ ${#missing[@]} -eq 0 ] && ! pyyaml_missing && ! slim_curl_missing && ! uplot_missing; then
 	echo "install-deps: all dependencies present" >&2
 	exit 0
 fi
@@ -95,6 +147,7 @@ if pyyaml_missing; then
 	echo "install-deps: installing PyYAML for $(command -v python3)" >&2
 	python3 -m pip install -q pyyaml >&2
 fi
+fetch_uplot || true
 
 # --- the slim libcurl -----------------------------------------------------------
 

@@ -41,6 +41,7 @@ extern const kft_verb kft_verb_resume;
 extern const kft_verb kft_verb_delete;
 extern const kft_verb kft_verb_pods;
 extern const kft_verb kft_verb_events;
+extern const kft_verb kft_verb_ui;
 /* Hidden: the job supervisor the local backend starts for itself. */
 extern const kft_verb kft_verb_supervise;
 

@@ -97,43 +97,6 @@ static int parse_args(int argc, char **argv, get_args *a)
 	return 0;
 }
 
-static const char *labels_step(const json_t *rjob)
-{
-	const json_t *labels = json_object_get(
-	        json_object_get(json_object_get(rjob, "template"), "metadata"), "labels");
-	return json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
-}
-
-/* NODES: see the top of the file. */
-static void nodes_cell(kft_local *l, const json_t *job, char *buf, size_t size)
-{
-	const json_t *n = json_object_get(json_object_get(json_object_get(job, "spec"), "trainer"),
-	                                  "numNodes");
-	if (json_is_integer(n)) {
-		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(n));
-		return;
-	}
-	json_t *js = kft_cli_job_jobset(l, kft_cli_job_ns(job), kft_cli_job_name(job));
-	const json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs");
-	int total = 0;
-	size_t i;
-	const json_t *r;
-	json_array_foreach(rjobs, i, r)
-	{
-		const char *name = json_string_value(json_object_get(r, "name"));
-		const char *step = labels_step(r);
-		if (name &&
-		    (strcmp(name, "node") == 0 || (strcmp(name, "launcher") == 0 && step &&
-		                                   strcmp(step, KFT_ANCESTOR_TRAINER) == 0)))
-			total += kft_cli_rjob_pods(js, name);
-	}
-	json_decref(js);
-	if (js)
-		snprintf(buf, size, "%d", total);
-	else
-		snprintf(buf, size, "-");
-}
-
 /* The last condition in the list (upstream's printcolumn picks the same). */
 static const json_t *last_condition(const json_t *job)
 {
@@ -189,7 +152,7 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	const char *phase = kft_cli_job_phase(l, job);
 	char nodes[32], progress[16] = "-", age[32], etabuf[32], metrics[METRICS_CELL_MAX + 1],
 	                restarts[24];
-	nodes_cell(l, job, nodes, sizeof(nodes));
+	kft_cli_job_nodes(l, job, nodes, sizeof(nodes));
 	snprintf(restarts, sizeof(restarts), "%lld", kft_cli_job_restarts(l, job));
 	if (json_is_integer(pct))
 		snprintf(progress, sizeof(progress), "%" JSON_INTEGER_FORMAT "%%",

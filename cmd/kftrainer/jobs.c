@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "kftrainer/constants.h"
 
 /* A job the store passes over (its row is damaged) is named on stderr. */
 static void warn_skipped(void *ctx, const char *message)
@@ -193,4 +194,40 @@ int kft_cli_rjob_pods(const json_t *jobset, const char *rjob)
 		return n < 0 ? 0 : (n > 1000000 ? 1000000 : (int)n);
 	}
 	return 0;
+}
+
+static const char *labels_step(const json_t *rjob)
+{
+	const json_t *labels = json_object_get(
+	        json_object_get(json_object_get(rjob, "template"), "metadata"), "labels");
+	return json_string_value(json_object_get(labels, KFT_LABEL_ANCESTOR));
+}
+
+void kft_cli_job_nodes(kft_local *l, const json_t *job, char *buf, size_t size)
+{
+	const json_t *n = json_object_get(json_object_get(json_object_get(job, "spec"), "trainer"),
+	                                  "numNodes");
+	if (json_is_integer(n)) {
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(n));
+		return;
+	}
+	json_t *js = kft_cli_job_jobset(l, kft_cli_job_ns(job), kft_cli_job_name(job));
+	const json_t *rjobs = json_object_get(json_object_get(js, "spec"), "replicatedJobs");
+	int total = 0;
+	size_t i;
+	const json_t *r;
+	json_array_foreach(rjobs, i, r)
+	{
+		const char *name = json_string_value(json_object_get(r, "name"));
+		const char *step = labels_step(r);
+		if (name &&
+		    (strcmp(name, "node") == 0 || (strcmp(name, "launcher") == 0 && step &&
+		                                   strcmp(step, KFT_ANCESTOR_TRAINER) == 0)))
+			total += kft_cli_rjob_pods(js, name);
+	}
+	json_decref(js);
+	if (js)
+		snprintf(buf, size, "%d", total);
+	else
+		snprintf(buf, size, "-");
 }

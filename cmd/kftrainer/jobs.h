@@ -66,4 +66,9 @@ json_t *kft_cli_job_jobset(kft_local *l, const char *ns, const char *name);
  * has no such replicated job. */
 int kft_cli_rjob_pods(const json_t *jobset, const char *rjob);
 
+/* `get`'s NODES cell for job into buf: spec.trainer.numNodes when the
+ * TrainJob sets it, else the pods of the JobSet's "node" step plus an MPI
+ * launcher labelled as the trainer step; "-" without a JobSet. */
+void kft_cli_job_nodes(kft_local *l, const json_t *job, char *buf, size_t size);
+
 #endif

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes and understands. */
-#define KFT_STORE_SCHEMA_VERSION 5
+#define KFT_STORE_SCHEMA_VERSION 6
 
 /* The database file's name inside the state directory. */
 #define KFT_STORE_DB_NAME "state.db"
@@ -235,6 +235,27 @@ int kft_store_event_add(kft_store *s, const char *ns, const char *job, const jso
  * json_decref()s. Errors: KFT_ENOTFOUND (a named job that does not exist),
  * KFT_EIO, KFT_EPARSE, KFT_ENOMEM. */
 int kft_store_events(kft_store *s, const char *ns, const char *job, json_t **out, kft_error *err);
+
+/*
+ * Reports: the history of what a job's training reported (each TrainerStatus
+ * the supervisor recorded, in order), for charts of progress and metrics
+ * over time. At most KFT_STORE_REPORTS_MAX are kept per job (the oldest go
+ * first); removed with the job.
+ */
+#define KFT_STORE_REPORTS_MAX 1000
+
+/* Appends report (a TrainerStatus object, borrowed) to job ns/job's history,
+ * stamped now. Errors: KFT_ENOTFOUND, KFT_EINVAL (not an object),
+ * KFT_ELIMIT, KFT_EIO. */
+int kft_store_report_add(kft_store *s, const char *ns, const char *job, const json_t *report,
+                         kft_error *err);
+
+/* Job ns/job's reports with an id greater than `after` (0: all), oldest
+ * first, as a new array of {"id": N, "recorded": TIME, "trainerStatus": {...}}
+ * the caller json_decref()s; ids grow, so a reader polls with the last id it
+ * saw. Errors: KFT_ENOTFOUND, KFT_EIO, KFT_EPARSE, KFT_ENOMEM. */
+int kft_store_reports(kft_store *s, const char *ns, const char *job, long long after, json_t **out,
+                      kft_error *err);
 
 /*
  * Groups several calls into one transaction. kft_store_begin takes the write

@@ -22,6 +22,7 @@
 #include "kftrainer/controller.h"
 #include "kftrainer/schema.h"
 #include "api/statusreq.h"
+#include "util/http.h"
 
 #define STATUS_PATH_PREFIX "/apis/trainer.kubeflow.org/v1alpha1/namespaces/"
 #define INT32_MAXV         2147483647LL
@@ -97,34 +98,6 @@ char *kft_statusreq_response(const kft_statusreq_answer *a, size_t *len)
 
 /* ---- the head ------------------------------------------------------------------ */
 
-/* The value of header `name` in the fields after the request line, copied
- * into buf (trimmed); 1 found, 0 absent, -1 too long or given twice. */
-static int header(const char *fields, const char *name, char *buf, size_t size)
-{
-	size_t nl = strlen(name);
-	int found = 0;
-	for (const char *p = fields; *p && *p != '\r' && *p != '\n';) {
-		const char *eol = strchr(p, '\n');
-		size_t ll = eol ? (size_t)(eol - p) : strlen(p);
-		if (ll > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
-			const char *v = p + nl + 1, *end = p + ll;
-			while (v < end && (*v == ' ' || *v == '\t'))
-				v++;
-			while (end > v && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-				end--;
-			if (found || (size_t)(end - v) >= size)
-				return -1;
-			memcpy(buf, v, (size_t)(end - v));
-			buf[end - v] = '\0';
-			found = 1;
-		}
-		if (!eol)
-			break;
-		p = eol + 1;
-	}
-	return found;
-}
-
 static int parse_length(const char *s, size_t *out)
 {
 	size_t v = 0;
@@ -136,28 +109,14 @@ static int parse_length(const char *s, size_t *out)
 	return 0;
 }
 
-/* The end of the head (after its blank line) within buf, or 0. */
-static size_t head_end(const char *buf, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (buf[i] != '\n')
-			continue;
-		if (buf[i + 1] == '\n')
-			return i + 2;
-		if (buf[i + 1] == '\r' && i + 2 < len && buf[i + 2] == '\n')
-			return i + 3;
-	}
-	return 0;
-}
-
 static int head_fields(const char *head, kft_statusreq_head *h, kft_statusreq_answer *a)
 {
 	char te[64], cl[64];
 	const char *fields = strchr(head, '\n');
 	fields = fields ? fields + 1 : "";
-	int has_te = header(fields, "Transfer-Encoding", te, sizeof(te));
-	int has_cl = header(fields, "Content-Length", cl, sizeof(cl));
-	if (header(fields, "Authorization", h->auth, sizeof(h->auth)) < 0)
+	int has_te = kft_http_header(fields, "Transfer-Encoding", te, sizeof(te));
+	int has_cl = kft_http_header(fields, "Content-Length", cl, sizeof(cl));
+	if (kft_http_header(fields, "Authorization", h->auth, sizeof(h->auth)) < 0)
 		h->auth[0] = '\0'; /* too long for any token of ours: judged as none */
 	if (has_te != 0)
 		return plain_error(a, 411, "411 Length Required") ? KFT_ENOMEM : 411;
@@ -175,7 +134,8 @@ int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
                              kft_statusreq_answer *a)
 {
 	memset(h, 0, sizeof(*h));
-	size_t end = head_end(buf, len < KFT_STATUSREQ_HEAD_MAX ? len : KFT_STATUSREQ_HEAD_MAX);
+	size_t end =
+	        kft_http_head_end(buf, len < KFT_STATUSREQ_HEAD_MAX ? len : KFT_STATUSREQ_HEAD_MAX);
 	if (end == 0 && len < KFT_STATUSREQ_HEAD_MAX)
 		return 0;
 	if (end == 0)

@@ -76,6 +76,7 @@
 #include <unistd.h>
 
 #include "kftrainer/controller.h"
+#include "util/http.h"
 
 #define HEAD_MAX         8192
 #define HEAD_TIMEOUT_MS  5000
@@ -266,20 +267,6 @@ static int conn_write(const conn *c, const char *buf, size_t len)
 	return 0;
 }
 
-/* The end of the head in buf[0..n): just past the blank line, or 0. */
-static size_t head_end(const char *buf, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (buf[i] != '\n')
-			continue;
-		if (buf[i + 1] == '\n')
-			return i + 2;
-		if (i + 2 < n && buf[i + 1] == '\r' && buf[i + 2] == '\n')
-			return i + 3;
-	}
-	return 0;
-}
-
 /* Whether buf[0..n) can still become a request: no NUL bytes, and an
  * upper-case method of at most 15 letters before the first space. Lets
  * garbage be answered at once instead of after the head timeout. */
@@ -305,7 +292,7 @@ static int read_head(conn *c)
 			return -1;
 		size_t from = n > 2 ? n - 2 : 0;
 		n += (size_t)r;
-		size_t end = head_end(c->head + from, n - from);
+		size_t end = kft_http_head_end(c->head + from, n - from);
 		if (end) {
 			c->read = n;
 			c->head_len = from + end;
@@ -541,29 +528,12 @@ static void linger(conn *c)
 	}
 }
 
-/* The value of header `name` (case-insensitive) in a parsed head, its
- * surrounding blanks trimmed, into buf; NULL when absent or too long. */
+/* The value of header `name` in a parsed head (kft_http_header over its
+ * field lines) into buf; NULL when absent, too long or repeated. */
 static const char *header(const char *head, const char *name, char *buf, size_t n)
 {
-	size_t nl = strlen(name);
-	const char *p = strchr(head, '\n');
-	while (p && *++p && *p != '\r' && *p != '\n') {
-		size_t ll = strcspn(p, "\r\n");
-		if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
-			const char *v = p + nl + 1, *e = p + ll;
-			while (v < e && (*v == ' ' || *v == '\t'))
-				v++;
-			while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			if ((size_t)(e - v) >= n)
-				return NULL;
-			memcpy(buf, v, (size_t)(e - v));
-			buf[e - v] = '\0';
-			return buf;
-		}
-		p = strchr(p, '\n');
-	}
-	return NULL;
+	const char *fields = strchr(head, '\n');
+	return fields && kft_http_header(fields + 1, name, buf, n) == 1 ? buf : NULL;
 }
 
 int kft_cm_http_body_length(const char *head, size_t max, size_t *len)

@@ -102,6 +102,7 @@ typedef struct engine {
 	struct timespec status_mtime;
 	off_t status_size;
 	json_t *events;                  /* Events recorded since the last write (events.c) */
+	json_t *reports;                 /* TrainerStatus reports since the last write (history) */
 	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
 } engine;
 
@@ -469,7 +470,8 @@ static int load(engine *e, kft_error *err)
 	e->conditions = json_array();
 	e->children = json_array();
 	e->events = json_array();
-	if (!e->conditions || !e->children || !e->events)
+	e->reports = json_array();
+	if (!e->conditions || !e->children || !e->events || !e->reports)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	kft_local_backend_init(&e->backend, e->info.uid, e->children);
 	rc = kft_framework_new(KFT_LOCAL_FEATURES, &e->fw, err);
@@ -1110,8 +1112,13 @@ static int write_all(engine *e, bool suspended, kft_error *err)
 	for (size_t i = 0; rc == 0 && i < json_array_size(e->events); i++)
 		rc = kft_store_event_add(e->store, e->ns, e->name, json_array_get(e->events, i),
 		                         err);
-	if (rc == 0 && (rc = kft_store_commit(e->store, err)) == 0)
+	for (size_t i = 0; rc == 0 && i < json_array_size(e->reports); i++)
+		rc = kft_store_report_add(e->store, e->ns, e->name, json_array_get(e->reports, i),
+		                          err);
+	if (rc == 0 && (rc = kft_store_commit(e->store, err)) == 0) {
 		json_array_clear(e->events);
+		json_array_clear(e->reports);
+	}
 	if (rc == 0)
 		return 0;
 	kft_store_rollback(e->store);
@@ -1131,6 +1138,10 @@ static void record_report(engine *e, json_t *ts)
 	}
 	if (ts && !json_equal(ts, json_object_get(status, "trainerStatus"))) {
 		json_object_set(status, "trainerStatus", ts);
+		/* The history keeps every distinct report, bounded by the store
+		 * and here (a report flood between two writes). */
+		if (json_array_size(e->reports) < KFT_STORE_REPORTS_MAX)
+			json_array_append(e->reports, ts);
 		e->dirty = true;
 	}
 	json_decref(ts);
@@ -1368,6 +1379,7 @@ static void engine_free(engine *e)
 	json_decref(e->children);
 	json_decref(e->conditions);
 	json_decref(e->events);
+	json_decref(e->reports);
 	kft_job_info_free(&e->info);
 	free(e->job_dir);
 	free(e->workdir);

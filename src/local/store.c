@@ -117,6 +117,15 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
          * resume, runs the job's PostExecution with the very same plugins.
          * NULL: none (and every job recorded before). */
         "ALTER TABLE jobs ADD COLUMN plugins TEXT;",
+        /* 5 -> 6: the history of what the training reported (each
+         * status.trainerStatus the supervisor recorded, with when), so the
+         * dashboard can chart progress and metrics over time. Bounded per
+         * job: the oldest rows go once KFT_STORE_REPORTS_MAX are kept. */
+        "CREATE TABLE reports ("
+        " id INTEGER PRIMARY KEY,"
+        " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+        " recorded TEXT NOT NULL, body TEXT NOT NULL);"
+        "CREATE INDEX reports_by_job ON reports (job_id, id);",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1019,6 +1028,92 @@ int kft_store_events(kft_store *s, const char *ns, const char *job, json_t **out
 	release(s, st);
 	if (rc == KFT_ENOTFOUND && !job)
 		rc = 0;
+	if (rc)
+		json_decref(arr);
+	else
+		*out = arr;
+	return rc;
+}
+
+/* ---- reports ------------------------------------------------------------ */
+
+int kft_store_report_add(kft_store *s, const char *ns, const char *job, const json_t *report,
+                         kft_error *err)
+{
+	sqlite3_stmt *st;
+	char *text = NULL, now[32];
+	if (!json_is_object(report))
+		return kft_error_set(err, KFT_EINVAL, "a report must be an object");
+	int rc = dump_json(report, &text, err);
+	if (rc == 0)
+		rc = prepare_job(s,
+		                 "INSERT INTO reports (job_id, recorded, body) SELECT id, ?3, ?4"
+		                 " FROM jobs WHERE namespace = ?1 AND name = ?2",
+		                 ns, job, &st, err);
+	if (rc) {
+		free(text);
+		return rc;
+	}
+	now_rfc3339(now);
+	sqlite3_bind_text(st, 3, now, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, text, -1, SQLITE_TRANSIENT);
+	free(text);
+	long long id;
+	if ((rc = finish_job_write(s, st, job, err)) != 0)
+		return rc;
+	id = (long long)sqlite3_last_insert_rowid(s->db);
+	/* The history is bounded: keep the newest KFT_STORE_REPORTS_MAX. */
+	rc = prepare(s,
+	             "DELETE FROM reports WHERE job_id = (SELECT job_id FROM reports WHERE id = ?1)"
+	             " AND id <= (SELECT r.id FROM reports r WHERE r.job_id ="
+	             " (SELECT job_id FROM reports WHERE id = ?1) ORDER BY r.id DESC"
+	             " LIMIT 1 OFFSET ?2)",
+	             &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, KFT_STORE_REPORTS_MAX);
+	rc = sqlite3_step(st);
+	release(s, st);
+	return rc == SQLITE_DONE ? 0 : db_fail(s, err, "trimming the reports");
+}
+
+int kft_store_reports(kft_store *s, const char *ns, const char *job, long long after, json_t **out,
+                      kft_error *err)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	int rc = prepare_job(s,
+	                     "SELECT r.id, r.recorded, r.body FROM jobs j"
+	                     " LEFT JOIN reports r ON r.job_id = j.id AND r.id > ?3"
+	                     " WHERE j.namespace = ?1 AND j.name = ?2 ORDER BY r.id",
+	                     ns, job, &st, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 3, after);
+	json_t *arr = json_array();
+	int step = SQLITE_DONE, rows = 0;
+	while (rc == 0 && arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
+		rows++;
+		if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+			continue;
+		json_t *body;
+		rc = load_json((const char *)sqlite3_column_text(st, 2), &body, err);
+		if (rc == 0 &&
+		    json_array_append_new(arr, json_pack("{s:I, s:s, s:o}", "id",
+		                                         (json_int_t)sqlite3_column_int64(st, 0),
+		                                         "recorded",
+		                                         (const char *)sqlite3_column_text(st, 1),
+		                                         "trainerStatus", body)) != 0)
+			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	if (!arr)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	else if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(s, err, "reading the reports");
+	else if (rc == 0 && rows == 0)
+		rc = not_found(err, job);
+	release(s, st);
 	if (rc)
 		json_decref(arr);
 	else

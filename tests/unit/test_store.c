@@ -453,6 +453,56 @@ static void test_events(void **state)
 	json_decref(b);
 }
 
+/* The report history: in order, read after an id, bounded per job (the
+ * oldest go), not disturbed by another job's reports, removed with the job. */
+static void test_reports(void **state)
+{
+	struct fixture *f = *state;
+	kft_error err;
+	json_t *a = trainjob(NULL, "a"), *b = trainjob(NULL, "b"), *got;
+	assert_int_equal(kft_store_job_create(f->s, a, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_job_create(f->s, b, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_reports(f->s, NULL, "a", 0, &got, &err), 0);
+	assert_int_equal(json_array_size(got), 0);
+	json_decref(got);
+	assert_int_equal(kft_store_begin(f->s, &err), 0);
+	for (int i = 0; i < KFT_STORE_REPORTS_MAX + 5; i++) {
+		json_t *ts = json_pack("{s:i}", "progressPercentage", i % 101);
+		assert_int_equal(kft_store_report_add(f->s, NULL, "a", ts, &err), 0);
+		if (i < 3)
+			assert_int_equal(kft_store_report_add(f->s, NULL, "b", ts, &err), 0);
+		json_decref(ts);
+	}
+	assert_int_equal(kft_store_commit(f->s, &err), 0);
+	assert_int_equal(kft_store_reports(f->s, NULL, "a", 0, &got, &err), 0);
+	assert_int_equal(json_array_size(got), KFT_STORE_REPORTS_MAX);
+	const json_t *first = json_object_get(json_array_get(got, 0), "trainerStatus");
+	assert_int_equal(json_integer_value(json_object_get(first, "progressPercentage")), 5);
+	assert_non_null(json_string_value(json_object_get(json_array_get(got, 0), "recorded")));
+	json_int_t last = json_integer_value(json_object_get(json_array_get(got, 998), "id"));
+	json_decref(got);
+	assert_int_equal(kft_store_reports(f->s, NULL, "a", last, &got, &err), 0);
+	assert_int_equal(json_array_size(got), 1);
+	json_decref(got);
+	assert_int_equal(kft_store_reports(f->s, NULL, "b", 0, &got, &err), 0);
+	assert_int_equal(json_array_size(got), 3);
+	json_decref(got);
+
+	json_t *arr = json_array();
+	assert_int_equal(kft_store_report_add(f->s, NULL, "a", arr, &err), KFT_EINVAL);
+	assert_int_equal(kft_store_report_add(f->s, NULL, "nope", a, &err), KFT_ENOTFOUND);
+	json_decref(arr);
+	assert_int_equal(kft_store_reports(f->s, NULL, "nope", 0, &got, &err), KFT_ENOTFOUND);
+	assert_null(got);
+	assert_int_equal(kft_store_job_delete(f->s, NULL, "b", &err), 0);
+	assert_int_equal(kft_store_job_create(f->s, b, NULL, NULL, &err), 0);
+	assert_int_equal(kft_store_reports(f->s, NULL, "b", 0, &got, &err), 0);
+	assert_int_equal(json_array_size(got), 0);
+	json_decref(got);
+	json_decref(a);
+	json_decref(b);
+}
+
 static void test_transactions(void **state)
 {
 	struct fixture *f = *state;
@@ -1035,6 +1085,7 @@ int main(void)
 	        T(test_supervisor),
 	        T(test_delete_cascades),
 	        T(test_events),
+	        T(test_reports),
 	        T(test_transactions),
 	        T(test_reopen_and_version),
 	        T(test_newer_schema_refused),

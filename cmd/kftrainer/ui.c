@@ -1,0 +1,196 @@
+/*
+ * ui.c - `kftrainer ui [--listen HOST:PORT]`: the dashboard (src/ui/) over
+ * the same state directory and runtimes as every other verb. This file only
+ * wires it: options, the hooks that lend the dashboard `get`'s cells, the
+ * `runtimes` lookup and `render`'s pipeline, and waiting for Ctrl-C.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "inputs.h"
+#include "jobinput.h"
+#include "jobs.h"
+#include "ui/ui.h"
+
+static void ui_usage(FILE *out)
+{
+	fputs("Usage: kftrainer ui [--listen HOST:PORT] [--token TOKEN]\n\n"
+	      "Serve a dashboard of the local engine's TrainJobs: the jobs (live), each job's\n"
+	      "pods, events, objects, logs (followed as they are written) and reported\n"
+	      "metrics as charts, the runtimes and a preview of what a TrainJob becomes, and\n"
+	      "suspend, resume and delete. Stop it with Ctrl-C.\n\n"
+	      "Options:\n"
+	      "  -l, --listen ADDR   address to serve on (default " KFT_UI_DEFAULT_LISTEN ";\n"
+	      "                      port 0 picks a free one). Any address other than\n"
+	      "                      loopback requires a token: requests without it are\n"
+	      "                      refused\n"
+	      "      --token TOKEN   the token to require (default: a random one when not on\n"
+	      "                      loopback; printed in the address)\n"
+	      "  -h, --help          this help\n\n"
+	      "The first line printed is the page's address. Exit status: 0 stopped by a\n"
+	      "signal; 1 cannot serve (address in use ...); 2 bad usage.\n",
+	      out);
+}
+
+/* ---- hooks ------------------------------------------------------------------ */
+
+static json_t *job_row(void *ctx, kft_local *l, const json_t *job)
+{
+	(void)ctx;
+	char nodes[32];
+	kft_cli_job_nodes(l, job, nodes, sizeof(nodes));
+	return json_pack("{s:s, s:s, s:I}", "status", kft_cli_job_phase(l, job), "nodes", nodes,
+	                 "restarts", (json_int_t)kft_cli_job_restarts(l, job));
+}
+
+/* The jobinput front half with its field errors captured as text. */
+typedef struct captured {
+	kft_jobinput in;
+	kft_paths runtimes;
+	char *text;
+	size_t len;
+	FILE *errors;
+} captured;
+
+static int captured_open(captured *c, const char *verb)
+{
+	memset(c, 0, sizeof(*c));
+	c->errors = open_memstream(&c->text, &c->len);
+	int rc = c->errors ? kft_jobinput_init(&c->in, c->errors) : KFT_EXIT_INPUT;
+	if (rc == 0)
+		rc = kft_jobinput_default_runtimes(verb, &c->runtimes);
+	return rc;
+}
+
+/* Closes c, handing its captured text to *problems (NULL when empty). */
+static void captured_close(captured *c, char **problems)
+{
+	if (c->errors)
+		fclose(c->errors);
+	kft_jobinput_free(&c->in);
+	kft_paths_free(&c->runtimes);
+	if (problems && c->text && *c->text)
+		*problems = c->text;
+	else
+		free(c->text);
+}
+
+static int list_runtimes(void *ctx, json_t **out, char **problems)
+{
+	(void)ctx;
+	captured c;
+	kft_paths none = {0};
+	*out = NULL;
+	*problems = NULL;
+	int rc = captured_open(&c, "ui");
+	if (rc == 0 || rc == KFT_EXIT_INVALID)
+		rc = kft_jobinput_read(&c.in, &none, &c.runtimes);
+	if (rc == 0 || rc == KFT_EXIT_INVALID) {
+		*out = json_incref(c.in.runtimes);
+		rc = 0;
+	}
+	captured_close(&c, problems);
+	return rc ? KFT_EINVAL : 0;
+}
+
+static int render_job(void *ctx, const json_t *trainjob, json_t **objects, char **problems)
+{
+	(void)ctx;
+	captured c;
+	kft_paths none = {0}, plugins = {0};
+	kft_framework *fw = NULL;
+	kft_error err;
+	*objects = NULL;
+	*problems = NULL;
+	int rc = captured_open(&c, "ui");
+	if (rc == 0)
+		rc = kft_jobinput_read(&c.in, &none, &c.runtimes);
+	if (rc == 0)
+		rc = kft_jobinput_add(&c.in, "trainjob", trainjob);
+	if (rc == 0 && json_array_size(c.in.jobs) != 1) {
+		fprintf(c.errors, "not a TrainJob\n");
+		rc = KFT_EXIT_INVALID;
+	}
+	if (rc == 0 && kft_framework_new(0, &fw, &err) != 0) {
+		fprintf(c.errors, "%s\n", err.message);
+		rc = KFT_EXIT_INPUT;
+	}
+	if (rc == 0)
+		rc = kft_jobinput_plugin_paths(NULL, &plugins);
+	if (rc == 0)
+		rc = kft_jobinput_load_plugins(fw, &plugins);
+	const json_t *record = json_array_get(c.in.jobs, 0);
+	const json_t *runtime = rc == 0 ? kft_jobinput_resolve(&c.in, fw, NULL, record) : NULL;
+	if (rc == 0 && !runtime)
+		rc = KFT_EXIT_INVALID;
+	if (rc == 0 && kft_framework_build(fw, NULL, json_object_get(record, "object"), runtime,
+	                                   objects, &err) != 0) {
+		fprintf(c.errors, "%s\n", err.message);
+		rc = KFT_EXIT_INVALID;
+	}
+	kft_framework_free(fw);
+	kft_paths_free(&plugins);
+	captured_close(&c, problems);
+	return rc ? KFT_EINVAL : 0;
+}
+
+/* ---- the verb ---------------------------------------------------------------- */
+
+static int run_ui(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"listen", required_argument, NULL, 'l'},
+	        {"token", required_argument, NULL, 't'},
+	        {"help", no_argument, NULL, 'h'},
+	        {NULL, 0, NULL, 0},
+	};
+	kft_ui_opts o = {
+	        .hooks = {.job_row = job_row, .runtimes = list_runtimes, .render = render_job}};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': o.listen = optarg; break;
+		case 't': o.token = optarg; break;
+		case 'h': ui_usage(stdout); return KFT_EXIT_OK;
+		default: ui_usage(stderr); return KFT_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		kft_cli_error("ui: unexpected argument \"%s\"", argv[optind]);
+		return KFT_EXIT_USAGE;
+	}
+	o.state_dir = getenv("KFTRAINER_STATE_DIR");
+	/* Signals are taken by sigwait below, never by the server's threads. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	kft_ui *ui = NULL;
+	kft_error err;
+	if (kft_ui_start(&o, &ui, &err) != 0) {
+		kft_cli_error("ui: %s", err.message);
+		return err.code == KFT_EINVAL ? KFT_EXIT_USAGE : KFT_EXIT_FAILED;
+	}
+	printf("%s\n", kft_ui_url(ui));
+	if (kft_ui_token(ui))
+		fprintf(stderr,
+		        "kftrainer: ui: not on loopback: every request needs the token in the "
+		        "address above\n");
+	fflush(stdout);
+	int sig;
+	sigwait(&set, &sig);
+	kft_ui_stop(ui);
+	return KFT_EXIT_OK;
+}
+
+const kft_verb kft_verb_ui = {
+        .name = "ui",
+        .summary = "serve a dashboard of the jobs, logs and metrics",
+        .run = run_ui,
+        .usage = ui_usage,
+};

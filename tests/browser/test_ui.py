@@ -1,0 +1,320 @@
+"""The browser tier: `kftrainer ui` in Debian's headless chromium against real jobs.
+
+Each check prints PASS/FAIL; the run closes with "browser: N passed, N failed" and exits 1 on
+any failure. Screenshots of every page go to $KFT_ARTIFACTS (one PNG per page).
+
+Environment: KFTRAINER (the binary), KFT_REPO_ROOT, KFT_ARTIFACTS, KFT_STATE_DIR (fresh).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+KFT = os.environ["KFTRAINER"]
+REPO = os.environ["KFT_REPO_ROOT"]
+ART = os.environ["KFT_ARTIFACTS"]
+STATE = os.environ["KFT_STATE_DIR"]
+ENV = dict(os.environ, KFTRAINER_STATE_DIR=STATE,
+           KFTRAINER_RUNTIMES=os.path.join(REPO, "manifests", "runtimes"))
+GATES = os.path.join(STATE, "..", "gates")
+
+passed = failed = 0
+servers = []
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("PASS:", name, flush=True)
+    else:
+        failed += 1
+        print("FAIL:", name, detail, flush=True)
+    return ok
+
+
+def wait(pred, timeout=30.0, step=0.2):
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception:  # the page is being redrawn; ask again
+            pass
+        if time.monotonic() > end:
+            return None
+        time.sleep(step)
+
+
+def kft(*args, check_rc=True):
+    r = subprocess.run([KFT, *args], env=ENV, capture_output=True, text=True, timeout=120)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"kftrainer {' '.join(args)}: {r.stderr}")
+    return r
+
+
+def start_ui(*extra):
+    p = subprocess.Popen([KFT, "ui", *extra], env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    servers.append(p)
+    url = p.stdout.readline().strip()
+    if not url.startswith("http://"):
+        raise RuntimeError("ui did not start: " + p.stderr.read())
+    return url
+
+
+def http(url, method="GET", headers=None, body=None):
+    req = urllib.request.Request(url, method=method, headers=headers or {}, data=body)
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(req, timeout=10) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+def gate(name):
+    open(os.path.join(GATES, name), "w").close()
+
+
+def shot(driver, name):
+    driver.save_screenshot(os.path.join(ART, name + ".png"))
+
+
+def text_of(driver, css):
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+# A job that writes log lines and progress reports in phases, each waiting for a gate file, so
+# the test sees the page change while the job runs. Its lines, metric names and command carry
+# markup that must show as text.
+XSS_LINE = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+XSS_METRIC = "<b onmouseover=window.__xss=3>loss</b>"
+LIVE_SCRIPT = r"""
+g=$1
+report() { printf '{"progressPercentage": %s, "estimatedRemainingSeconds": %s, "metrics": [{"name": "%s", "value": "%s"}]}' "$1" "$2" "$3" "$4" > "$KFTRAINER_STATUS_FILE"; }
+echo "hello-1"
+echo '""" + XSS_LINE + r"""'
+report 10 90 '""" + XSS_METRIC + r"""' 0.9
+while [ ! -e "$g/one" ]; do sleep 0.1; done
+echo "hello-2"
+report 50 40 '""" + XSS_METRIC + r"""' 0.5
+while [ ! -e "$g/two" ]; do sleep 0.1; done
+report 90 5 '""" + XSS_METRIC + r"""' 0.1
+echo "hello-3"
+while [ ! -e "$g/three" ]; do sleep 0.1; done
+"""
+
+
+def no_xss(driver):
+    return driver.execute_script("return window.__xss === undefined") and not \
+        driver.find_elements(By.CSS_SELECTOR, "main img, main script, main b")
+
+
+def main():
+    os.makedirs(GATES, exist_ok=True)
+    url = start_ui("--listen", "127.0.0.1:0")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--disable-dev-shm-usage", "--window-size=1400,1000",
+              "--user-data-dir=" + tempfile.mkdtemp(prefix="kft-chromium-")):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service("/usr/bin/chromedriver", log_output=os.path.join(ART, "chromedriver.log"))
+    driver = webdriver.Chrome(service=service, options=opts)
+    try:
+        run(driver, url)
+        security(driver, url)
+        logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        check("the page logged no errors (CSP, scripts)", not logs, json.dumps(logs)[:2000])
+    finally:
+        driver.quit()
+        for g in ("one", "two", "three"):
+            gate(g)
+        for name in ("live", "sleeper"):
+            kft("delete", name, check_rc=False)
+        for p in servers:
+            p.terminate()
+            p.wait(10)
+    print(f"browser: {passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+def run(driver, url):
+    driver.get(url)
+    check("jobs page loads empty", wait(lambda: "No TrainJobs yet" in text_of(driver, "#jobs")))
+    shot(driver, "01-jobs-empty")
+
+    kft("train", "--runtime", "torch-distributed", "--name", "live", "--", "sh", "-c",
+        LIVE_SCRIPT, "sh", GATES)
+    check("the list shows a new job without a reload",
+          wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))
+    check("its status becomes Running",
+          wait(lambda: "Running" in text_of(driver, 'tr[data-job="live"]')))
+    check("its progress shows 10%",
+          wait(lambda: "10%" in text_of(driver, 'tr[data-job="live"]')))
+    shot(driver, "02-jobs-list")
+    driver.find_element(By.CSS_SELECTOR, 'tr[data-job="live"] a').click()
+    check("the job page shows its pod",
+          wait(lambda: "live-node-0-0" in text_of(driver, "#pods")))
+    check("the job page shows the step's command",
+          wait(lambda: "hello-1" in text_of(driver, "#commands")))
+    check("the job page shows conditions and events",
+          wait(lambda: text_of(driver, "#events").count("\n") >= 1))
+    check("markup in the command shows as text", XSS_LINE in text_of(driver, "#commands"))
+    shot(driver, "03-job-overview")
+
+    driver.find_element(By.ID, "tab-logs").click()
+    check("logs show the lines written so far",
+          wait(lambda: "hello-1" in text_of(driver, "#log")))
+    check("a log line carrying markup shows as text",
+          wait(lambda: XSS_LINE in text_of(driver, "#log")) and no_xss(driver))
+    gate("one")
+    check("logs follow: a line written later appears without a reload",
+          wait(lambda: "hello-2" in text_of(driver, "#log")))
+    driver.find_element(By.ID, "log-search").send_keys("hello-2")
+    check("search keeps only matching lines",
+          wait(lambda: text_of(driver, "#log").strip() == "hello-2"))
+    href = driver.find_element(By.ID, "log-download").get_attribute("href")
+    st, hdr, body = http(href)
+    check("download gives the whole log as an attachment",
+          st == 200 and "attachment" in hdr.get("Content-Disposition", "") and "hello-1" in body,
+          f"{st} {hdr}")
+    shot(driver, "04-job-logs")
+
+    driver.find_element(By.ID, "tab-metrics").click()
+    chart = 'div.chart[data-metric="progress %"]'
+    n = wait(lambda: int(driver.find_element(By.CSS_SELECTOR, chart).get_attribute("data-points")))
+    check("the progress chart has points", bool(n), str(n))
+    charts = json.loads(http(url + "api/session")[2])["charts"]
+    if charts:
+        check("charts are drawn (uPlot canvas)",
+              bool(driver.find_elements(By.CSS_SELECTOR, chart + " canvas")))
+    else:
+        check("without uPlot the page says so", bool(driver.find_elements(By.ID, "no-charts")))
+    gate("two")
+    check("the chart gains points as progress is reported",
+          wait(lambda: int(driver.find_element(By.CSS_SELECTOR, chart)
+                           .get_attribute("data-points")) > (n or 0)))
+    check("the last point is the latest report (90)",
+          wait(lambda: driver.find_element(By.CSS_SELECTOR, chart)
+               .get_attribute("data-last") == "90"))
+    check("a metric named with markup is charted under its name as text",
+          wait(lambda: XSS_METRIC in text_of(driver, "#charts")) and no_xss(driver))
+    shot(driver, "05-job-metrics")
+
+    driver.find_element(By.ID, "tab-yaml").click()
+    check("the YAML tab shows the TrainJob and its JobSet",
+          wait(lambda: "kind: TrainJob" in text_of(driver, "#yaml")
+               and "kind: JobSet" in text_of(driver, "#yaml")))
+    shot(driver, "06-job-yaml")
+
+    # suspend, resume and delete on a job that would otherwise run for long
+    kft("train", "--runtime", "torch-distributed", "--name", "sleeper", "--",
+        "sh", "-c", "echo sleeping; sleep 600")
+    driver.get(url + "#/job/default/sleeper")
+    check("a second job's page shows it Running",
+          wait(lambda: "Running" in text_of(driver, "#card-status")))
+    driver.find_element(By.ID, "act-suspend").click()
+    check("suspend asks for confirmation",
+          wait(lambda: driver.find_element(By.ID, "confirm").is_displayed()))
+    shot(driver, "07-confirm")
+    driver.find_element(By.ID, "confirm-ok").click()
+    check("suspend works: the job shows Suspended",
+          wait(lambda: "Suspended" in text_of(driver, "#card-status")))
+    check("the CLI agrees", "Suspended" in kft("get", "sleeper").stdout)
+    shot(driver, "08-suspended")
+    driver.find_element(By.ID, "act-resume").click()
+    wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    check("resume works: the job runs again",
+          wait(lambda: "Running" in text_of(driver, "#card-status")))
+    driver.find_element(By.ID, "act-delete").click()
+    wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-cancel").click()
+    time.sleep(1)
+    check("cancel leaves the job alone", kft("get", "sleeper", check_rc=False).returncode == 0)
+    driver.find_element(By.ID, "act-delete").click()
+    wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    check("delete works: back on the list, the job gone",
+          wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')
+               and not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="sleeper"]')))
+    check("the CLI agrees it is gone", kft("get", "sleeper", check_rc=False).returncode == 1)
+
+    driver.find_element(By.ID, "status-filter").send_keys("Failed")
+    check("the status filter hides jobs of another status",
+          wait(lambda: not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))
+    driver.get(url + "#/")
+    driver.refresh()
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
+    driver.find_element(By.ID, "filter").send_keys("no-such")
+    check("the text filter hides jobs that do not match",
+          wait(lambda: "No job matches" in text_of(driver, "#jobs")))
+
+    driver.get(url + "#/runtimes")
+    check("runtimes are listed",
+          wait(lambda: "torch-distributed" in text_of(driver, "#runtimes")))
+    check("a runtime's YAML is shown",
+          wait(lambda: "kind: ClusterTrainingRuntime" in text_of(driver, "#runtime-yaml")))
+    driver.find_element(By.ID, "preview-run").click()
+    check("the preview renders the TrainJob's objects",
+          wait(lambda: "kind: JobSet" in text_of(driver, "#preview-output")))
+    shot(driver, "09-runtimes")
+
+
+def security(driver, url):
+    m = re.match(r"http://127\.0\.0\.1:(\d+)/", url)
+    port = m.group(1)
+    st, _, _ = http(url + "api/jobs", headers={"Host": "attacker.example:" + port})
+    check("a request naming another Host is refused (DNS rebinding)", st == 403, str(st))
+    st, _, _ = http(url + "api/jobs/default/live/suspend", method="POST", body=b"")
+    check("an action without the CSRF token is refused", st == 403, str(st))
+    csrf = json.loads(http(url + "api/session")[2])["csrf"]
+    st, _, _ = http(url + "api/jobs/default/live/suspend", method="POST", body=b"",
+                    headers={"X-KFT-CSRF": csrf, "Origin": "http://attacker.example"})
+    check("an action from another Origin is refused", st == 403, str(st))
+    st, _, _ = http(url + "api/jobs/default/live/suspend", method="GET")
+    check("an action is not a GET", st == 404, str(st))
+    st, hdr, _ = http(url)
+    check("the page forbids inline scripts and framing",
+          "script-src 'self'" in hdr.get("Content-Security-Policy", "")
+          and hdr.get("X-Frame-Options") == "DENY")
+
+    turl = start_ui("--listen", "0.0.0.0:0")
+    check("off loopback, the address carries a token", "?token=" in turl, turl)
+    base = turl.split("?")[0]
+    st, _, _ = http(base + "api/jobs")
+    check("off loopback, a request without the token is refused", st == 401, str(st))
+    st, _, _ = http(base + "api/jobs?token=wrong")
+    check("off loopback, a wrong token is refused", st == 401, str(st))
+    st, hdr, _ = http(turl)
+    check("the token in the address becomes a cookie",
+          st == 303 and "kft_ui_token=" in hdr.get("Set-Cookie", ""), f"{st} {hdr}")
+    driver.get(turl)
+    check("with the token the page works",
+          wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))
+    check("the browser's URL no longer shows the token", "token" not in driver.current_url)
+    shot(driver, "10-token")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
