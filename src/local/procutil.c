@@ -27,26 +27,35 @@
 
 #define RMTREE_MAX_DEPTH 64
 
-int kft_local_proc_ticks(pid_t pid, long long *ticks, bool *zombie)
+/* /proc/PID/stat into buf (size bytes), returning where its fields after
+ * the command name start (field 3, the state), or NULL. The command name
+ * may hold spaces and parentheses: the last ')' ends it. */
+static char *proc_stat(pid_t pid, char *buf, size_t size)
 {
-	char path[64], buf[1024];
+	char path[64];
 	if (pid <= 0)
-		return -1;
+		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	ssize_t n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
-		return -1;
+		return NULL;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
+	return p && p[1] == ' ' && p[2] && p[3] == ' ' ? p + 2 : NULL;
+}
+
+int kft_local_proc_ticks(pid_t pid, long long *ticks, bool *zombie)
+{
+	char buf[1024];
+	char *p = proc_stat(pid, buf, sizeof(buf));
+	if (!p)
 		return -1;
-	char state = p[2];
-	/* after ") " come fields 3.. ; the start time is field 22 */
-	p += 2;
+	char state = *p;
+	/* p is field 3; the start time is field 22 */
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (!p)
@@ -294,21 +303,12 @@ int kft_local_kill_by_env(const char *status_path)
 /* The parent and state of pid from /proc/PID/stat (fields 4 and 3). */
 static int proc_parent(pid_t pid, pid_t *ppid, char *state)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[1024];
+	char *p = proc_stat(pid, buf, sizeof(buf));
+	if (!p)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-		return -1;
-	*state = p[2];
-	*ppid = (pid_t)strtol(p + 4, NULL, 10);
+	*state = p[0];
+	*ppid = (pid_t)strtol(p + 2, NULL, 10);
 	return 0;
 }
 
