@@ -16,6 +16,13 @@ GET /api/models/ORG/REPO (or /api/datasets/...) lists its files as the hub
 does (siblings[].rfilename, with lfs.sha256 and size), and
 /ORG/REPO/resolve/main/FILE (or /datasets/...) serves a file. The log line
 then ends with "auth" when the request carried an Authorization header.
+Every log line also ends with "amz" when the request carried an x-amz-*
+header (S3's signature, date and session token).
+
+--redirect FROM=TO (repeatable) answers a request whose path starts with FROM
+with "307 Temporary Redirect" to TO plus the rest of the path: TO may be a
+path on this server or an absolute URL (another server), so a test can see
+which headers follow a redirect where.
 
 Only files under --root are served; paths that would escape it are 404.
 --rate N sends every reply at about N bytes a second (a slow server).
@@ -40,6 +47,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     root = "."
     log_file = None
     rate = 0
+    redirects = []
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):  # silence the default stderr log
@@ -49,6 +57,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.log_file:
             rng = self.headers.get("Range", "-")
             auth = " auth" if self.headers.get("Authorization") else ""
+            if any(k.lower().startswith("x-amz-") for k in self.headers.keys()):
+                auth += " amz"
             self.log_file.write(f"{self.command} {self.path} {rng} {status}{auth}\n")
             self.log_file.flush()
 
@@ -109,7 +119,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "bad"
         return (start, min(end, size - 1))
 
+    def redirect(self):
+        """Answers 307 when a --redirect prefix matches; True when it did."""
+        for src, dst in Handler.redirects:
+            if self.path.startswith(src):
+                self.send_response(307)
+                self.send_header("Location", dst + self.path[len(src):])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.record(307)
+                return True
+        return False
+
     def answer(self, body):
+        if self.redirect():
+            return
         listing = self.hub_listing()
         if listing is not None:
             self.send_response(200)
@@ -182,7 +206,10 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--rate", type=int, default=0, help="bytes per second per reply (0: no limit)")
+    ap.add_argument("--redirect", action="append", default=[], metavar="FROM=TO",
+                    help="answer paths starting with FROM with a 307 to TO + the rest")
     a = ap.parse_args()
+    Handler.redirects = [tuple(r.split("=", 1)) for r in a.redirect]
     Handler.rate = a.rate
     Handler.root = a.root
     Handler.log_file = open(a.log, "a") if a.log else None
