@@ -115,10 +115,17 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 		t->over_limit = 1;
 		return 1;
 	}
-	if (!t->opt || !t->opt->progress)
+	/* Only the bytes of the file itself are progress: not a redirect's or an
+	 * error reply's body (S3 answers 403 with an XML document). The last
+	 * byte is not reported here either: kft_fetch_url says the file is
+	 * complete once it is verified and in place. */
+	if (!t->opt || !t->opt->progress || (status != 200 && status != 206))
 		return 0;
 	uint64_t total = dltotal > 0 ? base + (uint64_t)dltotal : 0;
-	return t->opt->progress(t->opt->progress_user, t->name, base + (uint64_t)dlnow, total);
+	uint64_t done = base + (uint64_t)dlnow;
+	if (total && done >= total)
+		return 0;
+	return t->opt->progress(t->opt->progress_user, t->name, done, total);
 }
 
 static int sha256_file(int fd, char out[65])
@@ -404,7 +411,9 @@ int kft_fetch_url(const char *url, const char *dest_path, const char *const *hea
 	}
 	if (rc == 0)
 		rc = verify_and_publish(fd, part, dest_path, url, expected_sha256, err);
-	else if (t.written == 0)
+	if (rc == 0 && opt && opt->progress)
+		opt->progress(opt->progress_user, dest_path, t.written, t.written);
+	else if (rc != 0 && t.written == 0)
 		unlink(part); /* nothing worth resuming; do not leave clutter */
 	close(fd);
 	return rc;

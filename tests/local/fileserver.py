@@ -24,6 +24,9 @@ with "307 Temporary Redirect" to TO plus the rest of the path: TO may be a
 path on this server or an absolute URL (another server), so a test can see
 which headers follow a redirect where.
 
+--error PREFIX=STATUS (repeatable) answers a request whose path starts with
+PREFIX with that status and an S3-style XML error document as the body.
+
 Only files under --root are served; paths that would escape it are 404.
 --rate N sends every reply at about N bytes a second (a slow server).
 """
@@ -48,6 +51,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     log_file = None
     rate = 0
     redirects = []
+    errors = []
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):  # silence the default stderr log
@@ -131,8 +135,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return True
         return False
 
+    def error(self, body):
+        """Answers an error with a body when an --error prefix matches; True when it did."""
+        for prefix, status in Handler.errors:
+            if self.path.startswith(prefix):
+                doc = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                       b'<Message>Access Denied</Message></Error>\n')
+                self.send_response(int(status))
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(doc)))
+                self.end_headers()
+                self.record(int(status))
+                if body:
+                    self.wfile.write(doc)
+                return True
+        return False
+
     def answer(self, body):
-        if self.redirect():
+        if self.redirect() or self.error(body):
             return
         listing = self.hub_listing()
         if listing is not None:
@@ -208,8 +228,11 @@ def main():
     ap.add_argument("--rate", type=int, default=0, help="bytes per second per reply (0: no limit)")
     ap.add_argument("--redirect", action="append", default=[], metavar="FROM=TO",
                     help="answer paths starting with FROM with a 307 to TO + the rest")
+    ap.add_argument("--error", action="append", default=[], metavar="PREFIX=STATUS",
+                    help="answer paths starting with PREFIX with STATUS and an XML body")
     a = ap.parse_args()
     Handler.redirects = [tuple(r.split("=", 1)) for r in a.redirect]
+    Handler.errors = [tuple(r.split("=", 1)) for r in a.error]
     Handler.rate = a.rate
     Handler.root = a.root
     Handler.log_file = open(a.log, "a") if a.log else None
