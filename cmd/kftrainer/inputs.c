@@ -58,19 +58,44 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Appends the manifests under dir, in name order, depth first. Returns the
- * number of directories that could not be read (each already reported). */
-static int walk(const char *dir, kft_paths *out, int depth)
+/* The directories being walked, innermost first: a directory met again
+ * among its own ancestors (a symbolic link to ".." or to itself) is a loop. */
+typedef struct walk_frame {
+	dev_t dev;
+	ino_t ino;
+	const char *path;
+	const struct walk_frame *up;
+} walk_frame;
+
+static const walk_frame *walk_ancestor(const walk_frame *f, const struct stat *st)
+{
+	for (; f; f = f->up)
+		if (f->dev == st->st_dev && f->ino == st->st_ino)
+			return f;
+	return NULL;
+}
+
+/* Appends the manifests under dir, in name order, depth first. Symbolic
+ * links are followed, except into a directory already being walked (a
+ * loop: reported and passed over). Only regular files are read: a FIFO,
+ * socket or device named *.yaml would block or never end, so it is
+ * reported and passed over too. Returns the number of directories that
+ * could not be read (each already reported). */
+static int walk(const char *dir, kft_paths *out, int depth, const walk_frame *up)
 {
 	if (depth > 32) {
 		kft_cli_error("%s: directories nested too deeply", dir);
 		return 1;
 	}
+	struct stat dst;
 	DIR *d = opendir(dir);
-	if (!d) {
+	if (!d || fstat(dirfd(d), &dst) != 0) {
 		kft_cli_error("%s: cannot open directory: %m", dir);
+		if (d)
+			closedir(d);
 		return 1;
 	}
+	walk_frame here = {.dev = dst.st_dev, .ino = dst.st_ino, .path = dir, .up = up};
 	kft_paths names = {0};
 	struct dirent *e;
 	int failures = 0;
@@ -88,9 +113,20 @@ static int walk(const char *dir, kft_paths *out, int depth)
 			continue;
 		}
 		struct stat st;
-		if (stat(full, &st) == 0 && S_ISDIR(st.st_mode))
-			failures += walk(full, out, depth + 1);
-		else if (is_manifest_name(names.items[i]) && kft_paths_add(out, full) != 0)
+		const walk_frame *seen;
+		int found = stat(full, &st) == 0;
+		if (found && S_ISDIR(st.st_mode) && (seen = walk_ancestor(&here, &st)))
+			kft_cli_error("%s: a symbolic link loop (back to %s), not walked again",
+			              full, seen->path);
+		else if (found && S_ISDIR(st.st_mode))
+			failures += walk(full, out, depth + 1, &here);
+		else if (!is_manifest_name(names.items[i]))
+			;
+		else if (found && !S_ISREG(st.st_mode))
+			kft_cli_error(
+			        "%s: not a regular file (a FIFO, socket or device), passed over",
+			        full);
+		else if (kft_paths_add(out, full) != 0)
 			failures++;
 		free(full);
 	}
@@ -105,7 +141,7 @@ int kft_inputs_expand(const kft_paths *inputs, kft_paths *out)
 		struct stat st;
 		const char *in = inputs->items[i];
 		if (strcmp(in, "-") != 0 && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			failures += walk(in, out, 0);
+			failures += walk(in, out, 0, NULL);
 		else if (kft_paths_add(out, in) != 0)
 			failures++;
 	}

@@ -1,7 +1,8 @@
 /*
  * inputs.h - turning the CLI's -f/-r arguments into objects: files,
  * directories (walked recursively in name order for *.yaml, *.yml and *.json,
- * passing over kustomization files and dot-files) and "-" for stdin.
+ * passing over kustomization files and dot-files; symbolic link loops and
+ * non-regular files are reported and passed over) and "-" for stdin.
  */
 #ifndef KFT_CMD_INPUTS_H
 #define KFT_CMD_INPUTS_H

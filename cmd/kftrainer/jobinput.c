@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kftrainer/corev1.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/store.h"
 
@@ -260,6 +261,9 @@ static int check_record(kft_jobinput *in, json_t *record)
 	kft_field_errors_init(&errs);
 	const kft_kind_info *kind = NULL;
 	kft_object_check(in->schema, obj, NULL, &errs, &kind);
+	/* The API server checks env names only when the pods are created. */
+	if (errs.count == 0 && kind && strcmp(kind->kind, "TrainJob") == 0)
+		kft_corev1_check_env(json_object_get(obj, "spec"), "spec", &errs);
 	int invalid = errs.count != 0 || errs.oom;
 	if (invalid)
 		print_errors(in->errors, file, obj, kind ? kind->namespaced : 1, &errs);

@@ -55,6 +55,10 @@ static void usage(FILE *out)
 	      "  --state-dir DIR  where the local backend keeps its jobs (default:\n"
 	      "                   $KFTRAINER_STATE_DIR, $XDG_STATE_HOME/kftrainer or\n"
 	      "                   ~/.local/state/kftrainer)\n"
+	      "\nFeature gates (no flag here): local jobs (train, the SDK's LocalBackend) always\n"
+	      "run with TrainJobStatus=true, the progress endpoint being the job's own\n"
+	      "supervisor; render and validate build as a controller with default gates (all\n"
+	      "false). The controller's gates: kftrainer-controller-manager --help.\n"
 	      "\nRun 'kftrainer VERB --help' for a verb's options; 'man kftrainer' for more.\n",
 	      out);
 }

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "inputs.h"
 #include "jobinput.h"
+#include "kftrainer/corev1.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/object.h"
 #include "kftrainer/schema.h"
@@ -54,7 +55,9 @@ static void validate_usage(FILE *out)
 	      "  -r, --runtimes PATH  where runtimes are looked up for that (repeatable), after\n"
 	      "                       those in the inputs; default: as `render`\n"
 	      "  -h, --help           this help\n\n"
-	      "Objects of other Kubernetes kinds (Deployments, CRDs ...) are skipped; unknown\n"
+	      "Objects of other Kubernetes kinds (Deployments, CRDs ...) are skipped, except\n"
+	      "v1 Secrets and ConfigMaps, which are checked as the API server checks them;\n"
+	      "TrainJobs' environment variable names get the check their pods would. Unknown\n"
 	      "kinds are errors. Exit status: 0 all valid, 1 some invalid, 2 unreadable input\n"
 	      "or a plugin that cannot be loaded.\n",
 	      out);
@@ -82,8 +85,10 @@ static void check_one(const kft_schema *schema, const char *file, json_t *obj, t
 	kft_field_errors_init(&errs);
 	const kft_kind_info *kind = NULL;
 	kft_object_class cls = kft_object_check(schema, obj, NULL, &errs, &kind);
+	if (errs.count == 0 && kind && strcmp(kind->kind, "TrainJob") == 0)
+		kft_corev1_check_env(json_object_get(obj, "spec"), "spec", &errs);
 	t->objects++;
-	if (cls == KFT_OBJECT_EXTERNAL)
+	if (cls == KFT_OBJECT_EXTERNAL && errs.count == 0)
 		t->skipped++;
 	char *ref = kft_object_ref(obj, kind ? kind->namespaced : 1);
 	for (size_t i = 0; i < errs.count; i++) {

@@ -54,6 +54,19 @@ extern "C" {
  * on an extension. The bit is well above the framework's KFT_FEATURE_*.
  */
 #define KFT_FEATURE_RUNTIME_IN_USE_FINALIZER 0x100u
+
+/*
+ * Every feature gate the controller knows, one X(NAME, BIT, STAGE, DEFAULT,
+ * WHAT) per gate: the one list that --feature-gates and featureGates parsing
+ * and --help are made from, so a new gate cannot be accepted yet unlisted.
+ * STAGE "ALPHA" gates are upstream's and follow AllAlpha; "kftrainer" gates
+ * are ours and follow neither AllAlpha nor AllBeta.
+ */
+#define KFT_CM_FEATURE_GATES(X)                                                                    \
+	X("TrainJobStatus", KFT_FEATURE_TRAINJOB_STATUS, "ALPHA", "false",                         \
+	  "upstream's: trainer pods get the progress endpoint (KUBEFLOW_TRAINER_SERVER_URL ...)")  \
+	X("RuntimeInUseFinalizer", KFT_FEATURE_RUNTIME_IN_USE_FINALIZER, "kftrainer", "false",     \
+	  "hold a runtime's deletion while TrainJobs use it (Trainer v2.2)")
 /* The reporting controller of the TrainJob controller's events and the
  * action they carry (upstream: GetEventRecorder("trainer-trainjob-controller"),
  * Eventf(..., "Reconciling", ...)). */
@@ -121,10 +134,9 @@ void kft_cm_config_free(kft_cm_config *cfg);
 
 /*
  * Applies a feature-gate list "Name=true,Other=false" (the --feature-gates
- * flag) to *features. Known gates: TrainJobStatus, kftrainer's
- * RuntimeInUseFinalizer, plus AllAlpha and AllBeta (which only reach
- * upstream's gates). Errors as k8s.io/component-base words them: "unrecognized
- * feature gate: X", "missing bool value for X", "invalid value of X=Y".
+ * flag) to *features. Known gates: those of KFT_CM_FEATURE_GATES, plus
+ * AllAlpha and AllBeta (which only reach upstream's gates). Errors as k8s.io/component-base words
+ * them: "unrecognized feature gate: X", "missing bool value for X", "invalid value of X=Y".
  */
 int kft_cm_feature_gates_set(unsigned *features, const char *spec, kft_error *err);
 

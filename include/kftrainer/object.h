@@ -29,7 +29,9 @@ typedef enum kft_object_class {
 /* Classifies and, for our kinds, defaults (in place) and validates obj.
  * old_obj is the stored version for an update, or NULL. Problems go to errs;
  * warnings (deprecated runtimes ...) to errs->warnings. Returns the class;
- * *kind_out (may be NULL) receives our kind's info (borrowed) or NULL. */
+ * *kind_out (may be NULL) receives our kind's info (borrowed) or NULL.
+ * Of the external kinds, v1 Secrets and ConfigMaps (which may travel with a
+ * TrainJob) are checked too (kft_corev1_check). */
 kft_object_class kft_object_check(const kft_schema *schema, json_t *obj, const json_t *old_obj,
                                   kft_field_errors *errs, const kft_kind_info **kind_out);
 

@@ -58,7 +58,10 @@ int kft_is_dns1035_label(const char *s, json_t *msgs);     /* IsDNS1035Label */
 int kft_is_qualified_name(const char *s, json_t *msgs);
 int kft_is_valid_label_value(const char *s, json_t *msgs); /* "" is valid */
 int kft_is_env_var_name(const char *s, json_t *msgs);      /* IsEnvVarName, the strict form */
-int kft_is_config_map_key(const char *s, json_t *msgs);    /* ConfigMap and Secret keys */
+/* IsRelaxedEnvVarName: what the API server checks in pods since Kubernetes
+ * 1.34 (printable ASCII but '='); the rule for env names and envFrom prefixes. */
+int kft_is_relaxed_env_var_name(const char *s, json_t *msgs);
+int kft_is_config_map_key(const char *s, json_t *msgs); /* ConfigMap and Secret keys */
 
 /*
  * What the API server checks in a custom resource's metadata on create

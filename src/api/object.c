@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/admission.h"
+#include "kftrainer/corev1.h"
 #include "kftrainer/objectmeta.h"
 #include "util/strbuf.h"
 
@@ -170,6 +171,8 @@ kft_object_class kft_object_check(const kft_schema *schema, json_t *obj, const j
 		return KFT_OBJECT_UNKNOWN;
 	}
 	kft_object_class cls = classify(schema, obj, errs, &kind);
+	if (cls == KFT_OBJECT_EXTERNAL)
+		kft_corev1_check(obj, errs);
 	if (cls != KFT_OBJECT_OURS)
 		return cls;
 	if (kind_out)

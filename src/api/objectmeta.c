@@ -54,6 +54,9 @@
 #define ENV_VAR_NAME_MSG                                                                           \
 	"a valid environment variable name must consist of alphabetic characters, digits, "        \
 	"'_', '-', or '.', and must not start with a digit"
+#define RELAXED_ENV_VAR_NAME_MSG                                                                   \
+	"a valid environment variable name must consist only of printable ASCII characters "       \
+	"other than '='"
 #define CONFIG_MAP_KEY_MSG                                                                         \
 	"a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
 
@@ -347,6 +350,27 @@ static int check_env_var_name(const char *s, size_t n, sink *k)
 	return check_chdir_prefix(s, n, k) && ok;
 }
 
+/* IsRelaxedEnvVarName, what the API server applies to pods since
+ * RelaxedEnvironmentVariableValidation was locked on (Kubernetes 1.34): any
+ * printable ASCII byte but '='. Go walks runes, so a non-ASCII character
+ * (or a byte of broken UTF-8) fails it just as a control byte does. */
+static int check_relaxed_env_var_name(const char *s, size_t n, sink *k)
+{
+	int ok = 1;
+	if (n == 0) {
+		say(k, "environment variable name ", "must be non-empty");
+		ok = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c > 0x7e || c == '=') {
+			say(k, "", RELAXED_ENV_VAR_NAME_MSG);
+			return 0;
+		}
+	}
+	return ok;
+}
+
 static int check_config_map_key(const char *s, size_t n, sink *k)
 {
 	int ok = 1;
@@ -399,6 +423,11 @@ int kft_is_valid_label_value(const char *s, json_t *msgs)
 int kft_is_env_var_name(const char *s, json_t *msgs)
 {
 	return predicate(s, msgs, check_env_var_name);
+}
+
+int kft_is_relaxed_env_var_name(const char *s, json_t *msgs)
+{
+	return predicate(s, msgs, check_relaxed_env_var_name);
 }
 
 int kft_is_config_map_key(const char *s, json_t *msgs)

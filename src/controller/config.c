@@ -723,21 +723,27 @@ static int set_gate(unsigned *features, const char *name, const char *value, kft
 		                     "invalid value of %s=%s, err: strconv.ParseBool: parsing "
 		                     "\"%s\": invalid syntax",
 		                     name, value, value);
-	if (strcmp(name, "TrainJobStatus") == 0 || strcmp(name, "AllAlpha") == 0) {
+	static const struct {
+		const char *name, *stage;
+		unsigned bit;
+	} gates[] = {
+#define GATE_ROW(name, bit, stage, def, what) {name, stage, bit},
+	        KFT_CM_FEATURE_GATES(GATE_ROW)
+#undef GATE_ROW
+	};
+	int all_alpha = strcmp(name, "AllAlpha") == 0, known = all_alpha;
+	for (size_t i = 0; i < sizeof(gates) / sizeof(gates[0]); i++) {
+		if (strcmp(name, gates[i].name) != 0 &&
+		    !(all_alpha && strcmp(gates[i].stage, "ALPHA") == 0))
+			continue;
+		known = 1;
 		if (on)
-			*features |= KFT_FEATURE_TRAINJOB_STATUS;
+			*features |= gates[i].bit;
 		else
-			*features &= ~KFT_FEATURE_TRAINJOB_STATUS;
-		return 0;
+			*features &= ~gates[i].bit;
 	}
-	if (strcmp(name, "RuntimeInUseFinalizer") == 0) {
-		/* kftrainer's own gate: AllAlpha above does not reach it. */
-		if (on)
-			*features |= KFT_FEATURE_RUNTIME_IN_USE_FINALIZER;
-		else
-			*features &= ~KFT_FEATURE_RUNTIME_IN_USE_FINALIZER;
+	if (known)
 		return 0;
-	}
 	if (strcmp(name, "AllBeta") == 0)
 		return 0; /* no beta gates exist */
 	return kft_error_set(err, KFT_EINVAL, "unrecognized feature gate: %s", name);

@@ -65,7 +65,7 @@ static const char usage_text[] =
         "  --config FILE                    a Configuration "
         "(config.trainer.kubeflow.org/v1alpha1);\n"
         "                                   flags below override it\n"
-        "  --feature-gates LIST             Name=true|false,... (known: TrainJobStatus)\n"
+        "  --feature-gates LIST             Name=true|false,... (the gates are listed below)\n"
         "  --kubeconfig FILE                kubeconfig; default $KUBECONFIG, in-cluster,\n"
         "                                   then ~/.kube/config\n"
         "  --metrics-bind-address ADDR      serve /metrics here (\"0\" disables)\n"
@@ -80,7 +80,15 @@ static const char usage_text[] =
         "  --zap-stacktrace-level info|error|panic\n"
         "  --zap-time-encoding epoch|millis|nanos|iso8601|rfc3339|rfc3339nano\n"
         "  --version                        print the version and exit\n"
-        "  --help                           print this text and exit\n";
+        "  --help                           print this text and exit\n"
+        "\n"
+        "Feature gates (--feature-gates, or the Configuration's featureGates):\n"
+#define GATE_HELP(name, bit, stage, def, what)                                                     \
+	"  " name "=true|false (" stage " - default=" def ")\n      " what "\n"
+        KFT_CM_FEATURE_GATES(GATE_HELP)
+#undef GATE_HELP
+                "  AllAlpha=true|false (ALPHA - default=false)\n      every ALPHA gate above\n"
+                "  AllBeta=true|false (BETA - default=false)\n      every BETA gate above (none)\n";
 
 const char *kft_cm_usage(void)
 {

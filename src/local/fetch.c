@@ -115,10 +115,17 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 		t->over_limit = 1;
 		return 1;
 	}
-	if (!t->opt || !t->opt->progress)
+	/* Only the bytes of the file itself are progress: not a redirect's or an
+	 * error reply's body (S3 answers 403 with an XML document). The last
+	 * byte is not reported here either: kft_fetch_url says the file is
+	 * complete once it is verified and in place. */
+	if (!t->opt || !t->opt->progress || (status != 200 && status != 206))
 		return 0;
 	uint64_t total = dltotal > 0 ? base + (uint64_t)dltotal : 0;
-	return t->opt->progress(t->opt->progress_user, t->name, base + (uint64_t)dlnow, total);
+	uint64_t done = base + (uint64_t)dlnow;
+	if (total && done >= total)
+		return 0;
+	return t->opt->progress(t->opt->progress_user, t->name, done, total);
 }
 
 static int sha256_file(int fd, char out[65])
@@ -149,7 +156,15 @@ done:
 	return rc;
 }
 
-static struct curl_slist *build_headers(transfer *t, const char *const *extra)
+/* Whether a header line carries credentials for the original host (or,
+ * like Host, names it): what must not follow a redirect elsewhere. */
+static int host_bound_header(const char *line)
+{
+	return !strncasecmp(line, "Authorization:", 14) || !strncasecmp(line, "Host:", 5) ||
+	       !strncasecmp(line, "Cookie:", 7) || !strncasecmp(line, "x-amz-", 6);
+}
+
+static struct curl_slist *build_headers(transfer *t, const char *const *extra, int other_host)
 {
 	struct curl_slist *list = NULL, *next;
 	char range[64];
@@ -160,6 +175,8 @@ static struct curl_slist *build_headers(transfer *t, const char *const *extra)
 		list = next;
 	}
 	for (size_t i = 0; extra && extra[i]; i++) {
+		if (other_host && host_bound_header(extra[i]))
+			continue;
 		if (!(next = curl_slist_append(list, extra[i])))
 			goto fail;
 		list = next;
@@ -168,6 +185,29 @@ static struct curl_slist *build_headers(transfer *t, const char *const *extra)
 fail:
 	curl_slist_free_all(list);
 	return NULL;
+}
+
+/* "scheme://host:port" of an absolute URL, lower-cased, the port explicit;
+ * 0 on success. */
+static int url_origin(const char *url, char *out, size_t size)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL;
+	int rc = -1;
+	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+	    (size_t)snprintf(out, size, "%s://%s:%s", scheme, host, port) < size) {
+		for (char *p = out; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		rc = 0;
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
 }
 
 static const char *env_nonempty(const char *name)
@@ -184,6 +224,8 @@ static void setup_common(CURL *c, const char *url, struct curl_slist *hdrs,
                          const kft_fetch_options *o)
 {
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	/* libcurl keeps custom headers (x-amz-*) across a redirect to another
+	 * host; downloads (run_transfer) therefore follow redirects themselves. */
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
@@ -207,10 +249,11 @@ static void setup_common(CURL *c, const char *url, struct curl_slist *hdrs,
 		curl_easy_setopt(c, CURLOPT_CAPATH, ca_dir);
 }
 
-static void setup_curl(transfer *t, struct curl_slist *hdrs)
+static void setup_curl(transfer *t, const char *url, struct curl_slist *hdrs)
 {
 	CURL *c = t->curl;
-	setup_common(c, t->url, hdrs, t->opt);
+	setup_common(c, url, hdrs, t->opt);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -238,22 +281,73 @@ static int transfer_result(transfer *t, CURLcode cc, const char *errbuf, kft_err
 	return 0;
 }
 
-static int run_transfer(transfer *t, const char *const *headers, kft_error *err)
+#define MAX_REDIRECTS 5
+
+static int is_redirect(long status)
+{
+	return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+/* One request; *next_url (malloc'd) receives the target of a redirect reply
+ * instead of a result. */
+static int run_request(transfer *t, const char *url, const char *const *headers, int other_host,
+                       char **next_url, kft_error *err)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdrs = build_headers(t, headers);
+	struct curl_slist *hdrs = build_headers(t, headers, other_host);
 	t->curl = curl_easy_init();
+	t->started = 0;
+	t->status = 0;
 	if (!hdrs || !t->curl) {
 		curl_slist_free_all(hdrs);
 		curl_easy_cleanup(t->curl);
 		return kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", t->url);
 	}
-	setup_curl(t, hdrs);
+	setup_curl(t, url, hdrs);
 	curl_easy_setopt(t->curl, CURLOPT_ERRORBUFFER, errbuf);
 	CURLcode cc = curl_easy_perform(t->curl);
-	int rc = transfer_result(t, cc, errbuf, err);
+	char *location = NULL;
+	long status = 0;
+	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+	int rc = 0;
+	if (cc == CURLE_OK && is_redirect(status) &&
+	    curl_easy_getinfo(t->curl, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location) {
+		if (!(*next_url = strdup(location)))
+			rc = kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", t->url);
+	} else {
+		rc = transfer_result(t, cc, errbuf, err);
+	}
 	curl_easy_cleanup(t->curl);
+	t->curl = NULL;
 	curl_slist_free_all(hdrs);
+	return rc;
+}
+
+/* Follows up to MAX_REDIRECTS redirects. Headers bound to the first URL's
+ * origin (credentials, SigV4's x-amz-* and its signed Host) go only to that
+ * origin: once a redirect leads elsewhere, they are never sent again. */
+static int run_transfer(transfer *t, const char *const *headers, kft_error *err)
+{
+	char origin[600], here[600];
+	char *url = NULL, *next = NULL;
+	int other_host = url_origin(t->url, origin, sizeof(origin)) != 0;
+	int rc = run_request(t, t->url, headers, other_host, &next, err);
+	for (int hops = 0; rc == 0 && next; hops++) {
+		free(url);
+		url = next;
+		next = NULL;
+		if (hops == MAX_REDIRECTS) {
+			rc = kft_error_set(err, KFT_EIO, "fetch %s: more than %d redirects", t->url,
+			                   MAX_REDIRECTS);
+			break;
+		}
+		if (!other_host)
+			other_host = url_origin(url, here, sizeof(here)) != 0 ||
+			             strcmp(here, origin) != 0;
+		rc = run_request(t, url, headers, other_host, &next, err);
+	}
+	free(url);
+	free(next);
 	return rc;
 }
 
@@ -317,7 +411,9 @@ int kft_fetch_url(const char *url, const char *dest_path, const char *const *hea
 	}
 	if (rc == 0)
 		rc = verify_and_publish(fd, part, dest_path, url, expected_sha256, err);
-	else if (t.written == 0)
+	if (rc == 0 && opt && opt->progress)
+		opt->progress(opt->progress_user, dest_path, t.written, t.written);
+	else if (rc != 0 && t.written == 0)
 		unlink(part); /* nothing worth resuming; do not leave clutter */
 	close(fd);
 	return rc;

@@ -79,9 +79,13 @@ int kft_s3_encode_key(const char *key, char *out, size_t out_size, kft_error *er
 /* Default per-file size bound when kft_fetch_options.max_bytes is 0. */
 #define KFT_FETCH_DEFAULT_MAX_BYTES ((uint64_t)1 << 40) /* 1 TiB */
 
-/* Called as bytes arrive. total is 0 when the size is unknown. done and total
- * count the whole file, including bytes a resumed download already had.
- * Return non-zero to cancel (the fetch then fails with KFT_EIO). */
+/* Called as bytes of a successful reply (200, 206) arrive, with done <
+ * total; then once with done == total after the file is complete, verified
+ * and renamed into place (never before: an error reply's body or a failed
+ * checksum is not a fetched file). total is 0 when the size is unknown. done
+ * and total count the whole file, including bytes a resumed download
+ * already had. Return non-zero to cancel (the fetch then fails with
+ * KFT_EIO); the final call's return value is ignored. */
 typedef int (*kft_fetch_progress_fn)(void *user, const char *name, uint64_t done, uint64_t total);
 
 typedef struct kft_fetch_options {

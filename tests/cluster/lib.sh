@@ -218,8 +218,18 @@ restart_apiserver() {
 
 # Stop everything recorded in the state directory, newest components first, and remove it.
 stop_all_and_remove() {
-	local n
+	local n kubectl paths=""
 	[ -d "$STATE" ] || return 0
+	# Full mode's default StorageClass is kube-controller-manager's hostPath provisioner, which
+	# makes a directory /tmp/hostpath_pv/UUID per claim and removes it when the claim goes. Those
+	# of claims still bound are removed here once the cluster is stopped; only paths of that
+	# exact shape, read from this cluster's own PersistentVolumes.
+	kubectl=$(cat "$STATE/bin-dir" 2>/dev/null)/kubectl
+	if [ "$(cat "$STATE/mode" 2>/dev/null)" = full ] && [ -x "$kubectl" ] && [ -f "$STATE/kubeconfig" ]; then
+		paths=$(timeout 10 "$kubectl" --kubeconfig "$STATE/kubeconfig" get pv \
+			-o jsonpath='{range .items[*]}{.spec.hostPath.path}{"\n"}{end}' 2>/dev/null |
+			grep -E '^/tmp/hostpath_pv/[0-9a-f-]{36}$' || true)
+	fi
 	if [ -d "$STATE/pids" ]; then
 		# Controllers a test left running go first, while the API server still answers them.
 		for n in "$STATE"/pids/ctrl-*.pid; do
@@ -232,6 +242,7 @@ stop_all_and_remove() {
 			[ -f "$n" ] && stop_proc "$n"
 		done
 	fi
+	for n in $paths; do rmdir "$n" 2>/dev/null || true; done
 	rm -rf "$STATE"
 }
 

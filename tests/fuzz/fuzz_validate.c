@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "kftrainer/corev1.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/object.h"
 
@@ -22,6 +23,8 @@ static void check(const kft_schema *schema, json_t *obj)
 	 * itself: no transition rule may fire on an unchanged object. */
 	json_t *old = json_deep_copy(obj);
 	kft_object_check(schema, obj, NULL, &errs, NULL);
+	/* what validate and train add for a TrainJob's pods */
+	kft_corev1_check_env(json_object_get(obj, "spec"), "spec", &errs);
 	size_t first = errs.count;
 	for (size_t i = 0; i < errs.count; i++)
 		free(kft_field_error_format(&errs.items[i]));

@@ -16,6 +16,16 @@ GET /api/models/ORG/REPO (or /api/datasets/...) lists its files as the hub
 does (siblings[].rfilename, with lfs.sha256 and size), and
 /ORG/REPO/resolve/main/FILE (or /datasets/...) serves a file. The log line
 then ends with "auth" when the request carried an Authorization header.
+Every log line also ends with "amz" when the request carried an x-amz-*
+header (S3's signature, date and session token).
+
+--redirect FROM=TO (repeatable) answers a request whose path starts with FROM
+with "307 Temporary Redirect" to TO plus the rest of the path: TO may be a
+path on this server or an absolute URL (another server), so a test can see
+which headers follow a redirect where.
+
+--error PREFIX=STATUS (repeatable) answers a request whose path starts with
+PREFIX with that status and an S3-style XML error document as the body.
 
 Only files under --root are served; paths that would escape it are 404.
 --rate N sends every reply at about N bytes a second (a slow server).
@@ -40,6 +50,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     root = "."
     log_file = None
     rate = 0
+    redirects = []
+    errors = []
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):  # silence the default stderr log
@@ -49,6 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.log_file:
             rng = self.headers.get("Range", "-")
             auth = " auth" if self.headers.get("Authorization") else ""
+            if any(k.lower().startswith("x-amz-") for k in self.headers.keys()):
+                auth += " amz"
             self.log_file.write(f"{self.command} {self.path} {rng} {status}{auth}\n")
             self.log_file.flush()
 
@@ -109,7 +123,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "bad"
         return (start, min(end, size - 1))
 
+    def redirect(self):
+        """Answers 307 when a --redirect prefix matches; True when it did."""
+        for src, dst in Handler.redirects:
+            if self.path.startswith(src):
+                self.send_response(307)
+                self.send_header("Location", dst + self.path[len(src):])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.record(307)
+                return True
+        return False
+
+    def error(self, body):
+        """Answers an error with a body when an --error prefix matches; True when it did."""
+        for prefix, status in Handler.errors:
+            if self.path.startswith(prefix):
+                doc = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                       b'<Message>Access Denied</Message></Error>\n')
+                self.send_response(int(status))
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(doc)))
+                self.end_headers()
+                self.record(int(status))
+                if body:
+                    self.wfile.write(doc)
+                return True
+        return False
+
     def answer(self, body):
+        if self.redirect() or self.error(body):
+            return
         listing = self.hub_listing()
         if listing is not None:
             self.send_response(200)
@@ -182,7 +226,13 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--rate", type=int, default=0, help="bytes per second per reply (0: no limit)")
+    ap.add_argument("--redirect", action="append", default=[], metavar="FROM=TO",
+                    help="answer paths starting with FROM with a 307 to TO + the rest")
+    ap.add_argument("--error", action="append", default=[], metavar="PREFIX=STATUS",
+                    help="answer paths starting with PREFIX with STATUS and an XML body")
     a = ap.parse_args()
+    Handler.redirects = [tuple(r.split("=", 1)) for r in a.redirect]
+    Handler.errors = [tuple(r.split("=", 1)) for r in a.error]
     Handler.rate = a.rate
     Handler.root = a.root
     Handler.log_file = open(a.log, "a") if a.log else None

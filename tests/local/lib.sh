@@ -242,7 +242,9 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # certificate, whose path is then in FS_CA) on a loopback port the kernel picks. Sets FS_URL
 # (e.g. http://127.0.0.1:PORT), FS_PORT, FS_PID and FS_LOG (one line per request). Stopped
 # when the case exits. Returns 1 when the server did not come up. With FS_RATE=N set, every reply
-# goes at about N bytes a second.
+# goes at about N bytes a second; with FS_REDIRECTS="FROM=TO ...", those redirects (see
+# fileserver.py --redirect); with FS_ERRORS="PREFIX=STATUS ...", those error replies
+# (--error).
 start_file_server() {
 	local dir=$1 tls=${2:-} pf args=()
 	pf=$(mktemp "$KFT_CASE_TMP/fs-port.XXXXXX")
@@ -256,6 +258,9 @@ start_file_server() {
 		args=(--cert "$FS_CA" --key "$KFT_CASE_TMP/fs-key.pem")
 	fi
 	[ -n "${FS_RATE:-}" ] && args+=(--rate "$FS_RATE")
+	local r
+	for r in ${FS_REDIRECTS:-}; do args+=(--redirect "$r"); done
+	for r in ${FS_ERRORS:-}; do args+=(--error "$r"); done
 	"$KFT_PYTHON" "$KFT_LOCAL_DIR/fileserver.py" --root "$dir" --port-file "$pf" \
 		--log "$FS_LOG" "${args[@]}" </dev/null >/dev/null 2>>"$FS_LOG" &
 	FS_PID=$!

@@ -296,6 +296,38 @@ static void test_flags(void **state)
 	assert_int_equal(parse(&f, &err, "extra", "--nope", NULL), 0);
 }
 
+/* --help lists every feature gate with its stage and default (upstream's
+ * manager lists none, which left RuntimeInUseFinalizer, AllAlpha and
+ * AllBeta undiscoverable), and every gate it lists is accepted. */
+static void test_help_lists_every_gate(void **state)
+{
+	(void)state;
+	static const char *const gates[] = {"TrainJobStatus", "RuntimeInUseFinalizer", "AllAlpha",
+	                                    "AllBeta"};
+	const char *help = kft_cm_usage();
+	size_t listed = 0;
+	for (const char *p = help; (p = strstr(p, "=true|false (")) != NULL; p++)
+		listed++;
+	assert_int_equal(listed, sizeof(gates) / sizeof(gates[0]));
+	for (size_t i = 0; i < sizeof(gates) / sizeof(gates[0]); i++) {
+		char line[96], spec[96];
+		snprintf(line, sizeof(line), "\n  %s=true|false (", gates[i]);
+		assert_non_null(strstr(help, line));
+		snprintf(spec, sizeof(spec), "%s=true", gates[i]);
+		unsigned f = 0;
+		kft_error err = {0};
+		assert_int_equal(kft_cm_feature_gates_set(&f, spec, &err), 0);
+	}
+	assert_non_null(strstr(help, "TrainJobStatus=true|false (ALPHA - default=false)"));
+	assert_non_null(
+	        strstr(help, "RuntimeInUseFinalizer=true|false (kftrainer - default=false)"));
+	/* AllAlpha reaches upstream's alpha gates only */
+	unsigned f = 0;
+	kft_error err = {0};
+	assert_int_equal(kft_cm_feature_gates_set(&f, "AllAlpha=true", &err), 0);
+	assert_int_equal(f, KFT_FEATURE_TRAINJOB_STATUS);
+}
+
 /* ours: flags override the file; --feature-gates after featureGates. */
 static void test_flags_override_file(void **state)
 {
@@ -402,6 +434,7 @@ int main(void)
 	        cmocka_unit_test(test_feature_gates),
 	        cmocka_unit_test(test_fuzz_findings),
 	        cmocka_unit_test(test_flags),
+	        cmocka_unit_test(test_help_lists_every_gate),
 	        cmocka_unit_test(test_flags_override_file),
 	        cmocka_unit_test(test_load_file),
 	        cmocka_unit_test(test_plugins),

@@ -78,6 +78,10 @@
 	"a valid environment variable name must consist of alphabetic characters, digits, '_', "   \
 	"'-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  "   \
 	"or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')"
+/* apimachinery v0.36.2 IsRelaxedEnvVarName (pods since Kubernetes 1.34) */
+#define M_RENV                                                                                     \
+	"a valid environment variable name must consist only of printable ASCII characters other " \
+	"than '='"
 #define M_CMKEY                                                                                    \
 	"a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "       \
 	"'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "                \
@@ -187,6 +191,13 @@ static const struct meta_case CASES[] = {
         {'E', "..", NULL, "must not be '..'"},
         {'E', "..a", NULL, "must not start with '..'"},
         {'E', "a=b", NULL, M_ENV},
+        {'R', "1st name.with-space~", NULL, ""},
+        {'R', " ", NULL, ""},
+        {'R', "a=b", NULL, M_RENV},
+        {'R', "tab\there", NULL, M_RENV},
+        {'R', "del\x7f", NULL, M_RENV},
+        {'R', "caf\xc3\xa9", NULL, M_RENV},
+        {'R', "", NULL, "environment variable name must be non-empty"},
         {'C', "a", NULL, ""},
         {'C', "good", NULL, ""},
         {'C', "still.good", NULL, ""},
@@ -450,6 +461,7 @@ static int (*predicate_for(char kind))(const char *, json_t *)
 	case 'Q': return kft_is_qualified_name;
 	case 'V': return kft_is_valid_label_value;
 	case 'E': return kft_is_env_var_name;
+	case 'R': return kft_is_relaxed_env_var_name;
 	case 'C': return kft_is_config_map_key;
 	}
 	return NULL;

@@ -4,7 +4,8 @@
 #
 #   apply       kubectl apply -k manifests/controller is accepted and makes every object
 #   least       the service account may not do what the controller never does (delete Secrets,
-#               touch pods, change TrainJob specs, read nodes) and may do what it does
+#               touch pods, change TrainJob specs, read nodes, update what it only patches or
+#               applies) and may do what it does
 #   sufficient  the controller runs out-of-cluster as that service account (a token from
 #               `kubectl create token`) with leader election, and does everything it does for
 #               real: JobSets, MPI Secrets and ConfigMaps, both kinds of PodGroup, status,
@@ -76,7 +77,10 @@ bad=""
 for q in "delete secrets -n $ns" "create pods -n $ns" "update trainjobs -n $ns" "get nodes" \
 	"delete trainjobs -n $ns" "create leases -n $ns" \
 	"update leases/other -n $SYS" \
-	"update validatingwebhookconfigurations/other" "create validatingwebhookconfigurations"; do
+	"update validatingwebhookconfigurations/other" "create validatingwebhookconfigurations" \
+	"update trainjobs --subresource=status -n $ns" "update jobsets.jobset.x-k8s.io -n $ns" \
+	"update secrets -n $ns" "update configmaps -n $ns" "update trainingruntimes -n $ns" \
+	"update events -n $ns" "get limitranges -n $ns" "patch leases/trainer.kubeflow.org -n $SYS"; do
 	# shellcheck disable=SC2086
 	[ "$(kubectl auth can-i $q "${as[@]}" 2>/dev/null)" = no ] || bad="$bad; may $q"
 done

@@ -18,6 +18,9 @@ expect_contains "help VERB shows the verb's usage" "$KFT_OUT" "kftrainer train"
 run_capture kft --help
 expect_not_contains "the hidden supervise verb is not listed" "$KFT_OUT" "supervise"
 expect_contains "--state-dir is documented" "$KFT_OUT" "--state-dir"
+expect_contains "--help says which feature gates local jobs run with" "$KFT_OUT" \
+	"local jobs (train, the SDK's LocalBackend) always
+run with TrainJobStatus=true"
 
 # usage NAME WANT-IN-STDERR CMD...: exit 2 and the message names what is wrong.
 usage() {

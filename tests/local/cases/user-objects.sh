@@ -45,6 +45,25 @@ expect_eq "train --follow exits 0" 0 "$KFT_RC" || note "$KFT_OUT $KFT_ERR"
 expect_contains "the Secret and the ConfigMap reached the node's env" "$KFT_OUT" \
 	"token=s3cr3t mode=fast"
 
+# A Secret the API server could not store, or an env name its pods would refuse, is refused
+# at submission in the server's words (tests/cluster/t/31-core-checks.sh pins them against a
+# real one), and nothing is stored or started. Pins: Kubernetes v1.36.2 ValidateSecret,
+# ValidateEnv (relaxed names), Go's base64 decoding of Secret data.
+sed -e 's/^  token: s3cr3t$/  token: s3cr3t\ndata:\n  extra: "not base64"/' \
+	-e 's/name: env-from-objects/name: refused-at-submit/' "$KFT_CASE_TMP/env.yaml" >"$KFT_CASE_TMP/bad.yaml"
+run_capture timeout 60 "$KFTRAINER" train -f "$KFT_CASE_TMP/bad.yaml"
+expect_eq "a non-base64 Secret value: train exits 1" 1 "$KFT_RC" || note "$KFT_OUT $KFT_ERR"
+expect_contains "the Secret is refused with the server's words" "$KFT_ERR" \
+	'Secret/default/creds: data[extra]: Invalid value: "<secret contents redacted>": Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3'
+sed -e 's/- name: MODE$/- name: MODE=fast/' \
+	-e 's/name: env-from-objects/name: refused-at-submit/' "$KFT_CASE_TMP/env.yaml" >"$KFT_CASE_TMP/bad.yaml"
+run_capture timeout 60 "$KFTRAINER" train -f "$KFT_CASE_TMP/bad.yaml"
+expect_eq "an env name with '=': train exits 1" 1 "$KFT_RC" || note "$KFT_OUT $KFT_ERR"
+expect_contains "the env name is refused at the TrainJob's path" "$KFT_ERR" \
+	"spec.trainer.env[1].name: Invalid value: \"MODE=fast\": a valid environment variable name must consist only of printable ASCII characters other than '='"
+run_capture "$KFTRAINER" get refused-at-submit
+expect_eq "nothing was stored" 1 "$KFT_RC" || note "$KFT_OUT $KFT_ERR"
+
 # Dataset and model from a stand-in hub; the token only in the Secret.
 hub="$KFT_CASE_TMP/hub"
 mkdir -p "$hub/acme/tiny-model" "$hub/datasets/acme/tiny-csv"
