@@ -88,3 +88,9 @@ foreach(src ${KFT_CLUSTER_PROGS})
   target_compile_options(${name} PRIVATE ${KFT_WARNINGS})
   target_link_libraries(${name} PRIVATE kftrainer_static)
 endforeach()
+
+# The shared library's exports are its installed headers' declarations, no
+# more (tests/exports/check; -fvisibility=hidden and KFT_EXPORT, export.h).
+add_test(NAME exports COMMAND ${CMAKE_SOURCE_DIR}/tests/exports/check
+         $<TARGET_FILE:kftrainer> ${KFT_PUBLIC_HEADERS})
+set_tests_properties(exports PROPERTIES LABELS unit)

@@ -19,11 +19,14 @@
 
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 #include "kftrainer/framework.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+KFT_EXPORT_BEGIN
 
 /* ---- configuration (config.trainer.kubeflow.org/v1alpha1 Configuration) ---- */
 
@@ -498,6 +501,8 @@ int kft_cm_trainjob_suspended(const json_t *job);
  * borrowed; lg is the logger everything writes to.
  */
 int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *lg, kft_error *err);
+
+KFT_EXPORT_END
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,7 @@ int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *p, kft_error *
 		return kft_error_set(err, KFT_EVERSION,
 		                     "plugin %s was built for plugin ABI version %u, but this "
 		                     "kftrainer provides version %u; rebuild it against this "
-		                     "kftrainer's <kftrainer/framework.h>",
+		                     "kftrainer's <kftrainer/plugin.h>",
 		                     p->name, p->abi_version, KFT_PLUGIN_ABI_VERSION);
 	for (size_t i = 0; i < fw->count; i++)
 		if (strcmp(fw->plugins[i]->name, p->name) == 0)
