@@ -7,7 +7,7 @@ set(KFT_SAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 
 add_library(kftrainer_asan STATIC ${KFT_LIB_ALL})
 target_include_directories(kftrainer_asan PUBLIC ${CMAKE_SOURCE_DIR}/include
-                           PRIVATE ${CMAKE_SOURCE_DIR}/src)
+                           PRIVATE ${CMAKE_SOURCE_DIR}/src ${KFT_GENERATED_INCLUDE})
 target_compile_options(kftrainer_asan PRIVATE ${KFT_WARNINGS} ${KFT_SAN_FLAGS} -O1 -g)
 target_link_libraries(kftrainer_asan PUBLIC ${KFT_LIB_DEPS})
 target_link_options(kftrainer_asan PUBLIC ${KFT_SAN_FLAGS})
@@ -27,7 +27,8 @@ foreach(src ${KFT_UNIT_TESTS})
     endif()
     add_executable(${exe} ${src})
     set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-    target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/unit)
+    target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/unit
+                               ${KFT_GENERATED_INCLUDE})
     target_compile_options(${exe} PRIVATE ${KFT_WARNINGS} ${extra})
     target_compile_definitions(${exe} PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
     target_link_libraries(${exe} PRIVATE ${lib} PkgConfig::CMOCKA PkgConfig::MHD)

@@ -195,7 +195,8 @@ KFT_EXPORT int kft_trainjob_view(const json_t *obj, kft_trainjob *out, kft_error
 
 /* A framework with the built-in plugins registered, in this order:
  * plainml, torch, mpi, jax, xgboost, flux, coscheduling, volcano, jobset,
- * and trainjobstatus when KFT_FEATURE_TRAINJOB_STATUS is in `features`.
+ * and trainjobstatus when KFT_FEATURE_TRAINJOB_STATUS is in `features`
+ * (the build's list, cmake/builtin_plugins.cmake; a unit test pins it).
  * Free with kft_framework_free. */
 KFT_EXPORT int kft_framework_new(unsigned features, kft_framework **out, kft_error *err);
 KFT_EXPORT void kft_framework_free(kft_framework *fw);
