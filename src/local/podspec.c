@@ -22,6 +22,7 @@
 #include "util/sha1.h"
 #include "kftrainer/constants.h"
 #include "util/strbuf.h"
+#include "util/base64.h"
 
 #define MAX_ITEMS 4096
 #define MAX_VALUE (1u << 20)
@@ -183,52 +184,6 @@ static const json_t *find_object(const json_t *objects, const char *kind, const 
 	return NULL;
 }
 
-static int b64val(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Standard base64 with optional padding; NULL when malformed. *len gets the
- * decoded size (the result is also NUL-terminated for env use). */
-static char *b64_decode(const char *s, size_t *len)
-{
-	size_t n = strlen(s);
-	char *out = malloc(n / 4 * 3 + 4);
-	unsigned acc = 0;
-	int bits = 0;
-	size_t o = 0, i;
-	if (!out)
-		return NULL;
-	for (i = 0; i < n && s[i] != '='; i++) {
-		int v = b64val((unsigned char)s[i]);
-		if (v < 0)
-			goto bad;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	for (; i < n; i++)
-		if (s[i] != '=')
-			goto bad;
-	if (bits >= 6)
-		goto bad;
-	out[o] = '\0';
-	*len = o;
-	return out;
-bad:
-	free(out);
-	return NULL;
-}
-
 /* The value of key in a ConfigMap or Secret as a heap buffer (decoded), NULL
  * with *missing set when the key is absent, NULL otherwise on bad data. */
 static char *object_key(const json_t *obj, int secret, const char *key, size_t *len, int *missing)
@@ -246,7 +201,7 @@ static char *object_key(const json_t *obj, int secret, const char *key, size_t *
 		*missing = 1;
 		return NULL;
 	}
-	return b64_decode(v, len);
+	return kft_base64_decode(v, len);
 }
 
 /* Every key of a ConfigMap or Secret, in document order, into a JSON object

@@ -58,13 +58,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mbedtls/base64.h>
 #include <mbedtls/platform_util.h>
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/quantity.h"
 #include "plugins/builtin.h"
+#include "util/base64.h"
 #include "util/sshkey.h"
 #include "util/strbuf.h"
 
@@ -446,17 +446,11 @@ static json_t *core_object(const kft_plugin_ctx *ctx, const kft_trainjob *job, c
 static int set_base64(json_t *data, const char *key, const char *value)
 {
 	size_t n = strlen(value);
-	size_t len = 4 * ((n + 2) / 3) + 1;
-	char *b64 = malloc(len);
+	char *b64 = kft_base64_encode(value, n);
 	if (!b64)
 		return KFT_ENOMEM;
-	size_t olen = 0;
-	int rc = mbedtls_base64_encode((unsigned char *)b64, len, &olen,
-	                               (const unsigned char *)value, n) == 0 &&
-	                         json_object_set_new(data, key, json_string(b64)) == 0
-	                 ? 0
-	                 : KFT_ENOMEM;
-	mbedtls_platform_zeroize(b64, len);
+	int rc = json_object_set_new(data, key, json_string(b64)) == 0 ? 0 : KFT_ENOMEM;
+	mbedtls_platform_zeroize(b64, strlen(b64));
 	free(b64);
 	return rc;
 }
