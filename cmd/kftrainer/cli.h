@@ -64,8 +64,9 @@ int kft_cli_set_state_dir(const char *dir);
  * (NUL-terminated, truncated to size). */
 void kft_cli_format_age(long long seconds, char *buf, size_t size);
 
-/* Seconds from an RFC 3339 UTC timestamp ("2026-01-02T03:04:05Z", fractions
- * allowed) to now; -1 when ts is NULL or not such a timestamp. */
+/* Seconds from an RFC 3339 timestamp ("2026-01-02T03:04:05Z", fractions and
+ * offsets allowed; kft_rfc3339_parse_ms) to now; -1 when ts is NULL or not
+ * such a timestamp. */
 long long kft_cli_seconds_since(const char *ts);
 
 /* ---- tables (common.c) --------------------------------------------------- */

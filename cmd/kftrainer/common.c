@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kftrainer/conditions.h"
 #include "kftrainer/decode.h"
 #include "local/local.h"
 
@@ -93,21 +94,11 @@ void kft_cli_format_age(long long s, char *buf, size_t size)
 
 long long kft_cli_seconds_since(const char *ts)
 {
-	struct tm tm = {0};
-	if (!ts)
+	int64_t then_ms;
+	if (!ts || kft_rfc3339_parse_ms(ts, &then_ms, NULL) != 0)
 		return -1;
-	const char *rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!rest)
-		return -1;
-	if (*rest == '.')
-		for (rest++; isdigit((unsigned char)*rest); rest++)
-			;
-	if (strcmp(rest, "Z") != 0)
-		return -1;
-	time_t then = timegm(&tm);
-	if (then == (time_t)-1)
-		return -1;
-	return (long long)(time(NULL) - then);
+	return (long long)time(NULL) -
+	       (long long)(then_ms >= 0 ? then_ms / 1000 : (then_ms - 999) / 1000);
 }
 
 /* ---- tables ---------------------------------------------------------------- */

@@ -47,6 +47,7 @@
 #include "local/local_internal.h"
 #include "local/podspec.h"
 #include "local/statusserver.h"
+#include "util/rfc3339.h"
 
 #define TICK_MS             100
 #define JOB_DIR_CHECK_TICKS 20
@@ -476,7 +477,7 @@ static char *log_path(const engine *e, const eng_rjob *rj, const eng_pod *p)
 static void pod_failed(eng_pod *p, const char *reason, const char *msg)
 {
 	p->phase = POD_FAILED;
-	kft_local_now(p->finished);
+	kft_rfc3339_now(p->finished);
 	set_str(&p->reason, "%s", reason);
 	set_str(&p->message, "%s", msg);
 	p->dirty = true;
@@ -573,7 +574,7 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 	if (fd < 0)
 		return; /* starting the process reports it */
 	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		if (p->sig)
 			snprintf(why, sizeof(why), "; the previous was killed by signal %d",
 			         p->sig);
@@ -599,7 +600,7 @@ static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 		mark_attempt(e, rj, p, log);
 	p->phase = POD_RUNNING;
 	p->dirty = true;
-	kft_local_now(p->started);
+	kft_rfc3339_now(p->started);
 	p->finished[0] = '\0';
 	p->exit_code = 0;
 	p->sig = 0;
@@ -682,7 +683,7 @@ static void settle_stopped(eng_rjob *rj, eng_pod *p, bool as_success)
 		return;
 	if (as_success || rj->kind == RJOB_PLACEHOLDER) {
 		p->phase = POD_SUCCEEDED;
-		kft_local_now(p->finished);
+		kft_rfc3339_now(p->finished);
 		p->dirty = true;
 	} else
 		pod_failed(p, "Stopped", "stopped: another pod of the job ended it");
@@ -778,7 +779,7 @@ static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
 	e->dirty = true;
 	if (p->exit_code == 0) {
 		p->phase = POD_SUCCEEDED;
-		kft_local_now(p->finished);
+		kft_rfc3339_now(p->finished);
 		set_str(&p->reason, "Completed");
 		job_check_done(e, rj, p->replica);
 		return;
@@ -794,7 +795,7 @@ static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
 		return;
 	}
 	p->phase = POD_FAILED;
-	kft_local_now(p->finished);
+	kft_rfc3339_now(p->finished);
 	set_str(&p->reason, "Error");
 	job_failed(e, rj, p->replica);
 }
@@ -860,7 +861,7 @@ static void set_jobset_condition(engine *e, const char *type, const char *reason
 	note_event(e, strcmp(type, KFT_JOBSET_CONDITION_FAILED) == 0 ? "Warning" : "Normal", reason,
 	           "JobSet", e->jobset_name, "%s", msg);
 	json_t *holder = json_pack("{s:O}", "conditions", e->conditions);
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	if (holder)
 		kft_condition_set(holder, type, KFT_CONDITION_TRUE, reason, msg, now, NULL);
 	json_decref(e->conditions);
@@ -1016,7 +1017,7 @@ static int compute_status(engine *e, bool suspended, kft_error *err)
 	}
 	json_array_clear(e->children);
 	json_array_append_new(e->children, stub);
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	int rc = kft_framework_status(e->fw, &e->backend.table, e->tj, now, &status, err);
 	if (rc == 0)
 		rc = kft_trainjob_adopt_status(e->tj, status, now, err);
@@ -1119,7 +1120,7 @@ static void read_report(engine *e)
 		close(fd);
 	if (n > 0) {
 		buf[n] = '\0';
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		record_report(e, kft_local_parse_report(buf, now));
 	}
 	free(buf);
@@ -1132,7 +1133,7 @@ static void check_deadline(engine *e)
 	char now[32];
 	kft_deadline_state st = KFT_DEADLINE_NONE;
 	int64_t left;
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	if (kft_trainjob_reconcile_deadline(e->tj, now, &st, &left, NULL) != 0 ||
 	    st != KFT_DEADLINE_EXCEEDED)
 		return;
@@ -1185,7 +1186,7 @@ static int on_stop(engine *e, kft_error *err)
 		return write_all(e, true, err);
 	}
 	char now[32], msg[256];
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	snprintf(msg, sizeof(msg),
 	         "the job's supervisor was stopped by signal %d; its processes were stopped",
 	         e->stop_signal);
@@ -1293,7 +1294,7 @@ static void fail_unrunnable(engine *e, const kft_error *why)
 {
 	char now[32];
 	char *msg = kft_trainjob_reconcile_failed_message(why ? why->message : "unknown error");
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	if (msg &&
 	    kft_trainjob_set_failed(e->tj, msg, KFT_EVENT_RESOURCES_CREATION_FAILED, now, NULL) ==
 	            0 &&

@@ -60,9 +60,6 @@ int kft_local_kill_group(pid_t pgid, long long ticks);
  * program may take it before the job does), or -1. */
 int kft_local_free_port(void);
 
-/* Now as RFC 3339 UTC with whole seconds, as Kubernetes writes metav1.Time. */
-void kft_local_now(char buf[32]);
-
 /* Milliseconds on the monotonic clock. */
 int64_t kft_local_mono_ms(void);
 

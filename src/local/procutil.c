@@ -89,14 +89,6 @@ int kft_local_free_port(void)
 	return port;
 }
 
-void kft_local_now(char buf[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int64_t kft_local_mono_ms(void)
 {
 	struct timespec ts;
