@@ -483,7 +483,7 @@ static void pod_failed(eng_pod *p, const char *reason, const char *msg)
 	p->dirty = true;
 }
 
-static const char *workspace_of(const kft_exec_spec *spec)
+static const char *workspace_of(const kft_podspec *spec)
 {
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (strcmp(spec->mounts[i].mount_path, "/workspace") == 0)
@@ -492,7 +492,7 @@ static const char *workspace_of(const kft_exec_spec *spec)
 }
 
 /* The child half of a native initializer: a pod's process without exec. */
-static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_kind kind)
+static void initializer_child(const kft_podspec *spec, const char *log, rjob_kind kind)
 {
 	sigset_t none;
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
@@ -517,7 +517,7 @@ static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_k
 	                                 ws ? ws : ""));
 }
 
-static int start_native(const kft_exec_spec *spec, const char *log, rjob_kind kind, kft_proc *proc,
+static int start_native(const kft_podspec *spec, const char *log, rjob_kind kind, kft_proc *proc,
                         kft_error *err)
 {
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
@@ -542,15 +542,15 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 	if (slice && asprintf(&cuda, "%s=%s", KFT_LOCAL_GPUS_CUDA_ENV, slice) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	extra[1] = cuda;
-	kft_exec_defaults d = {.base_env = e->base_env,
-	                       .extra_env = extra,
-	                       .workdir = e->workdir,
-	                       .restart_attempt = e->restarts,
-	                       .native = rj->kind == RJOB_DATASET_INIT ||
-	                                 rj->kind == RJOB_MODEL_INIT};
-	kft_exec_spec spec;
-	int rc = kft_exec_spec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
-	                                  rj->container, e->job_dir, &d, &spec, err);
+	kft_podspec_defaults d = {.base_env = e->base_env,
+	                          .extra_env = extra,
+	                          .workdir = e->workdir,
+	                          .restart_attempt = e->restarts,
+	                          .native = rj->kind == RJOB_DATASET_INIT ||
+	                                    rj->kind == RJOB_MODEL_INIT};
+	kft_podspec spec;
+	int rc = kft_podspec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
+	                                rj->container, e->job_dir, &d, &spec, err);
 	free(cuda);
 	if (rc == 0 && slice)
 		rc = kft_local_gpus_resolve_nproc(spec.envp, slice, err);
@@ -558,7 +558,7 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 		rc = start_native(&spec, log, rj->kind, &p->proc, err);
 	else if (rc == 0)
 		rc = kft_proc_start(spec.argv, spec.envp, spec.workdir, log, &p->proc, err);
-	kft_exec_spec_free(&spec);
+	kft_podspec_free(&spec);
 	return rc;
 }
 
@@ -919,14 +919,14 @@ static void fail_jobset(engine *e)
 	char first[512];
 	const eng_pod *pod = NULL;
 	const char *rjob = NULL;
-	kft_eng_first_failed(e->jobset_name, e->rjobs, e->n_rjobs, first, sizeof(first), &pod,
-	                     &rjob);
+	kft_jobset_model_first_failed(e->jobset_name, e->rjobs, e->n_rjobs, first, sizeof(first),
+	                              &pod, &rjob);
 	if (!e->failure_policy) {
 		jobset_failed(e, KFT_JOBSET_REASON_FAILED, KFT_JOBSET_MESSAGE_FAILED, first, pod);
 		return;
 	}
-	const char *action = kft_eng_rule_action(e->failure_policy, rjob, JOB_REASON_BACKOFF,
-	                                         JOB_MESSAGE_BACKOFF);
+	const char *action = kft_jobset_model_rule_action(e->failure_policy, rjob,
+	                                                  JOB_REASON_BACKOFF, JOB_MESSAGE_BACKOFF);
 	if (action && strcmp(action, "FailJobSet") == 0)
 		jobset_failed(e, JOBSET_REASON_FAIL_ACTION, JOBSET_MESSAGE_FAIL_ACTION, first, pod);
 	else if (action && strcmp(action, "RestartJobSetAndIgnoreMaxRestarts") == 0)
@@ -950,8 +950,8 @@ static void start_ready(engine *e)
 {
 	for (size_t i = 0; i < e->n_rjobs && !e->finished; i++) {
 		eng_rjob *rj = &e->rjobs[i];
-		if (rj->started || !kft_eng_depends_met(e->rjobs, e->n_rjobs, rj) ||
-		    !kft_eng_in_order_met(json_object_get(e->jobset, "spec"), e->rjobs, i))
+		if (rj->started || !kft_jobset_model_depends_met(e->rjobs, e->n_rjobs, rj) ||
+		    !kft_jobset_model_in_order_met(json_object_get(e->jobset, "spec"), e->rjobs, i))
 			continue;
 		rj->started = true;
 		e->dirty = true;
@@ -969,8 +969,8 @@ static void judge(engine *e)
 		e->dirty = false;
 		if (any_job_failed(e))
 			fail_jobset(e);
-		else if (kft_eng_success(json_object_get(e->jobset, "spec"), e->rjobs,
-		                         e->n_rjobs)) {
+		else if (kft_jobset_model_success(json_object_get(e->jobset, "spec"), e->rjobs,
+		                                  e->n_rjobs)) {
 			stop_pods(e, NULL, 0, true);
 			set_jobset_condition(e, KFT_JOBSET_CONDITION_COMPLETED,
 			                     KFT_JOBSET_REASON_COMPLETED,
@@ -990,7 +990,7 @@ static void judge(engine *e)
 
 static json_t *jobset_stub(engine *e, bool suspended)
 {
-	json_t *rs = kft_eng_rjobs_status(e->rjobs, e->n_rjobs, suspended);
+	json_t *rs = kft_jobset_model_rjobs_status(e->rjobs, e->n_rjobs, suspended);
 	json_t *st = json_pack("{s:O, s:i, s:i, s:o*}", "conditions", e->conditions, "restarts",
 	                       e->restarts, "restartsCountTowardsMax", e->restarts_toward_max,
 	                       "replicatedJobsStatus", rs);
