@@ -47,6 +47,7 @@
 #include "local/local_internal.h"
 #include "local/podspec.h"
 #include "local/statusserver.h"
+#include "plugins/mpi.h"
 #include "util/rfc3339.h"
 
 #define TICK_MS             100
@@ -71,14 +72,13 @@
  * failure is matched against in failurePolicy rules. */
 #define JOB_REASON_BACKOFF  "BackoffLimitExceeded"
 #define JOB_MESSAGE_BACKOFF "Job has reached the specified backoff limit"
-#define MPI_LAUNCHER        "launcher"
 
 typedef struct engine {
 	const char *state_dir, *ns, *name;
 	kft_store *store;
 	kft_framework *fw;
 	json_t *tj;      /* the TrainJob, status kept current in memory */
-	json_t *objects; /* what the framework built (hostfile merged) */
+	json_t *objects; /* what the framework built */
 	const json_t *jobset;
 	const json_t *gpus; /* the GPUAllocation (gpus.h) among objects; NULL: none */
 	const char *jobset_name;
@@ -186,30 +186,11 @@ static void free_vec(char **v)
 
 /* ---- loading ---------------------------------------------------------------- */
 
-/* OpenMPI refuses a host listed twice with slots; every node is 127.0.0.1. */
-static void merge_hostfiles(json_t *objects)
-{
-	size_t i;
-	json_t *o;
-	json_array_foreach(objects, i, o)
-	{
-		const char *n = jstr(json_object_get(o, "metadata"), "name");
-		json_t *data = json_object_get(o, "data");
-		const char *hf = jstr(data, "hostfile");
-		size_t len = n ? strlen(n) : 0;
-		if (!hf || len < 13 || strcmp(n + len - 13, "-mpi-hostfile") != 0 ||
-		    !jstr(o, "kind") || strcmp(jstr(o, "kind"), "ConfigMap") != 0)
-			continue;
-		char *merged = kft_local_merge_hostfile(hf);
-		if (merged)
-			json_object_set_new(data, "hostfile", json_string(merged));
-		free(merged);
-	}
-}
-
 /* An initializer container without a command is an upstream initializer image
  * whose program does not exist here: the engine does its work natively. */
-static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
+/* A replicated job whose processes another one starts (the MPI plugin's
+ * node job, started by its launcher's mpirun) is a placeholder here. */
+static rjob_kind kind_of(const json_t *rspec, const char *container, bool started_elsewhere)
 {
 	const json_t *cs = json_object_get(
 	        json_object_get(
@@ -219,8 +200,7 @@ static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
 	        "containers");
 	size_t i;
 	const json_t *c;
-	const char *rname = jstr(rspec, "name");
-	if (mpi && strcmp(rname, KFT_CONTAINER_NODE) == 0)
+	if (started_elsewhere)
 		return RJOB_PLACEHOLDER;
 	json_array_foreach(cs, i, c)
 	{
@@ -235,7 +215,8 @@ static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
 	return RJOB_RUN;
 }
 
-static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total, kft_error *err)
+static int setup_rjob(eng_rjob *rj, const json_t *jobset_spec, const json_t *rspec, size_t *total,
+                      kft_error *err)
 {
 	const json_t *jspec = json_object_get(json_object_get(rspec, "template"), "spec");
 	rj->spec = rspec;
@@ -253,7 +234,8 @@ static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total
 		return kft_error_set(err, KFT_ELIMIT, "more than %d pods: too many to run locally",
 		                     MAX_PODS);
 	rj->container = kft_pod_main_container(rspec, rj->name);
-	rj->kind = kind_of(rspec, rj->container, mpi);
+	rj->kind =
+	        kind_of(rspec, rj->container, kft_mpi_started_by_launcher(jobset_spec, rj->name));
 	rj->jobs = calloc((size_t)rj->replicas + 1, sizeof(eng_job));
 	rj->pods = calloc(n + 1, sizeof(eng_pod));
 	if (!rj->jobs || !rj->pods)
@@ -270,24 +252,11 @@ static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total
 	return 0;
 }
 
-static bool has_rjob(const json_t *rjs, const char *name)
-{
-	size_t i;
-	const json_t *r;
-	json_array_foreach(rjs, i, r)
-	{
-		if (jstr(r, "name") && strcmp(jstr(r, "name"), name) == 0)
-			return true;
-	}
-	return false;
-}
-
 static int setup_model(engine *e, kft_error *err)
 {
 	const json_t *spec = json_object_get(e->jobset, "spec");
 	const json_t *rjs = json_object_get(spec, "replicatedJobs");
 	const json_t *fp = json_object_get(spec, "failurePolicy");
-	bool mpi = has_rjob(rjs, MPI_LAUNCHER);
 	size_t total = 0;
 	e->n_rjobs = json_array_size(rjs);
 	if (e->n_rjobs == 0)
@@ -297,7 +266,7 @@ static int setup_model(engine *e, kft_error *err)
 	if (!e->rjobs)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	for (size_t i = 0; i < e->n_rjobs; i++) {
-		int rc = setup_rjob(&e->rjobs[i], json_array_get(rjs, i), mpi, &total, err);
+		int rc = setup_rjob(&e->rjobs[i], spec, json_array_get(rjs, i), &total, err);
 		if (rc)
 			return rc;
 		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
@@ -428,7 +397,6 @@ static int load(engine *e, kft_error *err)
 		rc = kft_store_job_info(e->store, e->ns, e->name, &e->info, err);
 	if (rc)
 		return rc;
-	merge_hostfiles(e->objects);
 	e->jobset = find_jobset(e->objects);
 	e->gpus = kft_local_gpus_find(e->objects);
 	e->jobset_name = jstr(json_object_get(e->jobset, "metadata"), "name");

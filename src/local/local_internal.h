@@ -106,12 +106,6 @@ int kft_local_initializer_main(const char *kind, const char *workspace);
  * is malformed or out of bounds. */
 json_t *kft_local_parse_report(const char *text, const char *now);
 
-/* Merges duplicate host lines of an MPI hostfile, summing their slots
- * ("h slots=2" twice becomes "h slots=4"; "h:2" likewise): OpenMPI refuses
- * a host listed twice with slots, and every node is 127.0.0.1 here. Returns a
- * new string (caller frees) or NULL on ENOMEM. */
-char *kft_local_merge_hostfile(const char *text);
-
 /* ---- the backend table (localbackend.c) ------------------------------------ */
 
 #define KFT_LOCAL_MAX_SERVICES 8

@@ -64,6 +64,7 @@
 #include "kftrainer/framework.h"
 #include "kftrainer/quantity.h"
 #include "plugins/builtin.h"
+#include "plugins/mpi.h"
 #include "util/base64.h"
 #include "util/sshkey.h"
 #include "util/strbuf.h"
@@ -484,20 +485,56 @@ static int ssh_secret(const kft_plugin_ctx *ctx, const kft_trainjob *job, const 
 }
 
 /* Every node's address with its slots: the "node" pods, and the launcher
- * too when it runs ranks. */
+ * too when it runs ranks. An address listed more than once (a backend that
+ * runs several pods on one host: the local engine's 127.0.0.1) gets one
+ * line with the slots summed, in its first place, since OpenMPI 4.1 refuses
+ * a repeated host. On a cluster every pod has its own name and nothing
+ * merges. */
 static char *hostfile(const kft_runtime_info *info, const mpi_policy *p, int32_t slots)
 {
-	kft_strbuf b;
-	kft_strbuf_init(&b);
-	for (size_t i = 0; i < info->n_pod_sets && p->flavour; i++) {
+	size_t n = 0;
+	for (size_t i = 0; i < info->n_pod_sets; i++)
+		n += info->pod_sets[i].n_endpoints;
+	const char **hosts = calloc(n + 1, sizeof(*hosts));
+	long *sum = calloc(n + 1, sizeof(*sum));
+	size_t nh = 0;
+	for (size_t i = 0; hosts && sum && i < info->n_pod_sets && p->flavour; i++) {
 		const kft_pod_set *ps = &info->pod_sets[i];
 		int is_node = strcmp(ps->name, KFT_CONTAINER_NODE) == 0 ||
 		              (p->launcher_as_node && strcmp(ps->name, MPI_LAUNCHER) == 0);
-		for (size_t e = 0; is_node && e < ps->n_endpoints; e++)
-			kft_strbuf_printf(&b, "%s%s%d\n", ps->endpoints[e], p->flavour->slots_sep,
-			                  (int)slots);
+		for (size_t e = 0; is_node && e < ps->n_endpoints; e++) {
+			size_t k = 0;
+			while (k < nh && strcmp(hosts[k], ps->endpoints[e]) != 0)
+				k++;
+			if (k == nh)
+				hosts[nh++] = ps->endpoints[e];
+			sum[k] += slots;
+		}
 	}
+	kft_strbuf b;
+	kft_strbuf_init(&b);
+	if (!hosts || !sum)
+		b.failed = 1;
+	for (size_t k = 0; k < nh; k++)
+		kft_strbuf_printf(&b, "%s%s%ld\n", hosts[k], p->flavour->slots_sep, sum[k]);
+	free(hosts);
+	free(sum);
 	return kft_strbuf_detach(&b);
+}
+
+bool kft_mpi_started_by_launcher(const json_t *jobset_spec, const char *rjob)
+{
+	if (!rjob || strcmp(rjob, KFT_CONTAINER_NODE) != 0)
+		return false;
+	size_t i;
+	const json_t *r;
+	json_array_foreach(json_object_get(jobset_spec, "replicatedJobs"), i, r)
+	{
+		const char *name = json_string_value(json_object_get(r, "name"));
+		if (name && strcmp(name, MPI_LAUNCHER) == 0)
+			return true;
+	}
+	return false;
 }
 
 static int hostfile_configmap(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
