@@ -1,10 +1,11 @@
 /*
- * base64.c - standard base64, as Go's StdEncoding (see base64.h).
+ * base64.c - Go's StdEncoding and RawURLEncoding (see base64.h).
  *
+ * One encoder and one decoder, told the alphabet and whether '=' pads.
  * Decoding gathers the alphabet's characters (line breaks dropped) into
- * groups of four; only the last group may end in one or two '='. Go's
- * non-strict decoder ignores the unused low bits of a final group, and so
- * does this one.
+ * groups of four: with padding, only the last group may end in one or two
+ * '=' and every group is whole; without, a last group of two or three
+ * characters carries one or two bytes.
  */
 #include "util/base64.h"
 
@@ -12,85 +13,95 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+typedef struct encoding {
+	const char *alphabet; /* 64 characters */
+	int padded;
+} encoding;
 
-char *kft_base64_encode(const void *data, size_t len)
+static const encoding std_encoding = {
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 1};
+static const encoding raw_url_encoding = {
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", 0};
+
+static char *encode(const encoding *enc, const unsigned char *p, size_t len, size_t *out_len)
 {
-	const unsigned char *p = data;
-	if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
+	if (len > SIZE_MAX / 4 * 3 - 3)
 		return NULL;
 	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
 	if (!out)
 		return NULL;
+	const char *a = enc->alphabet;
 	size_t i = 0;
 	for (; i + 3 <= len; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		*o++ = alphabet[v >> 18 & 63];
-		*o++ = alphabet[v >> 12 & 63];
-		*o++ = alphabet[v >> 6 & 63];
-		*o++ = alphabet[v & 63];
+		*o++ = a[v >> 18 & 63];
+		*o++ = a[v >> 12 & 63];
+		*o++ = a[v >> 6 & 63];
+		*o++ = a[v & 63];
 	}
 	if (i < len) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0);
-		*o++ = alphabet[v >> 18 & 63];
-		*o++ = alphabet[v >> 12 & 63];
-		*o++ = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
-		*o++ = '=';
+		int two = i + 1 < len;
+		uint32_t v = (uint32_t)p[i] << 16 | (two ? (uint32_t)p[i + 1] << 8 : 0);
+		*o++ = a[v >> 18 & 63];
+		*o++ = a[v >> 12 & 63];
+		if (two)
+			*o++ = a[v >> 6 & 63];
+		else if (enc->padded)
+			*o++ = '=';
+		if (enc->padded)
+			*o++ = '=';
 	}
 	*o = '\0';
+	if (out_len)
+		*out_len = (size_t)(o - out);
 	return out;
 }
 
-static int value_of(unsigned char c)
+static int value_of(const encoding *enc, unsigned char c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
+	const char *at = c ? memchr(enc->alphabet, c, 64) : NULL;
+	return at ? (int)(at - enc->alphabet) : -1;
 }
 
-char *kft_base64_decode(const char *in, size_t *out_len)
+static unsigned char *decode(const encoding *enc, const char *in, size_t n, size_t *out_len)
 {
-	size_t n = strlen(in), o = 0;
-	char *out = malloc(n / 4 * 3 + 4);
+	unsigned char *out = malloc(n / 4 * 3 + 4);
 	if (!out)
 		return NULL;
-	unsigned char group[4];
+	size_t o = 0;
+	uint32_t v = 0;
 	int k = 0, pad = 0, ended = 0;
-	for (size_t i = 0; i <= n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)in[i];
 		if (c == '\r' || c == '\n')
 			continue;
-		if (i == n) {
-			if (k != 0) /* a group cut short */
-				goto bad;
-			break;
-		}
 		if (ended) /* nothing after a padded group */
 			goto bad;
-		if (c == '=') {
-			if (k < 2) /* "=" may stand only third or fourth */
-				goto bad;
+		if (c == '=' && enc->padded && k >= 2) { /* '=' only third or fourth */
 			pad++;
-		} else if (pad || value_of(c) < 0) {
-			goto bad;
+		} else {
+			int x = value_of(enc, c);
+			if (x < 0 || pad)
+				goto bad;
+			v |= (uint32_t)x << (18 - 6 * k);
 		}
-		group[k++] = c;
-		if (k < 4)
+		if (++k < 4)
 			continue;
-		uint32_t v = 0;
-		for (int j = 0; j < 4; j++)
-			v = v << 6 | (uint32_t)(group[j] == '=' ? 0 : value_of(group[j]));
-		out[o++] = (char)(v >> 16);
+		out[o++] = (unsigned char)(v >> 16);
 		if (pad < 2)
-			out[o++] = (char)(v >> 8);
+			out[o++] = (unsigned char)(v >> 8);
 		if (pad < 1)
-			out[o++] = (char)v;
+			out[o++] = (unsigned char)v;
 		ended = pad > 0;
 		k = 0;
+		v = 0;
+	}
+	if (k != 0) { /* a last group cut short: whole groups only when padded */
+		if (enc->padded || k == 1)
+			goto bad;
+		out[o++] = (unsigned char)(v >> 16);
+		if (k == 3)
+			out[o++] = (unsigned char)(v >> 8);
 	}
 	out[o] = '\0';
 	*out_len = o;
@@ -98,4 +109,24 @@ char *kft_base64_decode(const char *in, size_t *out_len)
 bad:
 	free(out);
 	return NULL;
+}
+
+char *kft_base64_encode(const void *data, size_t len)
+{
+	return encode(&std_encoding, data, len, NULL);
+}
+
+char *kft_base64_decode(const char *in, size_t *out_len)
+{
+	return (char *)decode(&std_encoding, in, strlen(in), out_len);
+}
+
+unsigned char *kft_base64url_decode(const char *in, size_t len, size_t *out_len)
+{
+	return decode(&raw_url_encoding, in, len, out_len);
+}
+
+char *kft_base64url_encode(const unsigned char *in, size_t len, size_t *out_len)
+{
+	return encode(&raw_url_encoding, in, len, out_len);
 }

@@ -1,6 +1,6 @@
 /*
  * test_base64.c - src/util/base64.c against RFC 4648's test vectors and Go's
- * encoding/base64.StdEncoding decisions (what the API server accepts in a
+ * encoding/base64.StdEncoding and RawURLEncoding decisions (what the API server accepts in a
  * Secret's data, a ConfigMap's binaryData or a kubeconfig's *-data), and
  * against OpenSSL's encoder as an independent oracle for arbitrary bytes.
  */
@@ -120,6 +120,47 @@ static void test_nul_bytes(void **state)
 	free(dec);
 }
 
+/* RawURLEncoding (JWT parts, JWK members): RFC 4648 section 10's vectors
+ * unpadded, the URL alphabet, and Go's refusals ('=', the standard
+ * alphabet's "+/", a length of 1 mod 4). */
+static void test_raw_url(void **state)
+{
+	(void)state;
+	static const char *const raw[][2] = {
+	        {"", ""},
+	        {"f", "Zg"},
+	        {"fo", "Zm8"},
+	        {"foo", "Zm9v"},
+	        {"foob", "Zm9vYg"},
+	        {"fooba", "Zm9vYmE"},
+	        {"foobar", "Zm9vYmFy"},
+	        {"\xfb\xff", "-_8"},
+	};
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++) {
+		size_t n = 99;
+		char *enc = kft_base64url_encode((const unsigned char *)raw[i][0],
+		                                 strlen(raw[i][0]), &n);
+		assert_non_null(enc);
+		assert_string_equal(enc, raw[i][1]);
+		assert_int_equal(n, strlen(raw[i][1]));
+		free(enc);
+		unsigned char *dec = kft_base64url_decode(raw[i][1], strlen(raw[i][1]), &n);
+		assert_non_null(dec);
+		assert_int_equal(n, strlen(raw[i][0]));
+		assert_memory_equal(dec, raw[i][0], n);
+		free(dec);
+	}
+	size_t n;
+	unsigned char *dec = kft_base64url_decode("Zm9v\r\nYg", 8, &n);
+	assert_non_null(dec);
+	assert_memory_equal(dec, "foob", 4);
+	free(dec);
+	static const char *const bad[] = {"Zg==", "Z", "Zm9vY", "+/8", "Zm 9v", "Zm9v!"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if ((dec = kft_base64url_decode(bad[i], strlen(bad[i]), &n)) != NULL)
+			fail_msg("\"%s\" decoded", bad[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +169,7 @@ int main(void)
 	        cmocka_unit_test(test_line_breaks_skipped),
 	        cmocka_unit_test(test_refused),
 	        cmocka_unit_test(test_nul_bytes),
+	        cmocka_unit_test(test_raw_url),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
