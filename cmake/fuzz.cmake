@@ -3,7 +3,7 @@
 set(KFT_FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1)
 add_library(kftrainer_fuzz STATIC ${KFT_LIB_ALL})
 target_include_directories(kftrainer_fuzz PUBLIC ${CMAKE_SOURCE_DIR}/include
-                           PRIVATE ${CMAKE_SOURCE_DIR}/src)
+                           PRIVATE ${CMAKE_SOURCE_DIR}/src ${KFT_GENERATED_INCLUDE})
 target_compile_options(kftrainer_fuzz PRIVATE ${KFT_FUZZ_FLAGS})
 target_link_libraries(kftrainer_fuzz PUBLIC ${KFT_LIB_DEPS})
 file(GLOB KFT_FUZZERS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_*.c)

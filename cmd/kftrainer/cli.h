@@ -1,6 +1,6 @@
 /*
  * cli.h - the pieces the kftrainer verbs share: the verb table entry, exit
- * codes, the global options and small helpers (durations, ages, tables,
+ * codes, the global options and small helpers (ages, tables,
  * kubectl's wording). Each verb lives in its own cmd/kftrainer/<verb>.c.
  *
  * Output conventions, kept by every verb: results on stdout, diagnostics on
@@ -58,20 +58,16 @@ void kft_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * working directory cannot be read or memory runs out. */
 int kft_cli_set_state_dir(const char *dir);
 
-/* ---- durations and ages (common.c) -------------------------------------- */
-
-/* Parses a Go duration as kubectl flags take it ("90s", "5m", "1h30m",
- * "1.5h", "250ms", "-1s", or "0"): into *ms, milliseconds, rounded toward
- * zero. Returns 0, or -1 for anything else (nothing reported). */
-int kft_cli_parse_duration(const char *s, long long *ms);
+/* ---- ages (common.c; durations: util/duration.h) ------------------------- */
 
 /* kubectl's AGE column for a span of `seconds` ("5s", "3m2s", "4h", "2d5h",
  * "3y"): at most two units, coarser as the span grows. Writes into buf
  * (NUL-terminated, truncated to size). */
 void kft_cli_format_age(long long seconds, char *buf, size_t size);
 
-/* Seconds from an RFC 3339 UTC timestamp ("2026-01-02T03:04:05Z", fractions
- * allowed) to now; -1 when ts is NULL or not such a timestamp. */
+/* Seconds from an RFC 3339 timestamp ("2026-01-02T03:04:05Z", fractions and
+ * offsets allowed; kft_rfc3339_parse_ms) to now; -1 when ts is NULL or not
+ * such a timestamp. */
 long long kft_cli_seconds_since(const char *ts);
 
 /* ---- tables (common.c) --------------------------------------------------- */

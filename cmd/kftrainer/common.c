@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kftrainer/conditions.h"
 #include "kftrainer/decode.h"
 #include "local/local.h"
 
@@ -60,76 +61,6 @@ int kft_cli_set_state_dir(const char *dir)
 
 /* ---- durations ------------------------------------------------------------ */
 
-/* Milliseconds per unit of a Go duration; 0 for an unknown unit. The unit is
- * the longest match at s; *len receives its length. */
-static double unit_ms(const char *s, size_t *len)
-{
-	static const struct {
-		const char *name;
-		double ms;
-	} units[] = {
-	        {"ns", 1e-6}, {"us", 1e-3}, {"\xc2\xb5s", 1e-3}, {"\xce\xbcs", 1e-3},
-	        {"ms", 1.0},  {"s", 1e3},   {"m", 60e3},         {"h", 3600e3},
-	};
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		size_t n = strlen(units[i].name);
-		if (strncmp(s, units[i].name, n) == 0) {
-			*len = n;
-			return units[i].ms;
-		}
-	}
-	return 0;
-}
-
-/* Reads "DIGITS[.DIGITS]" (either side may be empty, not both) at *s. */
-static int read_number(const char **s, double *v)
-{
-	const char *p = *s;
-	double x = 0, scale = 1;
-	int digits = 0;
-	for (; isdigit((unsigned char)*p); p++, digits++)
-		x = x * 10 + (*p - '0');
-	if (*p == '.')
-		for (p++; isdigit((unsigned char)*p); p++, digits++)
-			x += (*p - '0') * (scale /= 10);
-	if (!digits)
-		return -1;
-	*v = x;
-	*s = p;
-	return 0;
-}
-
-int kft_cli_parse_duration(const char *s, long long *ms)
-{
-	if (!s)
-		return -1;
-	int neg = *s == '-';
-	if (*s == '-' || *s == '+')
-		s++;
-	if (strcmp(s, "0") == 0) {
-		*ms = 0;
-		return 0;
-	}
-	if (!*s)
-		return -1;
-	double total = 0;
-	while (*s) {
-		double v;
-		size_t ulen = 0;
-		if (read_number(&s, &v) != 0)
-			return -1;
-		double per = unit_ms(s, &ulen);
-		if (per == 0)
-			return -1;
-		total += v * per;
-		if (total > 9.2e15) /* Go's limit is about 292 years */
-			return -1;
-		s += ulen;
-	}
-	*ms = (long long)total * (neg ? -1 : 1);
-	return 0;
-}
-
 /* ---- ages ------------------------------------------------------------------ */
 
 /* kubectl's rules (apimachinery duration.HumanDuration): two significant
@@ -163,21 +94,11 @@ void kft_cli_format_age(long long s, char *buf, size_t size)
 
 long long kft_cli_seconds_since(const char *ts)
 {
-	struct tm tm = {0};
-	if (!ts)
+	int64_t then_ms;
+	if (!ts || kft_rfc3339_parse_ms(ts, &then_ms, NULL) != 0)
 		return -1;
-	const char *rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!rest)
-		return -1;
-	if (*rest == '.')
-		for (rest++; isdigit((unsigned char)*rest); rest++)
-			;
-	if (strcmp(rest, "Z") != 0)
-		return -1;
-	time_t then = timegm(&tm);
-	if (then == (time_t)-1)
-		return -1;
-	return (long long)(time(NULL) - then);
+	return (long long)time(NULL) -
+	       (long long)(then_ms >= 0 ? then_ms / 1000 : (then_ms - 999) / 1000);
 }
 
 /* ---- tables ---------------------------------------------------------------- */

@@ -8,12 +8,14 @@
  * so here the wait ends at once with the reason, exit status 1.
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
 #include "jobs.h"
+#include "util/duration.h"
 
 #define POLL_MS    100
 #define WEEK_MS    (7LL * 24 * 3600 * 1000)
@@ -23,7 +25,7 @@ typedef struct wait_args {
 	const char *ns;
 	char cond[128]; /* the condition type; "" for deletion */
 	char value[16]; /* the status awaited, "True" by default */
-	long long timeout_ms;
+	int64_t timeout_ms;
 	char **names;
 	int nnames;
 } wait_args;
@@ -102,7 +104,7 @@ static int parse_args(int argc, char **argv, wait_args *a)
 				return KFT_EXIT_USAGE;
 			break;
 		case 't':
-			if (kft_cli_parse_duration(optarg, &a->timeout_ms) != 0) {
+			if (kft_duration_parse_ms(optarg, &a->timeout_ms) != 0) {
 				kft_cli_error(
 				        "--timeout: invalid duration \"%s\" (like 90s, 5m, 1h)",
 				        optarg);

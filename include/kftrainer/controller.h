@@ -20,6 +20,7 @@
 
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/schema.h"
 #include "kftrainer/validation.h"
@@ -27,6 +28,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+KFT_EXPORT_BEGIN
 
 /* ---- configuration (config.trainer.kubeflow.org/v1alpha1 Configuration) ---- */
 
@@ -675,6 +678,8 @@ kft_cm_cert_action kft_cm_cert_plan(const char *ca_crt, const char *ca_key, cons
  * borrowed; lg is the logger everything writes to.
  */
 int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *lg, kft_error *err);
+
+KFT_EXPORT_END
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
 
 #include <jansson.h>
 
+#include "kftrainer/export.h"
+
 #include "kftrainer/validation.h"
 
 #ifdef __cplusplus
@@ -43,7 +45,7 @@ extern "C" {
  * (kubernetes.io/tls, basic-auth, ssh-auth, dockercfg, dockerconfigjson,
  * service-account-token) requires.
  */
-int kft_corev1_check(const json_t *obj, kft_field_errors *errs);
+KFT_EXPORT int kft_corev1_check(const json_t *obj, kft_field_errors *errs);
 
 /*
  * Checks every environment variable list in `tree` (any "env" array of
@@ -54,7 +56,7 @@ int kft_corev1_check(const json_t *obj, kft_field_errors *errs);
  * "spec.trainer.env[0].name"). Meant for a TrainJob's spec, whose schema
  * has no other "env"; nesting deeper than 64 levels is not walked.
  */
-void kft_corev1_check_env(const json_t *tree, const char *path, kft_field_errors *errs);
+KFT_EXPORT void kft_corev1_check_env(const json_t *tree, const char *path, kft_field_errors *errs);
 
 #ifdef __cplusplus
 }

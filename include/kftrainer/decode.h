@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,11 +87,12 @@ typedef struct kft_doc_list {
  *   KFT_ELIMIT  one of the KFT_DECODE_MAX_* bounds ("SOURCE: ..." for size)
  *   KFT_ENOMEM  out of memory
  */
-int kft_decode(const char *data, size_t len, const char *source, kft_doc_list *out, kft_error *err);
+KFT_EXPORT int kft_decode(const char *data, size_t len, const char *source, kft_doc_list *out,
+                          kft_error *err);
 
 /* Releases every tree in the list and the list's array, leaving it empty.
  * Safe on an empty or already freed list; list may be NULL. */
-void kft_doc_list_free(kft_doc_list *list);
+KFT_EXPORT void kft_doc_list_free(kft_doc_list *list);
 
 /*
  * Reads the whole file at `path` ("-" = standard input) and decodes it with
@@ -99,7 +101,7 @@ void kft_doc_list_free(kft_doc_list *list);
  * KFT_ELIMIT when it is larger than KFT_DECODE_MAX_INPUT_BYTES (detected
  * without reading more than one byte past the bound).
  */
-int kft_decode_file(const char *path, kft_doc_list *out, kft_error *err);
+KFT_EXPORT int kft_decode_file(const char *path, kft_doc_list *out, kft_error *err);
 
 /*
  * Prints `root` as one YAML document the way kubectl prints objects: block
@@ -120,7 +122,7 @@ int kft_decode_file(const char *path, kft_doc_list *out, kft_error *err);
  * valid UTF-8 or an object key containing a NUL byte, KFT_ELIMIT for a tree
  * deeper than KFT_YAML_EMIT_MAX_DEPTH, KFT_ENOMEM.
  */
-char *kft_yaml_emit(const json_t *root, kft_error *err);
+KFT_EXPORT char *kft_yaml_emit(const json_t *root, kft_error *err);
 
 /*
  * Like kft_yaml_emit, but writes the document to `out`, preceded by a line
@@ -128,7 +130,8 @@ char *kft_yaml_emit(const json_t *root, kft_error *err);
  * stream). Returns 0, or a negative kft_status with err filled (KFT_EIO when
  * writing fails; nothing is written when the tree cannot be printed).
  */
-int kft_yaml_emit_file(FILE *out, const json_t *root, int document_marker, kft_error *err);
+KFT_EXPORT int kft_yaml_emit_file(FILE *out, const json_t *root, int document_marker,
+                                  kft_error *err);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #ifndef KFTRAINER_ERROR_H
 #define KFTRAINER_ERROR_H
 
+#include "kftrainer/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,14 +44,14 @@ typedef struct kft_error {
 
 /* Fills err (when non-NULL) and returns code, so callers can write
  * `return kft_error_set(err, KFT_EINVAL, "...", ...);`. */
-int kft_error_set(kft_error *err, kft_status code, const char *fmt, ...)
+KFT_EXPORT int kft_error_set(kft_error *err, kft_status code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
 /* Resets err to KFT_OK with an empty message. err may be NULL. */
-void kft_error_clear(kft_error *err);
+KFT_EXPORT void kft_error_clear(kft_error *err);
 
 /* A short constant name for a status ("invalid input", "out of memory" ...). */
-const char *kft_status_string(kft_status code);
+KFT_EXPORT const char *kft_status_string(kft_status code);
 
 #ifdef __cplusplus
 }

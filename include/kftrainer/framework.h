@@ -36,16 +36,13 @@
 
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
+#include "kftrainer/plugin.h"
 #include "kftrainer/validation.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The plugin ABI version: a plugin built against another version is refused
- * at load. Bump it whenever kft_plugin, kft_runtime_info, kft_pod_set,
- * kft_container, kft_trainjob or kft_plugin_ctx change layout or meaning. */
-#define KFT_PLUGIN_ABI_VERSION 1u
 
 /* ---- RuntimeInfo ------------------------------------------------------ */
 
@@ -96,41 +93,40 @@ typedef struct kft_runtime_info {
 } kft_runtime_info;
 
 /* The pod set whose ancestor label is `ancestor` ("trainer" ...), or NULL. */
-kft_pod_set *kft_runtime_info_find_ancestor(const kft_runtime_info *info, const char *ancestor);
+KFT_EXPORT kft_pod_set *kft_runtime_info_find_ancestor(const kft_runtime_info *info,
+                                                       const char *ancestor);
 /* The pod set named `name`, or NULL. */
-kft_pod_set *kft_runtime_info_find_pod_set(const kft_runtime_info *info, const char *name);
+KFT_EXPORT kft_pod_set *kft_runtime_info_find_pod_set(const kft_runtime_info *info,
+                                                      const char *name);
 /* The container named `name` in a pod set, or NULL. */
-kft_container *kft_pod_set_find_container(const kft_pod_set *ps, const char *name);
-void kft_runtime_info_free(kft_runtime_info *info);
+KFT_EXPORT kft_container *kft_pod_set_find_container(const kft_pod_set *ps, const char *name);
+KFT_EXPORT void kft_runtime_info_free(kft_runtime_info *info);
 
 /* Upserts: replace the element with the same key, or append. `item` is
  * copied. Return 0 or KFT_ENOMEM. */
-int kft_upsert_env(json_t *env, const char *name, const char *value);
-int kft_upsert_env_object(json_t *env, const json_t *item);
-int kft_upsert_by_key(json_t *list, const char *key, const json_t *item);
+KFT_EXPORT int kft_upsert_env(json_t *env, const char *name, const char *value);
+KFT_EXPORT int kft_upsert_env_object(json_t *env, const json_t *item);
+KFT_EXPORT int kft_upsert_by_key(json_t *list, const char *key, const json_t *item);
 
 /* ---- what plugins put into the objects they build ------------------------- */
-
-typedef struct kft_plugin_ctx kft_plugin_ctx;
-typedef struct kft_trainjob kft_trainjob;
 
 /* The TrainJob as controlling owner of a child (controller and
  * blockOwnerDeletion true); its uid only when the backend knows one. New
  * reference, or NULL when out of memory. */
-json_t *kft_owner_reference(const kft_plugin_ctx *ctx, const kft_trainjob *job);
+KFT_EXPORT json_t *kft_owner_reference(const kft_plugin_ctx *ctx, const kft_trainjob *job);
 
 /* Whether the backend already has the TrainJob's child `name` of this
  * apiVersion and kind, in the TrainJob's namespace. Plugins use it not to
  * regenerate what running pods hold (key pairs, PodGroups). */
-int kft_child_exists(const kft_plugin_ctx *ctx, const kft_trainjob *job, const char *api_version,
-                     const char *kind, const char *name);
+KFT_EXPORT int kft_child_exists(const kft_plugin_ctx *ctx, const kft_trainjob *job,
+                                const char *api_version, const char *kind, const char *name);
 
 /* A gang's size over every pod set: minMember (the pods of all pod sets)
  * and minResources (count x single-pod requests, summed exactly, keys
  * sorted), as upstream's PodGroup plugins compute them. *min_res is a new
  * reference. */
-int kft_pod_group_size(const kft_runtime_info *info, int32_t *min_member, json_t **min_res,
-                       kft_error *err);
+KFT_EXPORT int kft_pod_group_size(const kft_runtime_info *info, int32_t *min_member,
+                                  json_t **min_res, kft_error *err);
 
 /* Makes a PodGroup of the gang's size for job; consumes min_res whatever
  * happens. NULL on allocation failure. */
@@ -143,21 +139,21 @@ typedef json_t *(*kft_pod_group_maker)(const kft_plugin_ctx *ctx, const kft_runt
  * as upstream leaves a running gang's PodGroup alone; otherwise the
  * PodGroup `make` builds from kft_pod_group_size is appended to objects.
  * Returns 0, or kft_pod_group_size's error, or KFT_ENOMEM. */
-int kft_build_pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
-                        const kft_trainjob *job, const char *api_version, kft_pod_group_maker make,
-                        json_t *objects, kft_error *err);
+KFT_EXPORT int kft_build_pod_group(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+                                   const kft_trainjob *job, const char *api_version,
+                                   kft_pod_group_maker make, json_t *objects, kft_error *err);
 
 /* Upstream's port upsert: replaces the port with the same containerPort, or
  * the first unnamed one (two unnamed ports count as the same name), else
  * appends. Returns 0 or KFT_ENOMEM. */
-int kft_upsert_port(json_t *ports, int port);
+KFT_EXPORT int kft_upsert_port(json_t *ports, int port);
 
 /* One trainer node's resources: the TrainJob's resourcesPerNode when job
  * has it (it replaces the runtime's as a whole), else the `node` container's
  * resources in the trainer's (or the `node`) replicated job of the template.
  * Borrowed; NULL when neither exists. */
-const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info,
-                                              const kft_trainjob *job);
+KFT_EXPORT const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info,
+                                                         const kft_trainjob *job);
 
 /* GPUs per pod in a ResourceRequirements object (NULL: none), as upstream's
  * GetNumGPUPerNode: the first resource whose name contains "gpu" (any case)
@@ -166,7 +162,7 @@ const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info,
  * all ask it. Returns 0 with *out set, or KFT_EINVAL naming the resource
  * ("trainer resources: limits[nvidia.com/gpu]: ...") when its quantity does
  * not parse; *out is then 0. */
-int kft_resources_gpus(const json_t *resources, int64_t *out, kft_error *err);
+KFT_EXPORT int kft_resources_gpus(const json_t *resources, int64_t *out, kft_error *err);
 
 /* ---- the TrainJob as the framework reads it ---------------------------- */
 
@@ -190,63 +186,7 @@ struct kft_trainjob {
 };
 
 /* Fills the view from a defaulted, validated TrainJob. */
-int kft_trainjob_view(const json_t *obj, kft_trainjob *out, kft_error *err);
-
-/* ---- plugins ------------------------------------------------------------ */
-
-typedef struct kft_framework kft_framework;
-
-/* What every extension point receives besides its arguments. */
-struct kft_plugin_ctx {
-	const kft_backend *backend; /* never NULL */
-	const kft_framework *framework;
-};
-
-typedef struct kft_plugin {
-	/* These two members stay first in every ABI version, so the loader
-	 * can read them from a plugin built for another version. */
-	unsigned abi_version; /* KFT_PLUGIN_ABI_VERSION */
-	const char *name;
-
-	/* Startup. NULL-terminated list of "apiVersion/kind" strings of the
-	 * children this plugin creates and needs watched (static storage). */
-	const char *const *watch_kinds;
-
-	/* PreExecution. Appends field errors and warnings for new_job against
-	 * its runtime; old_job is the stored TrainJob on update, else NULL. */
-	void (*custom_validation)(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
-	                          const json_t *old_job, const json_t *new_job,
-	                          kft_field_errors *errs);
-
-	/* Build. Each returns 0, or a negative kft_status with err filled. */
-	int (*enforce_ml_policy)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
-	                         const kft_trainjob *job, kft_error *err);
-	int (*enforce_pod_group_policy)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
-	                                const kft_trainjob *job, kft_error *err);
-	int (*pod_network)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
-	                   const kft_trainjob *job, kft_error *err);
-	int (*enforce_pod_spec)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
-	                        const kft_trainjob *job, kft_error *err);
-	int (*pre_component_builder)(const kft_plugin_ctx *ctx, kft_runtime_info *info,
-	                             const kft_trainjob *job, kft_error *err);
-	/* Appends the complete objects it builds (new references) to `objects`. */
-	int (*component_builder)(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
-	                         const kft_trainjob *job, json_t *objects, kft_error *err);
-
-	/* PostExecution. `status` is the TrainJob's status object, updated in
-	 * place (jobsStatus, conditions other than terminal ones ...). */
-	int (*trainjob_status)(const kft_plugin_ctx *ctx, const kft_trainjob *job, json_t *status,
-	                       kft_error *err);
-	/* Sets *condition (a new Condition object) when the children say the
-	 * job has ended: type Complete or Failed with reason and message. */
-	int (*terminal_condition)(const kft_plugin_ctx *ctx, const kft_trainjob *job,
-	                          json_t **condition, kft_error *err);
-} kft_plugin;
-
-/* An out-of-tree plugin (a shared object) exports this symbol: a function
- * returning its plugin table. The loader checks abi_version. */
-#define KFT_PLUGIN_SYMBOL "kft_plugin_entry"
-typedef const kft_plugin *(*kft_plugin_entry_fn)(void);
+KFT_EXPORT int kft_trainjob_view(const json_t *obj, kft_trainjob *out, kft_error *err);
 
 /* ---- the framework ------------------------------------------------------ */
 
@@ -255,21 +195,23 @@ typedef const kft_plugin *(*kft_plugin_entry_fn)(void);
 
 /* A framework with the built-in plugins registered, in this order:
  * plainml, torch, mpi, jax, xgboost, flux, coscheduling, volcano, jobset,
- * and trainjobstatus when KFT_FEATURE_TRAINJOB_STATUS is in `features`.
+ * and trainjobstatus when KFT_FEATURE_TRAINJOB_STATUS is in `features`
+ * (the build's list, cmake/builtin_plugins.cmake; a unit test pins it).
  * Free with kft_framework_free. */
-int kft_framework_new(unsigned features, kft_framework **out, kft_error *err);
-void kft_framework_free(kft_framework *fw);
+KFT_EXPORT int kft_framework_new(unsigned features, kft_framework **out, kft_error *err);
+KFT_EXPORT void kft_framework_free(kft_framework *fw);
 
 /* Registers a plugin after the built-ins (the table is borrowed and must
  * outlive the framework). Refuses a wrong ABI version or a duplicate name. */
-int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *plugin, kft_error *err);
+KFT_EXPORT int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *plugin,
+                                        kft_error *err);
 
 /* dlopen()s path, finds KFT_PLUGIN_SYMBOL, checks the ABI version and
  * registers the plugin. The library stays loaded until kft_framework_free. */
-int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *err);
+KFT_EXPORT int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *err);
 
-size_t kft_framework_plugin_count(const kft_framework *fw);
-const kft_plugin *kft_framework_plugin_at(const kft_framework *fw, size_t i);
+KFT_EXPORT size_t kft_framework_plugin_count(const kft_framework *fw);
+KFT_EXPORT const kft_plugin *kft_framework_plugin_at(const kft_framework *fw, size_t i);
 
 /* ---- running the pipeline ------------------------------------------------ */
 
@@ -278,40 +220,43 @@ const kft_plugin *kft_framework_plugin_at(const kft_framework *fw, size_t i);
  * must be in the TrainJob's namespace. On failure appends upstream's error
  * to errs (field spec.runtimeRef) and returns NULL; a runtime labelled
  * deprecated adds a warning. Borrowed result. */
-const json_t *kft_resolve_runtime(const json_t *trainjob, const json_t *runtimes,
-                                  kft_field_errors *errs);
+KFT_EXPORT const json_t *kft_resolve_runtime(const json_t *trainjob, const json_t *runtimes,
+                                             kft_field_errors *errs);
 
 /* Builds RuntimeInfo for trainjob against runtime (runtime patches merged,
  * pod sets extracted) and runs EnforceMLPolicy, EnforcePodGroupPolicy,
  * PodNetwork and EnforcePodSpec. Caller frees *out with
  * kft_runtime_info_free. */
-int kft_framework_runtime_info(const kft_framework *fw, const kft_backend *backend,
-                               const json_t *trainjob, const json_t *runtime,
-                               kft_runtime_info **out, kft_error *err);
+KFT_EXPORT int kft_framework_runtime_info(const kft_framework *fw, const kft_backend *backend,
+                                          const json_t *trainjob, const json_t *runtime,
+                                          kft_runtime_info **out, kft_error *err);
 
 /* PreExecution: CustomValidation of every plugin, given RuntimeInfo as the
  * runtime and new_job make it before any plugin has changed it (as
  * upstream's webhook builds it). Returns 0, or a negative kft_status when
  * RuntimeInfo cannot be built (err filled). */
-int kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
-                           const json_t *runtime, const json_t *old_job, const json_t *new_job,
-                           kft_field_errors *errs, kft_error *err);
+KFT_EXPORT int kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
+                                      const json_t *runtime, const json_t *old_job,
+                                      const json_t *new_job, kft_field_errors *errs,
+                                      kft_error *err);
 
 /* Build: RuntimeInfo, then PreComponentBuilder and ComponentBuilder.
  * *objects receives a new array of complete objects in apply order. */
-int kft_framework_build(const kft_framework *fw, const kft_backend *backend, const json_t *trainjob,
-                        const json_t *runtime, json_t **objects, kft_error *err);
+KFT_EXPORT int kft_framework_build(const kft_framework *fw, const kft_backend *backend,
+                                   const json_t *trainjob, const json_t *runtime, json_t **objects,
+                                   kft_error *err);
 
 /* PostExecution: a new status object for the TrainJob, from its current
  * status and its children (asked of the backend): every TrainJobStatus
  * point, then the first terminal condition a plugin reports, set with
  * timestamp `now` (RFC 3339). */
-int kft_framework_status(const kft_framework *fw, const kft_backend *backend,
-                         const json_t *trainjob, const char *now, json_t **status, kft_error *err);
+KFT_EXPORT int kft_framework_status(const kft_framework *fw, const kft_backend *backend,
+                                    const json_t *trainjob, const char *now, json_t **status,
+                                    kft_error *err);
 
 /* The built-in backend used when none is given: Kubernetes addressing,
  * default ports, nothing exists yet, no UID (render). */
-const kft_backend *kft_backend_default(void);
+KFT_EXPORT const kft_backend *kft_backend_default(void);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,7 +106,7 @@ typedef struct kft_kube_config {
  * qps 5, burst 10, max_retries 10, timeout_ms 0. Returns 0 and fills *out
  * (free with kft_kube_config_free), or KFT_ENOMEM.
  */
-int kft_kube_config_new(kft_kube_config **out, kft_error *err);
+KFT_EXPORT int kft_kube_config_new(kft_kube_config **out, kft_error *err);
 
 /*
  * Loads a kubeconfig as kubectl does.
@@ -131,8 +132,8 @@ int kft_kube_config_new(kft_kube_config **out, kft_error *err);
  * Referenced files (certificates, keys, token files) are checked for
  * readability when the client is created, not here.
  */
-int kft_kube_config_load(const char *kubeconfig, const char *context, kft_kube_config **out,
-                         kft_error *err);
+KFT_EXPORT int kft_kube_config_load(const char *kubeconfig, const char *context,
+                                    kft_kube_config **out, kft_error *err);
 
 /*
  * The in-cluster service-account config: server from KUBERNETES_SERVICE_HOST
@@ -144,18 +145,18 @@ int kft_kube_config_load(const char *kubeconfig, const char *context, kft_kube_c
  * KFT_ENOTFOUND when not running in a cluster (variables unset) and
  * KFT_EIO when the token file cannot be read, KFT_ENOMEM.
  */
-int kft_kube_config_in_cluster(kft_kube_config **out, kft_error *err);
+KFT_EXPORT int kft_kube_config_in_cluster(kft_kube_config **out, kft_error *err);
 
 /*
  * controller-runtime's order for finding a config: `kubeconfig` (a --kubeconfig
  * flag, may be NULL), then $KUBECONFIG, then in-cluster, then ~/.kube/config.
  * Same results as the two loaders above; KFT_ENOTFOUND when none applies.
  */
-int kft_kube_config_default(const char *kubeconfig, const char *context, kft_kube_config **out,
-                            kft_error *err);
+KFT_EXPORT int kft_kube_config_default(const char *kubeconfig, const char *context,
+                                       kft_kube_config **out, kft_error *err);
 
 /* Frees cfg and every string in it. cfg may be NULL. */
-void kft_kube_config_free(kft_kube_config *cfg);
+KFT_EXPORT void kft_kube_config_free(kft_kube_config *cfg);
 
 /* ------------------------------------------------------------------------ */
 /* Client                                                                    */
@@ -171,10 +172,10 @@ typedef struct kft_kube kft_kube;
  * a server that is not http(s)://, a cert without a key), KFT_EIO (a file
  * cannot be read), KFT_ENOMEM.
  */
-int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err);
+KFT_EXPORT int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err);
 
 /* Frees the client. No call on it may still be running. kube may be NULL. */
-void kft_kube_free(kft_kube *kube);
+KFT_EXPORT void kft_kube_free(kft_kube *kube);
 
 /*
  * on = 1 cancels every call on kube: transfers in progress are abandoned
@@ -185,7 +186,7 @@ void kft_kube_free(kft_kube *kube);
  * the threads that make calls, un-cancel for last words (a lease release).
  * Any thread; nothing to free.
  */
-void kft_kube_cancel(kft_kube *kube, int on);
+KFT_EXPORT void kft_kube_cancel(kft_kube *kube, int on);
 
 /*
  * A function told of every HTTP exchange the client has with the server,
@@ -195,10 +196,10 @@ void kft_kube_cancel(kft_kube *kube, int on);
  * client is shared between threads; fn NULL removes it.
  */
 /* The server URL the client talks to ("https://host:port"); owned by kube. */
-const char *kft_kube_server(const kft_kube *kube);
+KFT_EXPORT const char *kft_kube_server(const kft_kube *kube);
 
 typedef void (*kft_kube_observer)(void *ctx, const char *method, long code);
-void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
+KFT_EXPORT void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
 
 /*
  * Where the client says what its caller does not see as a failure: an
@@ -211,10 +212,10 @@ void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
  * thread made the request; set it before the first request.
  */
 typedef void (*kft_kube_warning_fn)(void *ctx, const char *message);
-void kft_kube_set_warning_handler(kft_kube *kube, kft_kube_warning_fn fn, void *ctx);
+KFT_EXPORT void kft_kube_set_warning_handler(kft_kube *kube, kft_kube_warning_fn fn, void *ctx);
 
 /* The config's default namespace; owned by the client, valid until kft_kube_free. */
-const char *kft_kube_namespace(const kft_kube *kube);
+KFT_EXPORT const char *kft_kube_namespace(const kft_kube *kube);
 
 /* ------------------------------------------------------------------------ */
 /* Resource addressing                                                       */
@@ -238,13 +239,13 @@ typedef struct kft_gvr {
  * scheduling.x-k8s.io/v1alpha1 PodGroup; scheduling.volcano.sh/v1beta1 PodGroup;
  * node.k8s.io/v1 RuntimeClass; batch/v1 Job. The result is static: never freed.
  */
-const kft_gvr *kft_gvr_lookup(const char *api_version, const char *kind);
+KFT_EXPORT const kft_gvr *kft_gvr_lookup(const char *api_version, const char *kind);
 
 /* kft_gvr_lookup on an object's apiVersion and kind; NULL when absent or unknown. */
-const kft_gvr *kft_gvr_of(const json_t *obj);
+KFT_EXPORT const kft_gvr *kft_gvr_of(const json_t *obj);
 
 /* Writes "group/version" (or "v1") of gvr into buf (size n). Returns buf. */
-const char *kft_gvr_api_version(const kft_gvr *gvr, char *buf, size_t n);
+KFT_EXPORT const char *kft_gvr_api_version(const kft_gvr *gvr, char *buf, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Verbs                                                                     */
@@ -258,8 +259,8 @@ const char *kft_gvr_api_version(const kft_gvr *gvr, char *buf, size_t n);
 /* ------------------------------------------------------------------------ */
 
 /* GET one object. */
-int kft_kube_get(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name, json_t **out,
-                 kft_error *err);
+KFT_EXPORT int kft_kube_get(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
+                            json_t **out, kft_error *err);
 
 typedef struct kft_list_opts {
 	const char *label_selector;   /* NULL: none */
@@ -280,8 +281,8 @@ typedef struct kft_list_opts {
  * server leaves them out). opts may be NULL. A continue token that expires
  * (410) is KFT_EGONE: list again.
  */
-int kft_kube_list(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft_list_opts *opts,
-                  json_t **out, kft_error *err);
+KFT_EXPORT int kft_kube_list(kft_kube *kube, const kft_gvr *gvr, const char *ns,
+                             const kft_list_opts *opts, json_t **out, kft_error *err);
 
 /*
  * Like kft_kube_list but hands each item to on_item (borrowed: incref to keep
@@ -290,21 +291,22 @@ int kft_kube_list(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft_
  * that value is returned. *resource_version (when non-NULL) receives the
  * list's resourceVersion, malloc'd, caller frees; NULL on failure.
  */
-int kft_kube_list_each(kft_kube *kube, const kft_gvr *gvr, const char *ns,
-                       const kft_list_opts *opts, int (*on_item)(void *ctx, const json_t *item),
-                       void *ctx, char **resource_version, kft_error *err);
+KFT_EXPORT int kft_kube_list_each(kft_kube *kube, const kft_gvr *gvr, const char *ns,
+                                  const kft_list_opts *opts,
+                                  int (*on_item)(void *ctx, const json_t *item), void *ctx,
+                                  char **resource_version, kft_error *err);
 
 /* POST obj (not modified). generateName works. */
-int kft_kube_create(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
-                    kft_error *err);
+KFT_EXPORT int kft_kube_create(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
+                               kft_error *err);
 
 /* PUT obj; its metadata.resourceVersion guards it (stale: KFT_ECONFLICT). */
-int kft_kube_update(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
-                    kft_error *err);
+KFT_EXPORT int kft_kube_update(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
+                               kft_error *err);
 
 /* PUT obj to the status subresource (only .status is taken by the server). */
-int kft_kube_update_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
-                           kft_error *err);
+KFT_EXPORT int kft_kube_update_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
+                                      json_t **out, kft_error *err);
 
 typedef enum kft_patch_type {
 	KFT_PATCH_MERGE,     /* application/merge-patch+json (RFC 7386) */
@@ -318,9 +320,9 @@ typedef struct kft_patch_opts {
 } kft_patch_opts;
 
 /* PATCH the named object with `patch` (a JSON tree). opts may be NULL. */
-int kft_kube_patch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
-                   kft_patch_type type, const json_t *patch, const kft_patch_opts *opts,
-                   json_t **out, kft_error *err);
+KFT_EXPORT int kft_kube_patch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
+                              kft_patch_type type, const json_t *patch, const kft_patch_opts *opts,
+                              json_t **out, kft_error *err);
 
 /*
  * Server-side apply: PATCH application/apply-patch+yaml with obj as the body,
@@ -329,12 +331,13 @@ int kft_kube_patch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const cha
  * manager owning a field obj sets is KFT_ECONFLICT without force (the message
  * lists the conflicting fields and managers); with force obj takes them.
  */
-int kft_kube_apply(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, const char *field_manager,
-                   int force, json_t **out, kft_error *err);
+KFT_EXPORT int kft_kube_apply(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
+                              const char *field_manager, int force, json_t **out, kft_error *err);
 
 /* kft_kube_apply on the status subresource. */
-int kft_kube_apply_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
-                          const char *field_manager, int force, json_t **out, kft_error *err);
+KFT_EXPORT int kft_kube_apply_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
+                                     const char *field_manager, int force, json_t **out,
+                                     kft_error *err);
 
 typedef enum kft_propagation {
 	KFT_PROPAGATION_DEFAULT = 0, /* the kind's default (none sent) */
@@ -358,8 +361,8 @@ typedef struct kft_delete_opts {
  * non-NULL, is what the server returned: the object (when deletion waits on
  * finalizers) or a Status.
  */
-int kft_kube_delete(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
-                    const kft_delete_opts *opts, json_t **out, kft_error *err);
+KFT_EXPORT int kft_kube_delete(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
+                               const kft_delete_opts *opts, json_t **out, kft_error *err);
 
 /*
  * A raw request for what the verbs above do not cover (discovery, /version).
@@ -367,8 +370,9 @@ int kft_kube_delete(kft_kube *kube, const kft_gvr *gvr, const char *ns, const ch
  * (body_len bytes of body otherwise). Same retries, limits and error mapping.
  * *out is the parsed JSON answer (NULL when the body is empty).
  */
-int kft_kube_request(kft_kube *kube, const char *method, const char *path, const char *content_type,
-                     const char *body, size_t body_len, json_t **out, kft_error *err);
+KFT_EXPORT int kft_kube_request(kft_kube *kube, const char *method, const char *path,
+                                const char *content_type, const char *body, size_t body_len,
+                                json_t **out, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Watch                                                                     */
@@ -417,8 +421,9 @@ typedef int (*kft_watch_fn)(void *ctx, const char *type, const json_t *object);
  * skipped with a warning (kft_kube_set_warning_handler); NULs in strings are
  * kept.
  */
-int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft_watch_opts *opts,
-                   kft_watch_fn on_event, void *ctx, const atomic_int *stop, kft_error *err);
+KFT_EXPORT int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns,
+                              const kft_watch_opts *opts, kft_watch_fn on_event, void *ctx,
+                              const atomic_int *stop, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
@@ -444,8 +449,9 @@ int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft
  * Returns 0, or KFT_EINVAL (missing kind/name, bad type, empty reason or
  * component) or a request error as above.
  */
-int kft_kube_event(kft_kube *kube, const json_t *involved, const char *type, const char *reason,
-                   const char *message, const char *component, kft_error *err);
+KFT_EXPORT int kft_kube_event(kft_kube *kube, const json_t *involved, const char *type,
+                              const char *reason, const char *message, const char *component,
+                              kft_error *err);
 
 /* An events.k8s.io/v1 Event to record (every pointer borrowed). */
 typedef struct kft_event_v1 {
@@ -480,7 +486,7 @@ typedef struct kft_event_v1 {
  * Returns 0, KFT_EINVAL (missing kind/name, bad type, empty or over-long
  * reason/action, no controller), KFT_ENOMEM, or a request error.
  */
-int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_error *err);
+KFT_EXPORT int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_error *err);
 
 /*
  * Writes the counts of events.k8s.io/v1 series that are due, as client-go's
@@ -490,7 +496,7 @@ int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_error *err);
  * written now. Call it periodically (every few seconds is plenty). Returns
  * 0 or the first request error (the others are still attempted).
  */
-int kft_kube_events_flush(kft_kube *kube, int all, kft_error *err);
+KFT_EXPORT int kft_kube_events_flush(kft_kube *kube, int all, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Backoff                                                                   */
@@ -510,19 +516,19 @@ typedef struct kft_backoff {
 } kft_backoff;
 
 /* Sets up b (base_ms >= 1, cap_ms >= base_ms; out-of-range values are clamped). */
-void kft_backoff_init(kft_backoff *b, long base_ms, long cap_ms, double jitter);
+KFT_EXPORT void kft_backoff_init(kft_backoff *b, long base_ms, long cap_ms, double jitter);
 
 /* The next delay in milliseconds (base_ms first). */
-long kft_backoff_next(kft_backoff *b);
+KFT_EXPORT long kft_backoff_next(kft_backoff *b);
 
 /* Starts again from base_ms (after a success). */
-void kft_backoff_reset(kft_backoff *b);
+KFT_EXPORT void kft_backoff_reset(kft_backoff *b);
 
 /*
  * Sleeps ms milliseconds, waking early when stop (may be NULL) becomes
  * non-zero (checked every 50 ms). Returns 1 when stopped, else 0.
  */
-int kft_sleep_ms(long ms, const atomic_int *stop);
+KFT_EXPORT int kft_sleep_ms(long ms, const atomic_int *stop);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "kftrainer/export.h"
 #include "kftrainer/schema.h"
 #include "kftrainer/validation.h"
 
@@ -32,16 +33,17 @@ typedef enum kft_object_class {
  * *kind_out (may be NULL) receives our kind's info (borrowed) or NULL.
  * Of the external kinds, v1 Secrets and ConfigMaps (which may travel with a
  * TrainJob) are checked too (kft_corev1_check). */
-kft_object_class kft_object_check(const kft_schema *schema, json_t *obj, const json_t *old_obj,
-                                  kft_field_errors *errs, const kft_kind_info **kind_out);
+KFT_EXPORT kft_object_class kft_object_check(const kft_schema *schema, json_t *obj,
+                                             const json_t *old_obj, kft_field_errors *errs,
+                                             const kft_kind_info **kind_out);
 
 /* When doc is a list (`kind: List`, or any *List with an items array),
  * returns its items (borrowed); otherwise NULL. */
-json_t *kft_object_list_items(const json_t *doc);
+KFT_EXPORT json_t *kft_object_list_items(const json_t *doc);
 
 /* "KIND/NAMESPACE/NAME" ("KIND/NAME" for cluster-scoped kinds, "default" for
  * an unset namespace, "<unnamed>" when there is no name). Caller frees. */
-char *kft_object_ref(const json_t *obj, int namespaced);
+KFT_EXPORT char *kft_object_ref(const json_t *obj, int namespaced);
 
 #ifdef __cplusplus
 }

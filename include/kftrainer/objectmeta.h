@@ -29,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "kftrainer/export.h"
 #include "kftrainer/validation.h"
 
 #ifdef __cplusplus
@@ -51,17 +52,17 @@ extern "C" {
  * allocated except the appended strings, which `msgs` owns. Allocation
  * failure only loses messages, never changes the verdict.
  */
-int kft_is_dns1123_label(const char *s, json_t *msgs);     /* IsDNS1123Label */
-int kft_is_dns1123_subdomain(const char *s, json_t *msgs); /* IsDNS1123Subdomain */
-int kft_is_dns1035_label(const char *s, json_t *msgs);     /* IsDNS1035Label */
+KFT_EXPORT int kft_is_dns1123_label(const char *s, json_t *msgs);     /* IsDNS1123Label */
+KFT_EXPORT int kft_is_dns1123_subdomain(const char *s, json_t *msgs); /* IsDNS1123Subdomain */
+KFT_EXPORT int kft_is_dns1035_label(const char *s, json_t *msgs);     /* IsDNS1035Label */
 /* Label and annotation keys, finalizers: "[dns-subdomain/]name". */
-int kft_is_qualified_name(const char *s, json_t *msgs);
-int kft_is_valid_label_value(const char *s, json_t *msgs); /* "" is valid */
-int kft_is_env_var_name(const char *s, json_t *msgs);      /* IsEnvVarName, the strict form */
+KFT_EXPORT int kft_is_qualified_name(const char *s, json_t *msgs);
+KFT_EXPORT int kft_is_valid_label_value(const char *s, json_t *msgs); /* "" is valid */
+KFT_EXPORT int kft_is_env_var_name(const char *s, json_t *msgs); /* IsEnvVarName, the strict form */
 /* IsRelaxedEnvVarName: what the API server checks in pods since Kubernetes
  * 1.34 (printable ASCII but '='); the rule for env names and envFrom prefixes. */
-int kft_is_relaxed_env_var_name(const char *s, json_t *msgs);
-int kft_is_config_map_key(const char *s, json_t *msgs); /* ConfigMap and Secret keys */
+KFT_EXPORT int kft_is_relaxed_env_var_name(const char *s, json_t *msgs);
+KFT_EXPORT int kft_is_config_map_key(const char *s, json_t *msgs); /* ConfigMap and Secret keys */
 
 /*
  * What the API server checks in a custom resource's metadata on create
@@ -84,8 +85,8 @@ int kft_is_config_map_key(const char *s, json_t *msgs); /* ConfigMap and Secret 
  * list); on allocation failure errs->oom is set and the list may be short.
  * managedFields are not checked.
  */
-void kft_validate_object_meta(const json_t *metadata, int namespaced, const char *path,
-                              kft_field_errors *errs);
+KFT_EXPORT void kft_validate_object_meta(const json_t *metadata, int namespaced, const char *path,
+                                         kft_field_errors *errs);
 
 /*
  * The immutable part of ValidateObjectMetaUpdate: name, namespace, uid,
@@ -99,8 +100,8 @@ void kft_validate_object_meta(const json_t *metadata, int namespaced, const char
  * non-object `metadata` is reported at `path`; a non-object `old_metadata` is
  * reported as an internal error. Errors are appended to `errs`.
  */
-void kft_validate_object_meta_update(const json_t *metadata, const json_t *old_metadata,
-                                     const char *path, kft_field_errors *errs);
+KFT_EXPORT void kft_validate_object_meta_update(const json_t *metadata, const json_t *old_metadata,
+                                                const char *path, kft_field_errors *errs);
 
 /*
  * ValidateLabels: every key a qualified name (error value: the key), every
@@ -110,7 +111,7 @@ void kft_validate_object_meta_update(const json_t *metadata, const json_t *old_m
  * type error, reported at "<path>[key]" for a value. `labels` is borrowed;
  * errors are appended to `errs`.
  */
-void kft_validate_labels(const json_t *labels, const char *path, kft_field_errors *errs);
+KFT_EXPORT void kft_validate_labels(const json_t *labels, const char *path, kft_field_errors *errs);
 
 /*
  * ValidateAnnotations: every key, lower-cased, a qualified name (error value:
@@ -119,7 +120,8 @@ void kft_validate_labels(const json_t *labels, const char *path, kft_field_error
  * than 262144 bytes"). `path` is normally "metadata.annotations" (NULL
  * means that). Same ownership and type rules as kft_validate_labels.
  */
-void kft_validate_annotations(const json_t *annotations, const char *path, kft_field_errors *errs);
+KFT_EXPORT void kft_validate_annotations(const json_t *annotations, const char *path,
+                                         kft_field_errors *errs);
 
 #ifdef __cplusplus
 }

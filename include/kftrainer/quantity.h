@@ -57,6 +57,7 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -97,11 +98,11 @@ typedef struct kft_quantity {
  * above, or KFT_ELIMIT ("quantity too large ...") when the magnitude is
  * 10^29 or more; KFT_EINVAL when s or out is NULL.
  */
-int kft_quantity_parse(const char *s, kft_quantity *out, kft_error *err);
+KFT_EXPORT int kft_quantity_parse(const char *s, kft_quantity *out, kft_error *err);
 
 /* Same as kft_quantity_parse for the len bytes at s, which need no NUL
  * terminator; an embedded NUL byte is an ordinary invalid character. */
-int kft_quantity_parse_len(const char *s, size_t len, kft_quantity *out, kft_error *err);
+KFT_EXPORT int kft_quantity_parse_len(const char *s, size_t len, kft_quantity *out, kft_error *err);
 
 /*
  * Decodes a quantity from a JSON value the way Kubernetes decodes one from
@@ -120,12 +121,12 @@ int kft_quantity_parse_len(const char *s, size_t len, kft_quantity *out, kft_err
  * v is borrowed. Errors as for kft_quantity_parse, plus KFT_EINVAL when v or
  * out is NULL or the real is not finite.
  */
-int kft_quantity_from_json(const json_t *v, kft_quantity *out, kft_error *err);
+KFT_EXPORT int kft_quantity_from_json(const json_t *v, kft_quantity *out, kft_error *err);
 
 /* Sets *q to value units, value / 1000 units (Kubernetes' NewQuantity,
  * NewMilliQuantity) in the given format. These cannot fail. */
-void kft_quantity_init_int(kft_quantity *q, int64_t value, kft_quantity_format format);
-void kft_quantity_init_milli(kft_quantity *q, int64_t milli, kft_quantity_format format);
+KFT_EXPORT void kft_quantity_init_int(kft_quantity *q, int64_t value, kft_quantity_format format);
+KFT_EXPORT void kft_quantity_init_milli(kft_quantity *q, int64_t milli, kft_quantity_format format);
 
 /*
  * Sets *q to value * 10^scale (Kubernetes' NewScaledQuantity, but with any
@@ -133,30 +134,30 @@ void kft_quantity_init_milli(kft_quantity *q, int64_t milli, kft_quantity_format
  * parsing. Returns KFT_ELIMIT (q unchanged) when the result is 10^29 or more
  * in magnitude, KFT_EINVAL when q is NULL.
  */
-int kft_quantity_init_scaled(kft_quantity *q, int64_t value, int32_t scale,
-                             kft_quantity_format format, kft_error *err);
+KFT_EXPORT int kft_quantity_init_scaled(kft_quantity *q, int64_t value, int32_t scale,
+                                        kft_quantity_format format, kft_error *err);
 
 /* Compares exact values (formats are ignored): <0, 0 or >0. */
-int kft_quantity_cmp(const kft_quantity *a, const kft_quantity *b);
+KFT_EXPORT int kft_quantity_cmp(const kft_quantity *a, const kft_quantity *b);
 
 /* 1 when the value is zero, else 0. */
-int kft_quantity_is_zero(const kft_quantity *q);
+KFT_EXPORT int kft_quantity_is_zero(const kft_quantity *q);
 
 /* -1, 0 or 1 as the value is negative, zero or positive. */
-int kft_quantity_sign(const kft_quantity *q);
+KFT_EXPORT int kft_quantity_sign(const kft_quantity *q);
 
 /*
  * *acc += *b, exactly. As in Kubernetes, a zero acc takes b's format; a
  * non-zero acc keeps its own. Returns KFT_ELIMIT ("quantity too large",
  * acc unchanged) when the sum reaches 10^29 in magnitude.
  */
-int kft_quantity_add(kft_quantity *acc, const kft_quantity *b, kft_error *err);
+KFT_EXPORT int kft_quantity_add(kft_quantity *acc, const kft_quantity *b, kft_error *err);
 
 /* *acc -= *b; same rules and errors as kft_quantity_add. */
-int kft_quantity_sub(kft_quantity *acc, const kft_quantity *b, kft_error *err);
+KFT_EXPORT int kft_quantity_sub(kft_quantity *acc, const kft_quantity *b, kft_error *err);
 
 /* *q *= n, exactly, keeping q's format. KFT_ELIMIT (q unchanged) on overflow. */
-int kft_quantity_mul_int(kft_quantity *q, int64_t n, kft_error *err);
+KFT_EXPORT int kft_quantity_mul_int(kft_quantity *q, int64_t n, kft_error *err);
 
 /*
  * Writes the canonical text Kubernetes computes for q (CanonicalizeBytes):
@@ -168,7 +169,7 @@ int kft_quantity_mul_int(kft_quantity *q, int64_t n, kft_error *err);
  * suffices. Returns 0, or KFT_ELIMIT when buf is too small (buf then holds "")
  * and KFT_EINVAL when q or buf is NULL.
  */
-int kft_quantity_format_canonical(const kft_quantity *q, char *buf, size_t size);
+KFT_EXPORT int kft_quantity_format_canonical(const kft_quantity *q, char *buf, size_t size);
 
 /*
  * Parses s and writes what Kubernetes' Quantity.String() / MarshalJSON
@@ -180,7 +181,7 @@ int kft_quantity_format_canonical(const kft_quantity *q, char *buf, size_t size)
  * sends back. Errors as kft_quantity_parse, and KFT_ELIMIT when the text does
  * not fit in buf (buf then holds "").
  */
-int kft_quantity_reserialize(const char *s, char *buf, size_t size, kft_error *err);
+KFT_EXPORT int kft_quantity_reserialize(const char *s, char *buf, size_t size, kft_error *err);
 
 /*
  * ceil(q / 10^scale), rounding away from zero, saturated to the int64 range
@@ -188,9 +189,9 @@ int kft_quantity_reserialize(const char *s, char *buf, size_t size, kft_error *e
  * kft_quantity_milli_value scale -3 (MilliValue()): "1.5" gives 2 and 1500,
  * "0.0001" gives 1 and 1, "-1.5" gives -2 and -1500.
  */
-int64_t kft_quantity_scaled_value(const kft_quantity *q, int32_t scale);
-int64_t kft_quantity_value(const kft_quantity *q);
-int64_t kft_quantity_milli_value(const kft_quantity *q);
+KFT_EXPORT int64_t kft_quantity_scaled_value(const kft_quantity *q, int32_t scale);
+KFT_EXPORT int64_t kft_quantity_value(const kft_quantity *q);
+KFT_EXPORT int64_t kft_quantity_milli_value(const kft_quantity *q);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 #include "kftrainer/validation.h"
 
 #ifdef __cplusplus
@@ -43,59 +44,63 @@ typedef struct kft_kind_info {
  * kept for the life of the process: the result is borrowed, never freed, and
  * immutable. Returns NULL with err filled when the embedded files are broken
  * (a build defect, caught by the unit tests). */
-const kft_schema *kft_schema_builtin(kft_error *err);
+KFT_EXPORT const kft_schema *kft_schema_builtin(kft_error *err);
 
 /* Parses a schema from in-memory files (name, bytes). For tests and tools;
  * the caller frees the result with kft_schema_free. */
-int kft_schema_load(const char *const *names, const char *const *datas, const size_t *lens,
-                    size_t nfiles, kft_schema **out, kft_error *err);
-void kft_schema_free(kft_schema *schema);
+KFT_EXPORT int kft_schema_load(const char *const *names, const char *const *datas,
+                               const size_t *lens, size_t nfiles, kft_schema **out, kft_error *err);
+KFT_EXPORT void kft_schema_free(kft_schema *schema);
 
 /* The kind served under apiVersion ("group/version") and kind, or NULL. */
-const kft_kind_info *kft_schema_find_kind(const kft_schema *schema, const char *api_version,
-                                          const char *kind);
-size_t kft_schema_kind_count(const kft_schema *schema);
-const kft_kind_info *kft_schema_kind_at(const kft_schema *schema, size_t i);
+KFT_EXPORT const kft_kind_info *kft_schema_find_kind(const kft_schema *schema,
+                                                     const char *api_version, const char *kind);
+KFT_EXPORT size_t kft_schema_kind_count(const kft_schema *schema);
+KFT_EXPORT const kft_kind_info *kft_schema_kind_at(const kft_schema *schema, size_t i);
 /* A definition by name (borrowed), or NULL. */
-const json_t *kft_schema_definition(const kft_schema *schema, const char *name);
+KFT_EXPORT const json_t *kft_schema_definition(const kft_schema *schema, const char *name);
 
 /* Applies the schema's defaults to obj in place, as the API server does on
  * create: null values of non-nullable fields are dropped, then every absent
  * field with a default gets it, recursively. Never fails on odd input: parts
  * that do not match the schema's types are left for validation to report. */
-void kft_schema_default(const kft_schema *schema, const kft_kind_info *kind, json_t *obj);
+KFT_EXPORT void kft_schema_default(const kft_schema *schema, const kft_kind_info *kind,
+                                   json_t *obj);
 
 /* Strict decoding: appends an "unknown field" error for every field of obj
  * the schema has no place for (root metadata excepted), as kubectl's strict
  * field validation reports them. Returns how many it found; the API server
  * rejects such an object before validating it. */
-size_t kft_schema_check_unknown(const kft_schema *schema, const kft_kind_info *kind,
-                                const json_t *obj, kft_field_errors *errs);
+KFT_EXPORT size_t kft_schema_check_unknown(const kft_schema *schema, const kft_kind_info *kind,
+                                           const json_t *obj, kft_field_errors *errs);
 
 /* Validates obj (already defaulted) against its kind's schema, appending
  * every problem to errs: types, required, enum, bounds, patterns, list-type
  * uniqueness. old_obj is the stored object for an update, or NULL. */
-void kft_schema_validate(const kft_schema *schema, const kft_kind_info *kind, const json_t *obj,
-                         const json_t *old_obj, kft_field_errors *errs);
+KFT_EXPORT void kft_schema_validate(const kft_schema *schema, const kft_kind_info *kind,
+                                    const json_t *obj, const json_t *old_obj,
+                                    kft_field_errors *errs);
 
 /* The CEL rules of obj's schema (transition rules such as immutability
  * only when old_obj is given). The API server runs them only when the
  * other checks found nothing blocking (kft_field_errors_blocking). */
-void kft_schema_validate_rules(const kft_schema *schema, const kft_kind_info *kind,
-                               const json_t *obj, const json_t *old_obj, kft_field_errors *errs);
+KFT_EXPORT void kft_schema_validate_rules(const kft_schema *schema, const kft_kind_info *kind,
+                                          const json_t *obj, const json_t *old_obj,
+                                          kft_field_errors *errs);
 
 /* The definition `name` with every $ref expanded: a JSONSchemaProps tree ready
  * for a CRD's openAPIV3Schema. New reference; NULL with err on a dangling or
  * cyclic $ref. */
-json_t *kft_schema_expand(const kft_schema *schema, const char *name, kft_error *err);
+KFT_EXPORT json_t *kft_schema_expand(const kft_schema *schema, const char *name, kft_error *err);
 
 /* The complete CustomResourceDefinition (apiextensions.k8s.io/v1) for a kind.
  * New reference, or NULL with err. */
-json_t *kft_schema_crd(const kft_schema *schema, const kft_kind_info *kind, kft_error *err);
+KFT_EXPORT json_t *kft_schema_crd(const kft_schema *schema, const kft_kind_info *kind,
+                                  kft_error *err);
 
 /* Every CEL rule text in the schema that has no C implementation, as a new
  * JSON array of strings (empty when all are covered). */
-json_t *kft_schema_unimplemented_rules(const kft_schema *schema);
+KFT_EXPORT json_t *kft_schema_unimplemented_rules(const kft_schema *schema);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,43 +58,43 @@ typedef struct kft_field_errors {
 	int oom; /* set when an allocation failed; the list may then be incomplete */
 } kft_field_errors;
 
-void kft_field_errors_init(kft_field_errors *errs);
+KFT_EXPORT void kft_field_errors_init(kft_field_errors *errs);
 /* Frees everything the list owns; leaves it empty and reusable. */
-void kft_field_errors_free(kft_field_errors *errs);
+KFT_EXPORT void kft_field_errors_free(kft_field_errors *errs);
 
 /* Appends an error. `value` is rendered now (NULL omits it); detail is a printf
  * format (NULL for none). Returns 0 or KFT_ENOMEM (also recorded in errs->oom). */
-int kft_field_errors_add(kft_field_errors *errs, kft_field_error_type type, const char *field,
-                         const json_t *value, const char *detail_fmt, ...)
-        __attribute__((format(printf, 5, 6)));
+KFT_EXPORT int kft_field_errors_add(kft_field_errors *errs, kft_field_error_type type,
+                                    const char *field, const json_t *value, const char *detail_fmt,
+                                    ...) __attribute__((format(printf, 5, 6)));
 /* Like kft_field_errors_add, with the value already rendered (or NULL). */
-int kft_field_errors_add_rendered(kft_field_errors *errs, kft_field_error_type type,
-                                  const char *field, const char *rendered_value,
-                                  const char *detail);
-int kft_field_errors_warn(kft_field_errors *errs, const char *fmt, ...)
+KFT_EXPORT int kft_field_errors_add_rendered(kft_field_errors *errs, kft_field_error_type type,
+                                             const char *field, const char *rendered_value,
+                                             const char *detail);
+KFT_EXPORT int kft_field_errors_warn(kft_field_errors *errs, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 
 /* Renders a value the way Go's field.Error does: numbers and booleans bare,
  * strings Go-quoted, anything else as compact JSON. Caller frees. */
-char *kft_render_value(const json_t *value);
+KFT_EXPORT char *kft_render_value(const json_t *value);
 /* Go's strconv.Quote of a UTF-8 string. Caller frees. */
-char *kft_go_quote(const char *s);
+KFT_EXPORT char *kft_go_quote(const char *s);
 
 /* Whether errs holds an error that stops the API server from evaluating
  * CEL rules (Required, Unsupported value, Too long, Too many, a wrong
  * type), as apiextensions-apiserver's hasBlockingErr decides. */
-int kft_field_errors_blocking(const kft_field_errors *errs);
+KFT_EXPORT int kft_field_errors_blocking(const kft_field_errors *errs);
 
 /* The OpenAPI type name of a JSON value ("object", "integer", "number" ...),
  * as the API server names it in type errors and CEL failures. */
-const char *kft_json_type_name(const json_t *value);
+KFT_EXPORT const char *kft_json_type_name(const json_t *value);
 
 /* Characters (code points) in a UTF-8 string: what OpenAPI's maxLength and
  * CEL's size() count. */
-size_t kft_utf8_length(const char *s);
+KFT_EXPORT size_t kft_utf8_length(const char *s);
 
 /* "FIELD: TYPE: VALUE: DETAIL" as kubectl prints it. Caller frees. */
-char *kft_field_error_format(const kft_field_error *e);
+KFT_EXPORT char *kft_field_error_format(const kft_field_error *e);
 
 #ifdef __cplusplus
 }

@@ -98,8 +98,8 @@ static int encode(const json_t *v, kft_strbuf *out, int depth)
 int kft_bundle_encode(const json_t *value, kft_strbuf *out)
 {
 	if (!value || encode(value, out, 0) != 0)
-		return -1;
-	return out->failed ? -1 : 0;
+		return out->failed ? KFT_ENOMEM : KFT_ELIMIT;
+	return out->failed ? KFT_ENOMEM : 0;
 }
 
 /* ---- decoding --------------------------------------------------------------- */
@@ -210,10 +210,10 @@ int kft_bundle_decode(const unsigned char *data, size_t len, json_t **out)
 	*out = NULL;
 	json_t *v = data ? decode(&r, 0) : NULL;
 	if (!v)
-		return -1;
+		return KFT_EPARSE;
 	if (r.p != r.end) {
 		json_decref(v);
-		return -1;
+		return KFT_EPARSE;
 	}
 	*out = v;
 	return 0;

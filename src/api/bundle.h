@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "kftrainer/error.h"
 #include "util/strbuf.h"
 
 struct kft_bundle_file {
@@ -33,14 +34,15 @@ struct kft_bundle_file {
 extern const struct kft_bundle_file kft_api_bundle[];
 extern const size_t kft_api_bundle_count;
 
-/* Appends the encoding of value to out (the caller owns out). Returns 0, or
- * -1 when out of memory or value nests deeper than the decoder accepts. */
+/* Appends the encoding of value to out (the caller owns out). Returns 0,
+ * KFT_ENOMEM, or KFT_ELIMIT when value nests deeper than the decoder
+ * accepts (or is NULL). */
 int kft_bundle_encode(const json_t *value, kft_strbuf *out);
 
 /* Builds the tree encoded in data[0..len) into *out (a new reference the
- * caller releases). Returns 0, or -1 when the encoding is truncated,
- * malformed, nested too deeply, has trailing bytes, or memory runs out
- * (nothing is allocated then). */
+ * caller releases). Returns 0, or KFT_EPARSE when the encoding is
+ * truncated, malformed, nested too deeply, has trailing bytes, or memory
+ * runs out (nothing is allocated then). */
 int kft_bundle_decode(const unsigned char *data, size_t len, json_t **out);
 
 #endif

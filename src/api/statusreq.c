@@ -23,6 +23,7 @@
 #include "kftrainer/schema.h"
 #include "api/statusreq.h"
 #include "util/http.h"
+#include "util/rfc3339.h"
 
 #define STATUS_PATH_PREFIX "/apis/trainer.kubeflow.org/v1alpha1/namespaces/"
 #define INT32_MAXV         2147483647LL
@@ -292,10 +293,7 @@ static bool decode_time(const json_t *v, json_t *out)
 		return true;
 	if (!json_is_string(v) || kft_rfc3339_parse_ms(json_string_value(v), &ms, NULL) != 0)
 		return false;
-	time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-	struct tm tm;
-	if (!gmtime_r(&secs, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0 ||
-	    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+	if (kft_rfc3339_format(ms >= 0 ? ms / 1000 : (ms - 999) / 1000, -1, buf) != 0)
 		return false;
 	return json_object_set_new(out, "lastUpdatedTime", json_string(buf)) == 0;
 }

@@ -25,6 +25,7 @@
  * Lines are never folded (libyaml's default folds at 80 columns): long
  * strings stay greppable and the round trip has one less transformation.
  */
+#include "util/strbuf.h"
 #include "yaml_internal.h"
 
 #include <limits.h>
@@ -33,37 +34,17 @@
 
 #include <yaml.h>
 
-struct output {
-	char *data;
-	size_t len;
-	size_t cap;
-};
-
 struct printer {
 	yaml_emitter_t emitter;
-	struct output out;
+	kft_strbuf out;
 	kft_error *err;
 };
 
 static int collect(void *context, unsigned char *buffer, size_t size)
 {
-	struct output *o = context;
-
-	if (o->len + size + 1 > o->cap) {
-		size_t cap = o->cap ? o->cap : 4096;
-		char *grown;
-		while (cap < o->len + size + 1)
-			cap *= 2;
-		grown = realloc(o->data, cap);
-		if (!grown)
-			return 0;
-		o->data = grown;
-		o->cap = cap;
-	}
-	memcpy(o->data + o->len, buffer, size);
-	o->len += size;
-	o->data[o->len] = '\0';
-	return 1;
+	kft_strbuf *o = context;
+	kft_strbuf_putn(o, (const char *)buffer, size);
+	return !o->failed;
 }
 
 /* Hands one initialised event to libyaml, which frees it in any case. */
@@ -305,15 +286,15 @@ static int emit_text(const json_t *root, kft_error *err, char **text)
 	yaml_emitter_set_break(&p.emitter, YAML_LN_BREAK);
 	rc = emit_document(&p, root);
 	yaml_emitter_delete(&p.emitter);
-	if (rc == 0 && !p.out.data)
-		rc = collect(&p.out, (unsigned char *)"", 0)
-		             ? 0
-		             : kft_error_set(err, KFT_ENOMEM, "YAML output: out of memory");
+	if (rc == 0 && !p.out.buf)
+		kft_strbuf_putn(&p.out, "", 0); /* "" for an empty stream, not NULL */
+	if (rc == 0 && p.out.failed)
+		rc = kft_error_set(err, KFT_ENOMEM, "YAML output: out of memory");
 	if (rc < 0) {
-		free(p.out.data);
+		kft_strbuf_free(&p.out);
 		return rc;
 	}
-	*text = p.out.data;
+	*text = kft_strbuf_detach(&p.out);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "kftrainer/controller.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
+#include "util/duration.h"
 
 #define TRAINJOB_GK        "TrainJob.trainer.kubeflow.org"
 #define RUNTIME_GK         "TrainingRuntime.trainer.kubeflow.org"
@@ -192,71 +193,6 @@ static int get_float(const json_t *obj, const char *key, const char *path, doubl
 	return 0;
 }
 
-/* One number of a Go duration: digits, optionally '.' and more digits, at
- * least one digit in all (Go's time.ParseDuration accepts no sign, exponent,
- * hex, inf or nan here). Returns the text after it, or NULL. */
-static const char *duration_number(const char *s, double *out)
-{
-	double n = 0, scale = 1;
-	int digits = 0, frac = 0;
-	for (; (*s >= '0' && *s <= '9') || (*s == '.' && !frac); s++) {
-		if (*s == '.') {
-			frac = 1;
-			continue;
-		}
-		digits++;
-		if (frac)
-			n += (*s - '0') * (scale /= 10);
-		else if (n < 1e18)
-			n = n * 10 + (*s - '0');
-		else
-			return NULL; /* overflows Go's int64 nanoseconds anyway */
-	}
-	*out = n;
-	return digits ? s : NULL;
-}
-
-/* A Go time.Duration string ("15s", "1m30s", "500ms", "1.5h") in ms. */
-static int parse_duration(const char *s, int64_t *ms)
-{
-	static const struct {
-		const char *unit;
-		double ms;
-	} units[] = {{"ns", 1e-6}, {"us", 1e-3}, {"µs", 1e-3},  {"ms", 1},
-	             {"s", 1000},  {"m", 60000}, {"h", 3600000}};
-	double total = 0;
-	int neg = (*s == '-');
-	if (*s == '-' || *s == '+')
-		s++;
-	if (strcmp(s, "0") == 0) {
-		*ms = 0;
-		return 0;
-	}
-	if (!*s)
-		return -1;
-	while (*s) {
-		double n;
-		if ((s = duration_number(s, &n)) == NULL)
-			return -1;
-		size_t best = 0, bi = 0;
-		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-			size_t l = strlen(units[i].unit);
-			if (strncmp(s, units[i].unit, l) == 0 && l > best) {
-				best = l;
-				bi = i;
-			}
-		}
-		if (!best)
-			return -1;
-		total += n * units[bi].ms;
-		s += best;
-	}
-	if (total > 9.2e15)
-		return -1;
-	*ms = (int64_t)(neg ? -total : total);
-	return 0;
-}
-
 static int get_duration(const json_t *obj, const char *key, const char *path, int64_t *dst,
                         kft_error *err)
 {
@@ -265,7 +201,7 @@ static int get_duration(const json_t *obj, const char *key, const char *path, in
 		return 0;
 	if (!json_is_string(v))
 		return type_error(err, path, "v1.Duration", v);
-	if (parse_duration(json_string_value(v), dst) != 0)
+	if (kft_duration_parse_ms(json_string_value(v), dst) != 0)
 		return kft_error_set(err, KFT_EINVAL,
 		                     "failed to decode config file: time: invalid duration \"%s\" "
 		                     "(field %s)",

@@ -46,6 +46,9 @@ static const char *uid_of(void *self, const json_t *trainjob)
 	return json_is_string(uid) && *json_string_value(uid) ? json_string_value(uid) : NULL;
 }
 
+/* The Kubernetes backend, one of the three (render, local, Kubernetes;
+ * docs/architecture.md, "Backends"): default addressing, ports and status
+ * endpoint, children from the caches, the TrainJob's own UID. */
 void kft_cm_backend_init(kft_backend *b, kft_cm_lookup_fn lookup, void *self)
 {
 	memset(b, 0, sizeof(*b));

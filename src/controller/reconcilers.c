@@ -23,18 +23,11 @@
 #include "kftrainer/constants.h"
 #include "kftrainer/validation.h"
 #include "util/strbuf.h"
+#include "util/rfc3339.h"
 
 #define APPLIED_MAX (1u << 20)
 
 /* ---- small helpers ---------------------------------------------------------------- */
-
-static void now_rfc3339(char *buf, size_t size)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static const char *meta(const json_t *obj, const char *key)
 {
@@ -418,7 +411,7 @@ static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_o
 	char now[32];
 	kft_cm_plan plan;
 	kft_error e = {0};
-	now_rfc3339(now, sizeof(now));
+	kft_rfc3339_now(now);
 	if (kft_cm_trainjob_begin(job, now, &plan, &e) != 0) {
 		join_error(out, &e);
 		return;

@@ -30,6 +30,7 @@
 #include "controller/cm_internal.h"
 #include "kftrainer/constants.h"
 #include "kftrainer/schema.h"
+#include "util/rfc3339.h"
 
 /* controller-runtime's webhook body limit (maxRequestSize). */
 #define BODY_MAX       (7 * 1024 * 1024)
@@ -103,14 +104,6 @@ static int wait_synced(kft_cm *cm)
 	return 0;
 }
 
-static void now_rfc3339(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static void log_review(kft_cm *cm, kft_cm_webhook which, const kft_cm_admission *req,
                        const json_t *answer)
 {
@@ -155,8 +148,8 @@ static void handle(void *ctx, const kft_cm_http_request *r, kft_cm_http_reply *o
 		answer = kft_cm_admission_errored(req.uid, 500,
 		                                  "the runtime caches have not synced yet");
 	} else {
-		char now[32];
-		now_rfc3339(now, sizeof(now));
+		char now[KFT_RFC3339_MAX];
+		kft_rfc3339_now(now);
 		kft_cm_admission_env env = {.schema = w->schema,
 		                            .fw = cm->fw,
 		                            .backend = &w->backend,

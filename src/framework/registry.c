@@ -1,6 +1,8 @@
 /*
  * registry.c - the plugin registry: built-ins in their fixed order, then
- * plugins added at run time, from tables or from shared objects.
+ * plugins added at run time, from tables or from shared objects. Which
+ * built-ins exist is the build's business (framework/builtins.h): this file
+ * names none of them.
  *
  * A framework is an ordinary object (not a global), filled once when a
  * program starts and read-only afterwards, so several may coexist (tests do).
@@ -10,13 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/builtin.h"
-
-static const kft_plugin *const builtins[] = {
-        &kft_plugin_plainml,      &kft_plugin_torch,   &kft_plugin_mpi,
-        &kft_plugin_jax,          &kft_plugin_xgboost, &kft_plugin_flux,
-        &kft_plugin_coscheduling, &kft_plugin_volcano, &kft_plugin_jobset,
-};
+#include "framework/builtins.h"
+#include "kftrainer/framework.h"
 
 #define MAX_PLUGINS 64
 
@@ -33,15 +30,11 @@ int kft_framework_new(unsigned features, kft_framework **out, kft_error *err)
 	*out = NULL;
 	if (!fw)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
-		int rc = kft_framework_add_plugin(fw, builtins[i], err);
-		if (rc != 0) {
-			kft_framework_free(fw);
-			return rc;
-		}
-	}
-	if (features & KFT_FEATURE_TRAINJOB_STATUS) {
-		int rc = kft_framework_add_plugin(fw, &kft_plugin_trainjobstatus, err);
+	for (size_t i = 0; i < kft_builtins_count; i++) {
+		unsigned gate = kft_builtins[i].feature;
+		if ((features & gate) != gate)
+			continue;
+		int rc = kft_framework_add_plugin(fw, kft_builtins[i].plugin, err);
 		if (rc != 0) {
 			kft_framework_free(fw);
 			return rc;
@@ -68,7 +61,7 @@ int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *p, kft_error *
 		return kft_error_set(err, KFT_EVERSION,
 		                     "plugin %s was built for plugin ABI version %u, but this "
 		                     "kftrainer provides version %u; rebuild it against this "
-		                     "kftrainer's <kftrainer/framework.h>",
+		                     "kftrainer's <kftrainer/plugin.h>",
 		                     p->name, p->abi_version, KFT_PLUGIN_ABI_VERSION);
 	for (size_t i = 0; i < fw->count; i++)
 		if (strcmp(fw->plugins[i]->name, p->name) == 0)

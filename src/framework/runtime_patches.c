@@ -16,7 +16,9 @@
  *    tolerations) are taken as they are, minus nulls and "$" directives.
  *
  * 2. Apply the reduced patch as a Kubernetes strategic merge patch against
- *    the JobSetSpec schema (apimachinery strategicpatch, IgnoreUnmatchedNulls).
+ *    the JobSetSpec schema (apimachinery strategicpatch, IgnoreUnmatchedNulls),
+ *    walking the same table: each field of the patch types carries its Go
+ *    patchStrategy / patchMergeKey tags beside its encoding.
  *    Objects merge key by key. A list whose Go field is tagged
  *    patchStrategy=merge merges by its patchMergeKey, or as a set when its
  *    items are scalars. Every other list is replaced. The merged list is
@@ -189,17 +191,33 @@ typedef enum shape_kind {
 	SH_REST,        /* every member not listed, taken as core/v1 values */
 } shape_kind;
 
+/* How a list merges in step 2: Go's patchStrategy / patchMergeKey tags on
+ * the target type (JobSetSpec down to a container). Unmarked lists are
+ * replaced; objects always merge key by key. */
+typedef enum patch_strategy { PATCH_REPLACE, PATCH_MERGE } patch_strategy;
+
+/* One Go field of the patch types: its encoding (step 1) and, for lists,
+ * its merge strategy (step 2), so both steps walk this one table. */
 typedef struct shape {
 	const char *name;
 	shape_kind kind;
-	const struct shape *sub;
+	const struct shape *sub; /* SH_STRUCT: its fields; SH_STRUCT_LIST: its items' */
+	patch_strategy patch;    /* lists: PATCH_MERGE is patchStrategy=merge */
+	const char *merge_key;   /* PATCH_MERGE on a list of structs: patchMergeKey */
+	int not_omitempty;       /* the target's list encodes even when empty (it merges) */
 } shape;
+
+/* A list of structs tagged patchStrategy=merge, patchMergeKey=key. */
+#define KEYED(key) .patch = PATCH_MERGE, .merge_key = key
 
 /* metav1.ObjectMeta as the CRD's embedded metadata schema keeps it. */
 static const shape meta_shape[] = {
-        {.name = "name", .kind = SH_STR_OMIT},       {.name = "namespace", .kind = SH_STR_OMIT},
-        {.name = "labels", .kind = SH_STR_MAP},      {.name = "annotations", .kind = SH_STR_MAP},
-        {.name = "finalizers", .kind = SH_STR_LIST}, {.name = NULL},
+        {.name = "name", .kind = SH_STR_OMIT},
+        {.name = "namespace", .kind = SH_STR_OMIT},
+        {.name = "labels", .kind = SH_STR_MAP},
+        {.name = "annotations", .kind = SH_STR_MAP},
+        {.name = "finalizers", .kind = SH_STR_LIST, .patch = PATCH_MERGE},
+        {.name = NULL},
 };
 
 static const shape env_shape[] = {
@@ -222,8 +240,8 @@ static const shape mount_shape[] = {
 
 static const shape container_patch_shape[] = {
         {.name = "name", .kind = SH_STR_OMIT},
-        {.name = "env", .kind = SH_STRUCT_LIST, .sub = env_shape},
-        {.name = "volumeMounts", .kind = SH_STRUCT_LIST, .sub = mount_shape},
+        {.name = "env", .kind = SH_STRUCT_LIST, .sub = env_shape, KEYED("name")},
+        {.name = "volumeMounts", .kind = SH_STRUCT_LIST, .sub = mount_shape, KEYED("mountPath")},
         {.name = "securityContext", .kind = SH_CORE},
         {.name = NULL},
 };
@@ -239,15 +257,22 @@ static const shape gate_shape[] = {{.name = "name", .kind = SH_STR}, {.name = NU
 
 static const shape pod_spec_patch_shape[] = {
         {.name = "serviceAccountName", .kind = SH_STR_PTR},
-        {.name = "volumes", .kind = SH_STRUCT_LIST, .sub = volume_shape},
-        {.name = "initContainers", .kind = SH_STRUCT_LIST, .sub = container_patch_shape},
-        {.name = "containers", .kind = SH_STRUCT_LIST, .sub = container_patch_shape},
-        {.name = "imagePullSecrets", .kind = SH_STRUCT_LIST, .sub = local_ref_shape},
+        {.name = "volumes", .kind = SH_STRUCT_LIST, .sub = volume_shape, KEYED("name")},
+        {.name = "initContainers",
+         .kind = SH_STRUCT_LIST,
+         .sub = container_patch_shape,
+         KEYED("name")},
+        {.name = "containers",
+         .kind = SH_STRUCT_LIST,
+         .sub = container_patch_shape,
+         KEYED("name"),
+         .not_omitempty = 1},
+        {.name = "imagePullSecrets", .kind = SH_STRUCT_LIST, .sub = local_ref_shape, KEYED("name")},
         {.name = "securityContext", .kind = SH_CORE},
         {.name = "nodeSelector", .kind = SH_STR_MAP},
         {.name = "affinity", .kind = SH_CORE},
         {.name = "tolerations", .kind = SH_CORE_LIST},
-        {.name = "schedulingGates", .kind = SH_STRUCT_LIST, .sub = gate_shape},
+        {.name = "schedulingGates", .kind = SH_STRUCT_LIST, .sub = gate_shape, KEYED("name")},
         {.name = "terminationGracePeriodSeconds", .kind = SH_INT_PTR},
         {.name = NULL},
 };
@@ -276,7 +301,7 @@ static const shape rjob_patch_shape[] = {
 };
 
 static const shape jobset_spec_patch_shape[] = {
-        {.name = "replicatedJobs", .kind = SH_STRUCT_LIST, .sub = rjob_patch_shape},
+        {.name = "replicatedJobs", .kind = SH_STRUCT_LIST, .sub = rjob_patch_shape, KEYED("name")},
         {.name = NULL},
 };
 
@@ -439,7 +464,7 @@ static int sanitize_field(json_t *out, const shape *f, const json_t *v, int dept
 
 static const shape *find_shape(const shape *fields, const char *name)
 {
-	for (; fields->name; fields++)
+	for (; fields && fields->name; fields++)
 		if (strcmp(fields->name, name) == 0)
 			return fields;
 	return NULL;
@@ -501,84 +526,13 @@ static int sanitize_struct(const json_t *in, const shape *fields, int depth, pat
 
 /* ---- step 2: strategic merge against JobSetSpec ---------------------------- */
 
-/* The patchStrategy / patchMergeKey tags of the Go types on the way from
- * JobSetSpec down to a container. An unlisted field merges generically:
- * objects key by key, lists replaced. */
-typedef enum merge_kind { M_OBJECT, M_KEYED, M_SET } merge_kind;
+/* The merge strategies are the shape table's (PATCH_MERGE, merge_key): the
+ * reduced patch holds only the fields step 1 kept, so only they can merge. A
+ * member the table does not name (inside core/v1 values) merges
+ * generically: objects key by key, lists replaced. */
 
-typedef struct merge_field {
-	const char *name;
-	merge_kind kind;
-	const char *key;               /* M_KEYED: the patchMergeKey */
-	const struct merge_field *sub; /* M_OBJECT: its fields; M_KEYED: its items' */
-	int not_omitempty;             /* an empty list still encodes (it merges) */
-} merge_field;
-
-static const merge_field object_meta_m[] = {{.name = "finalizers", .kind = M_SET}, {.name = NULL}};
-
-static const merge_field container_m[] = {
-        {.name = "ports", .kind = M_KEYED, .key = "containerPort"},
-        {.name = "env", .kind = M_KEYED, .key = "name"},
-        {.name = "volumeMounts", .kind = M_KEYED, .key = "mountPath"},
-        {.name = "volumeDevices", .kind = M_KEYED, .key = "devicePath"},
-        {.name = NULL},
-};
-
-static const merge_field pod_spec_m[] = {
-        {.name = "volumes", .kind = M_KEYED, .key = "name"},
-        {.name = "initContainers", .kind = M_KEYED, .key = "name", .sub = container_m},
-        {.name = "containers",
-         .kind = M_KEYED,
-         .key = "name",
-         .sub = container_m,
-         .not_omitempty = 1},
-        {.name = "ephemeralContainers", .kind = M_KEYED, .key = "name", .sub = container_m},
-        {.name = "imagePullSecrets", .kind = M_KEYED, .key = "name"},
-        {.name = "hostAliases", .kind = M_KEYED, .key = "ip"},
-        {.name = "topologySpreadConstraints", .kind = M_KEYED, .key = "topologyKey"},
-        {.name = "schedulingGates", .kind = M_KEYED, .key = "name"},
-        {.name = "resourceClaims", .kind = M_KEYED, .key = "name"},
-        {.name = NULL},
-};
-
-static const merge_field pod_template_m[] = {
-        {.name = "metadata", .kind = M_OBJECT, .sub = object_meta_m},
-        {.name = "spec", .kind = M_OBJECT, .sub = pod_spec_m},
-        {.name = NULL},
-};
-
-static const merge_field job_spec_m[] = {
-        {.name = "template", .kind = M_OBJECT, .sub = pod_template_m},
-        {.name = NULL},
-};
-
-static const merge_field job_template_m[] = {
-        {.name = "metadata", .kind = M_OBJECT, .sub = object_meta_m},
-        {.name = "spec", .kind = M_OBJECT, .sub = job_spec_m},
-        {.name = NULL},
-};
-
-static const merge_field rjob_m[] = {
-        {.name = "template", .kind = M_OBJECT, .sub = job_template_m},
-        {.name = "dependsOn", .kind = M_KEYED, .key = "name"},
-        {.name = NULL},
-};
-
-static const merge_field jobset_spec_m[] = {
-        {.name = "replicatedJobs", .kind = M_KEYED, .key = "name", .sub = rjob_m},
-        {.name = NULL},
-};
-
-static const merge_field *find_merge_field(const merge_field *fields, const char *name)
-{
-	for (; fields && fields->name; fields++)
-		if (strcmp(fields->name, name) == 0)
-			return fields;
-	return NULL;
-}
-
-static int merge_object(json_t *orig, const json_t *patch, const merge_field *fields, int depth,
-                        path *p, kft_error *err);
+static int merge_object(json_t *orig, const json_t *patch, const shape *fields, int depth, path *p,
+                        kft_error *err);
 
 /* Merge keys compared as Go's typed encoding shows them: every merge key
  * of these types is a plain string or integer field, so an item without one
@@ -670,7 +624,7 @@ static int merged_set(const json_t *orig, const json_t *patch, json_t *set)
  * item of the same key, then the patch items whose key is new (a repeated
  * new key merges into the first of its kind). */
 static int merged_keyed(json_t *merged, const json_t *patch, const char *key,
-                        const merge_field *item_fields, int depth, path *p, kft_error *err)
+                        const shape *item_fields, int depth, path *p, kft_error *err)
 {
 	size_t i;
 	json_t *x;
@@ -767,8 +721,8 @@ static int order_merged(json_t *orig, const json_t *patch, json_t *merged, const
 /* strategicpatch's mergeSlice for a list tagged patchStrategy=merge, with
  * `key` its patchMergeKey (NULL: a set of scalars). `orig` is updated in
  * place. */
-static int merge_list(json_t *orig, const json_t *patch, const char *key,
-                      const merge_field *item_fields, int depth, path *p, kft_error *err)
+static int merge_list(json_t *orig, const json_t *patch, const char *key, const shape *item_fields,
+                      int depth, path *p, kft_error *err)
 {
 	if (json_array_size(orig) == 0 && json_array_size(patch) == 0)
 		return 0;
@@ -799,8 +753,8 @@ static int merge_list(json_t *orig, const json_t *patch, const char *key,
 	return rc;
 }
 
-static int merge_member(json_t *orig, const char *k, const json_t *pv, const merge_field *f,
-                        int depth, path *p, kft_error *err)
+static int merge_member(json_t *orig, const char *k, const json_t *pv, const shape *f, int depth,
+                        path *p, kft_error *err)
 {
 	json_t *ov = json_object_get(orig, k);
 	if (json_is_null(pv)) {
@@ -816,18 +770,17 @@ static int merge_member(json_t *orig, const char *k, const json_t *pv, const mer
 		return c && json_object_set_new(orig, k, c) == 0 ? 0 : oom(err);
 	}
 	if (json_is_object(ov))
-		return merge_object(ov, pv, f && f->kind == M_OBJECT ? f->sub : NULL, depth + 1, p,
+		return merge_object(ov, pv, f && f->kind == SH_STRUCT ? f->sub : NULL, depth + 1, p,
 		                    err);
-	if (json_is_array(ov) && f && f->kind != M_OBJECT)
-		return merge_list(ov, pv, f->kind == M_KEYED ? f->key : NULL, f->sub, depth + 1, p,
-		                  err);
+	if (json_is_array(ov) && f && f->patch == PATCH_MERGE)
+		return merge_list(ov, pv, f->merge_key, f->sub, depth + 1, p, err);
 	json_t *c = json_deep_copy(pv);
 	return c && json_object_set_new(orig, k, c) == 0 ? 0 : oom(err);
 }
 
 /* strategicpatch's mergeMap: `patch` into `orig`, in place. */
-static int merge_object(json_t *orig, const json_t *patch, const merge_field *fields, int depth,
-                        path *p, kft_error *err)
+static int merge_object(json_t *orig, const json_t *patch, const shape *fields, int depth, path *p,
+                        kft_error *err)
 {
 	if (depth > KFT_DECODE_MAX_DEPTH)
 		return fail(err, KFT_ELIMIT, p, "nested too deeply");
@@ -836,7 +789,7 @@ static int merge_object(json_t *orig, const json_t *patch, const merge_field *fi
 	json_object_foreach((json_t *)patch, k, pv)
 	{
 		size_t mark = path_push(p, ".%s", k);
-		int rc = merge_member(orig, k, pv, find_merge_field(fields, k), depth, p, err);
+		int rc = merge_member(orig, k, pv, find_shape(fields, k), depth, p, err);
 		path_pop(p, mark);
 		if (rc != 0)
 			return rc;
@@ -892,7 +845,7 @@ static int merge_spec(json_t *tmpl, const json_t *spec, path *p, kft_error *err)
 	if (rc != 0)
 		return rc;
 	json_t *target = ensure_object(tmpl, "spec");
-	rc = target ? merge_object(target, clean, jobset_spec_m, 0, p, err)
+	rc = target ? merge_object(target, clean, jobset_spec_patch_shape, 0, p, err)
 	            : kft_error_set(err, KFT_EINVAL, "spec.template.spec: must be an object");
 	json_decref(clean);
 	return rc;

@@ -11,12 +11,12 @@
 
 #define MIN_BUCKETS 16
 
-void kft_smap_init(kft_smap *m)
+void kft_cache_map_init(kft_cache_map *m)
 {
 	memset(m, 0, sizeof(*m));
 }
 
-uint32_t kft_smap_hash(const char *s)
+uint32_t kft_cache_map_hash(const char *s)
 {
 	uint32_t h = 2166136261u;
 
@@ -27,48 +27,48 @@ uint32_t kft_smap_hash(const char *s)
 	return h;
 }
 
-void kft_smap_clear(kft_smap *m)
+void kft_cache_map_clear(kft_cache_map *m)
 {
 	for (size_t i = 0; i < m->nbuckets; i++) {
-		kft_smap_entry *e = m->buckets[i];
+		kft_cache_map_entry *e = m->buckets[i];
 		while (e) {
-			kft_smap_entry *next = e->next;
+			kft_cache_map_entry *next = e->next;
 			free(e);
 			e = next;
 		}
 	}
 	free(m->buckets);
-	kft_smap_init(m);
+	kft_cache_map_init(m);
 }
 
-kft_smap_entry *kft_smap_find(const kft_smap *m, const char *key)
+kft_cache_map_entry *kft_cache_map_find(const kft_cache_map *m, const char *key)
 {
 	if (m->nbuckets == 0)
 		return NULL;
-	uint32_t h = kft_smap_hash(key);
-	for (kft_smap_entry *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
+	uint32_t h = kft_cache_map_hash(key);
+	for (kft_cache_map_entry *e = m->buckets[h & (m->nbuckets - 1)]; e; e = e->next)
 		if (e->hash == h && strcmp(e->key, key) == 0)
 			return e;
 	return NULL;
 }
 
-void *kft_smap_get(const kft_smap *m, const char *key)
+void *kft_cache_map_get(const kft_cache_map *m, const char *key)
 {
-	kft_smap_entry *e = kft_smap_find(m, key);
+	kft_cache_map_entry *e = kft_cache_map_find(m, key);
 	return e ? e->value : NULL;
 }
 
 /* Moves every entry into a bucket array of n (a power of two). On allocation
  * failure the map keeps its old array: it still works, only slower. */
-static void rehash(kft_smap *m, size_t n)
+static void rehash(kft_cache_map *m, size_t n)
 {
-	kft_smap_entry **b = calloc(n, sizeof(*b));
+	kft_cache_map_entry **b = calloc(n, sizeof(*b));
 	if (!b)
 		return;
 	for (size_t i = 0; i < m->nbuckets; i++) {
-		kft_smap_entry *e = m->buckets[i];
+		kft_cache_map_entry *e = m->buckets[i];
 		while (e) {
-			kft_smap_entry *next = e->next;
+			kft_cache_map_entry *next = e->next;
 			e->next = b[e->hash & (n - 1)];
 			b[e->hash & (n - 1)] = e;
 			e = next;
@@ -79,9 +79,9 @@ static void rehash(kft_smap *m, size_t n)
 	m->nbuckets = n;
 }
 
-kft_smap_entry *kft_smap_upsert(kft_smap *m, const char *key, int *created)
+kft_cache_map_entry *kft_cache_map_upsert(kft_cache_map *m, const char *key, int *created)
 {
-	kft_smap_entry *e = kft_smap_find(m, key);
+	kft_cache_map_entry *e = kft_cache_map_find(m, key);
 	*created = 0;
 	if (e)
 		return e;
@@ -97,7 +97,7 @@ kft_smap_entry *kft_smap_upsert(kft_smap *m, const char *key, int *created)
 	if (!e)
 		return NULL;
 	memcpy(e->key, key, klen + 1);
-	e->hash = kft_smap_hash(key);
+	e->hash = kft_cache_map_hash(key);
 	e->value = NULL;
 	e->next = m->buckets[e->hash & (m->nbuckets - 1)];
 	m->buckets[e->hash & (m->nbuckets - 1)] = e;
@@ -106,14 +106,14 @@ kft_smap_entry *kft_smap_upsert(kft_smap *m, const char *key, int *created)
 	return e;
 }
 
-static void *remove_key(kft_smap *m, const char *key, int may_shrink)
+static void *remove_key(kft_cache_map *m, const char *key, int may_shrink)
 {
 	if (m->nbuckets == 0)
 		return NULL;
-	uint32_t h = kft_smap_hash(key);
-	kft_smap_entry **pp = &m->buckets[h & (m->nbuckets - 1)];
+	uint32_t h = kft_cache_map_hash(key);
+	kft_cache_map_entry **pp = &m->buckets[h & (m->nbuckets - 1)];
 	for (; *pp; pp = &(*pp)->next) {
-		kft_smap_entry *e = *pp;
+		kft_cache_map_entry *e = *pp;
 		if (e->hash != h || strcmp(e->key, key) != 0)
 			continue;
 		void *v = e->value;
@@ -127,21 +127,21 @@ static void *remove_key(kft_smap *m, const char *key, int may_shrink)
 	return NULL;
 }
 
-void *kft_smap_remove(kft_smap *m, const char *key)
+void *kft_cache_map_remove(kft_cache_map *m, const char *key)
 {
 	return remove_key(m, key, 1);
 }
 
-void *kft_smap_remove_iter(kft_smap *m, const char *key)
+void *kft_cache_map_remove_iter(kft_cache_map *m, const char *key)
 {
 	return remove_key(m, key, 0);
 }
 
 /* The first entry at or after bucket it->bucket. */
-static kft_smap_entry *scan(const kft_smap *m, kft_smap_iter *it)
+static kft_cache_map_entry *scan(const kft_cache_map *m, kft_cache_map_iter *it)
 {
 	while (it->bucket < m->nbuckets) {
-		kft_smap_entry *e = m->buckets[it->bucket++];
+		kft_cache_map_entry *e = m->buckets[it->bucket++];
 		if (e) {
 			it->next = e->next;
 			return e;
@@ -150,16 +150,16 @@ static kft_smap_entry *scan(const kft_smap *m, kft_smap_iter *it)
 	return NULL;
 }
 
-kft_smap_entry *kft_smap_first(const kft_smap *m, kft_smap_iter *it)
+kft_cache_map_entry *kft_cache_map_first(const kft_cache_map *m, kft_cache_map_iter *it)
 {
 	it->bucket = 0;
 	it->next = NULL;
 	return scan(m, it);
 }
 
-kft_smap_entry *kft_smap_next(const kft_smap *m, kft_smap_iter *it)
+kft_cache_map_entry *kft_cache_map_next(const kft_cache_map *m, kft_cache_map_iter *it)
 {
-	kft_smap_entry *e = it->next;
+	kft_cache_map_entry *e = it->next;
 	if (e) {
 		it->next = e->next;
 		return e;

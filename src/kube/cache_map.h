@@ -14,56 +14,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct kft_smap_entry {
-	struct kft_smap_entry *next;
+typedef struct kft_cache_map_entry {
+	struct kft_cache_map_entry *next;
 	void *value;
 	uint32_t hash;
 	char key[]; /* NUL-terminated, owned by the entry */
-} kft_smap_entry;
+} kft_cache_map_entry;
 
-typedef struct kft_smap {
-	kft_smap_entry **buckets;
+typedef struct kft_cache_map {
+	kft_cache_map_entry **buckets;
 	size_t nbuckets; /* a power of two, or 0 before the first insert */
 	size_t count;
-} kft_smap;
+} kft_cache_map;
 
-/* An empty map needs no allocation: zero it or call kft_smap_init. */
-void kft_smap_init(kft_smap *m);
+/* An empty map needs no allocation: zero it or call kft_cache_map_init. */
+void kft_cache_map_init(kft_cache_map *m);
 
 /* Frees the entries (not the values: iterate first when they need freeing). */
-void kft_smap_clear(kft_smap *m);
+void kft_cache_map_clear(kft_cache_map *m);
 
 /* The entry for key, or NULL. */
-kft_smap_entry *kft_smap_find(const kft_smap *m, const char *key);
+kft_cache_map_entry *kft_cache_map_find(const kft_cache_map *m, const char *key);
 
 /* The value for key, or NULL when absent. */
-void *kft_smap_get(const kft_smap *m, const char *key);
+void *kft_cache_map_get(const kft_cache_map *m, const char *key);
 
 /*
  * The entry for key, created with value NULL when absent (*created = 1).
  * Returns NULL only when out of memory.
  */
-kft_smap_entry *kft_smap_upsert(kft_smap *m, const char *key, int *created);
+kft_cache_map_entry *kft_cache_map_upsert(kft_cache_map *m, const char *key, int *created);
 
 /* Removes key; returns its value (NULL when absent). */
-void *kft_smap_remove(kft_smap *m, const char *key);
+void *kft_cache_map_remove(kft_cache_map *m, const char *key);
 
 /*
- * Iteration: `for (e = kft_smap_first(m, &it); e; e = kft_smap_next(m, &it))`.
+ * Iteration: `for (e = kft_cache_map_first(m, &it); e; e = kft_cache_map_next(m, &it))`.
  * The map must not change during the loop, except that the entry just
- * returned may be removed with kft_smap_remove_iter.
+ * returned may be removed with kft_cache_map_remove_iter.
  */
-typedef struct kft_smap_iter {
+typedef struct kft_cache_map_iter {
 	size_t bucket;
-	kft_smap_entry *next;
-} kft_smap_iter;
+	kft_cache_map_entry *next;
+} kft_cache_map_iter;
 
-kft_smap_entry *kft_smap_first(const kft_smap *m, kft_smap_iter *it);
-/* kft_smap_remove without shrinking the bucket array, safe inside a loop. */
-void *kft_smap_remove_iter(kft_smap *m, const char *key);
-kft_smap_entry *kft_smap_next(const kft_smap *m, kft_smap_iter *it);
+kft_cache_map_entry *kft_cache_map_first(const kft_cache_map *m, kft_cache_map_iter *it);
+/* kft_cache_map_remove without shrinking the bucket array, safe inside a loop. */
+void *kft_cache_map_remove_iter(kft_cache_map *m, const char *key);
+kft_cache_map_entry *kft_cache_map_next(const kft_cache_map *m, kft_cache_map_iter *it);
 
 /* The FNV-1a hash of s (also used by the indexes). */
-uint32_t kft_smap_hash(const char *s);
+uint32_t kft_cache_map_hash(const char *s);
 
 #endif

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kftrainer/decode.h"
+#include "util/base64.h"
 #include "util/strbuf.h"
 
 #define MAX_KUBECONFIG_FILES 16
@@ -119,61 +120,6 @@ int kft_kube_read_file(const char *path, size_t max, const char *what, kft_kube_
 	}
 	kft_strbuf_free(&b);
 	return rc;
-}
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64 as Go's []byte JSON fields take it: padding required to a
- * multiple of 4, whitespace (line breaks) skipped. NULL when malformed. */
-static char *b64_decode(const char *in, size_t *out_len)
-{
-	size_t n = strlen(in), o = 0;
-	char *out = malloc(n / 4 * 3 + 4);
-	unsigned acc = 0;
-	int bits = 0, pad = 0, count = 0;
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		count++;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = b64_value(c);
-		if (v < 0 || pad) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	if (count % 4 != 0 || pad > 2) {
-		free(out);
-		return NULL;
-	}
-	out[o] = '\0';
-	*out_len = o;
-	return out;
 }
 
 static void kc_set_free(kc_set *s)
@@ -385,7 +331,7 @@ static int get_b64(const entry *e, const char *key, char **dst, kft_error *err)
 	if (rc || !enc)
 		return rc;
 	size_t len = 0;
-	char *dec = b64_decode(enc, &len);
+	char *dec = kft_base64_decode(enc, &len);
 	free(enc);
 	if (!dec)
 		return field_err(e, key, "is not valid base64", err);

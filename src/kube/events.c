@@ -34,6 +34,7 @@
 #include "kftrainer/kube_cache.h"
 #include "util/random.h"
 #include "util/strbuf.h"
+#include "util/rfc3339.h"
 
 #define EVENT_CACHE_MAX 4096
 
@@ -73,10 +74,10 @@ void kft_kube_events_free(struct kft_event_cache *c)
 long long kft_kube_now(char *buf, size_t n)
 {
 	struct timespec ts;
-	struct tm tm;
+	char when[KFT_RFC3339_MAX];
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	kft_rfc3339_from_timespec(&ts, when, NULL);
+	snprintf(buf, n, "%s", when);
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 

@@ -64,7 +64,7 @@ typedef struct inf_index {
 	char *name;
 	kft_index_fn fn;
 	void *ctx;
-	kft_smap values; /* value -> kft_smap * (a set of keys) */
+	kft_cache_map values; /* value -> kft_cache_map * (a set of keys) */
 } inf_index;
 
 /* A change to hand to the handlers once the lock is released. It holds the
@@ -102,8 +102,8 @@ struct kft_informer {
 	int nindexes;
 
 	pthread_rwlock_t lock; /* items and indexes */
-	kft_smap items;        /* key -> stored object (see item_make) */
-	kft_smap shared;       /* shared members of text items: "name\1JSON" -> count */
+	kft_cache_map items;   /* key -> stored object (see item_make) */
+	kft_cache_map shared;  /* shared members of text items: "name\1JSON" -> count */
 
 	pthread_t thread;
 	int started, joined;
@@ -232,26 +232,26 @@ int kft_index_namespace(const json_t *obj, kft_index_keys *keys, void *ctx)
 /* Removes key from value's set, dropping the set when it empties. */
 static void index_erase(inf_index *ix, const char *value, const char *key)
 {
-	kft_smap *set = kft_smap_get(&ix->values, value);
+	kft_cache_map *set = kft_cache_map_get(&ix->values, value);
 	if (set) {
-		kft_smap_remove(set, key);
+		kft_cache_map_remove(set, key);
 		if (set->count)
 			return;
-		kft_smap_clear(set);
+		kft_cache_map_clear(set);
 		free(set);
 	}
-	kft_smap_remove(&ix->values, value);
+	kft_cache_map_remove(&ix->values, value);
 }
 
 static void index_insert(inf_index *ix, const char *value, const char *key)
 {
 	int created;
-	kft_smap_entry *ve = kft_smap_upsert(&ix->values, value, &created);
+	kft_cache_map_entry *ve = kft_cache_map_upsert(&ix->values, value, &created);
 	if (!ve)
 		return;
 	if (!ve->value)
-		ve->value = calloc(1, sizeof(kft_smap));
-	if (!ve->value || !kft_smap_upsert(ve->value, key, &created))
+		ve->value = calloc(1, sizeof(kft_cache_map));
+	if (!ve->value || !kft_cache_map_upsert(ve->value, key, &created))
 		index_erase(ix, value, key); /* out of memory: not indexed */
 }
 
@@ -310,34 +310,35 @@ static void indexes_update(kft_informer *inf, const char *key, const json_t *old
 #define MAX_SHARED_NAME 64 /* a shared member's name, with its NUL */
 
 typedef struct item_hdr {
-	unsigned int nshared; /* kft_smap_entry pointers following the header */
+	unsigned int nshared; /* kft_cache_map_entry pointers following the header */
 	unsigned int typed;   /* apiVersion and kind left out */
 } item_hdr;
 
-static kft_smap_entry **item_shared(const void *item)
+static kft_cache_map_entry **item_shared(const void *item)
 {
-	return (kft_smap_entry **)((char *)item + sizeof(item_hdr));
+	return (kft_cache_map_entry **)((char *)item + sizeof(item_hdr));
 }
 
 /* "RV\0JSON" of a text item. */
 static const char *item_text(const void *item)
 {
 	const item_hdr *h = item;
-	return (const char *)item + sizeof(item_hdr) + h->nshared * sizeof(kft_smap_entry *);
+	return (const char *)item + sizeof(item_hdr) + h->nshared * sizeof(kft_cache_map_entry *);
 }
 
-static void share_release(kft_informer *inf, kft_smap_entry *e)
+static void share_release(kft_informer *inf, kft_cache_map_entry *e)
 {
 	uintptr_t refs = (uintptr_t)e->value;
 	if (refs > 1)
 		e->value = (void *)(refs - 1);
 	else
-		kft_smap_remove(&inf->shared, e->key);
+		kft_cache_map_remove(&inf->shared, e->key);
 }
 
 /* The shared entry holding member name = v (its text: len bytes), with one
  * more reference; NULL when out of memory. */
-static kft_smap_entry *share_get(kft_informer *inf, const char *name, const json_t *v, size_t len)
+static kft_cache_map_entry *share_get(kft_informer *inf, const char *name, const json_t *v,
+                                      size_t len)
 {
 	size_t nlen = strlen(name);
 	char *key = malloc(nlen + len + 2);
@@ -346,10 +347,10 @@ static kft_smap_entry *share_get(kft_informer *inf, const char *name, const json
 	memcpy(key, name, nlen);
 	key[nlen] = '\1';
 	int created;
-	kft_smap_entry *e = NULL;
+	kft_cache_map_entry *e = NULL;
 	if (json_dumpb(v, key + nlen + 1, len, JSON_COMPACT) == len) {
 		key[nlen + 1 + len] = '\0';
-		e = kft_smap_upsert(&inf->shared, key, &created);
+		e = kft_cache_map_upsert(&inf->shared, key, &created);
 	}
 	free(key);
 	if (e)
@@ -380,8 +381,8 @@ static int own_type(const kft_informer *inf, const json_t *obj)
 
 /* A shallow copy of obj without what the item keeps elsewhere; the shared
  * members' entries go to shared[*nshared]. NULL when out of memory. */
-static json_t *item_body(kft_informer *inf, const json_t *obj, int typed, kft_smap_entry **shared,
-                         unsigned int *nshared)
+static json_t *item_body(kft_informer *inf, const json_t *obj, int typed,
+                         kft_cache_map_entry **shared, unsigned int *nshared)
 {
 	json_t *body = json_object();
 	const char *k;
@@ -396,7 +397,7 @@ static json_t *item_body(kft_informer *inf, const json_t *obj, int typed, kft_sm
 		size_t len = 0;
 		if (*nshared < MAX_SHARED && strcmp(k, "metadata") != 0 && plain_name(k))
 			len = json_dumpb(v, NULL, 0, JSON_COMPACT);
-		kft_smap_entry *e = len >= SHARE_MIN ? share_get(inf, k, v, len) : NULL;
+		kft_cache_map_entry *e = len >= SHARE_MIN ? share_get(inf, k, v, len) : NULL;
 		if (e)
 			shared[(*nshared)++] = e;
 		else if (json_object_set(body, k, v) != 0) {
@@ -408,17 +409,17 @@ static json_t *item_body(kft_informer *inf, const json_t *obj, int typed, kft_sm
 }
 
 /* "RV\0" then body's JSON into a new text item after the header. */
-static void *item_pack(const char *rv, const json_t *body, kft_smap_entry *const *shared,
+static void *item_pack(const char *rv, const json_t *body, kft_cache_map_entry *const *shared,
                        unsigned int nshared, int typed)
 {
 	size_t rvlen = rv ? strlen(rv) : 0;
 	size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT);
-	size_t head = sizeof(item_hdr) + nshared * sizeof(kft_smap_entry *);
+	size_t head = sizeof(item_hdr) + nshared * sizeof(kft_cache_map_entry *);
 	char *item = n ? malloc(head + rvlen + n + 2) : NULL;
 	if (!item)
 		return NULL;
 	*(item_hdr *)item = (item_hdr){nshared, (unsigned int)typed};
-	memcpy(item_shared(item), shared, nshared * sizeof(kft_smap_entry *));
+	memcpy(item_shared(item), shared, nshared * sizeof(kft_cache_map_entry *));
 	char *text = item + head;
 	memcpy(text, rv ? rv : "", rvlen + 1);
 	if (json_dumpb(body, text + rvlen + 1, n, JSON_COMPACT) != n) {
@@ -435,7 +436,7 @@ static void *item_make(kft_informer *inf, json_t *obj)
 {
 	if (inf->keep_trees)
 		return json_incref(obj);
-	kft_smap_entry *shared[MAX_SHARED];
+	kft_cache_map_entry *shared[MAX_SHARED];
 	unsigned int nshared = 0;
 	int typed = own_type(inf, obj);
 	json_t *body = item_body(inf, obj, typed, shared, &nshared);
@@ -449,7 +450,7 @@ static void *item_make(kft_informer *inf, json_t *obj)
 }
 
 /* Sets the shared member of entry e ("name\1text") on obj. */
-static int share_set(json_t *obj, const kft_smap_entry *e)
+static int share_set(json_t *obj, const kft_cache_map_entry *e)
 {
 	const char *sep = strchr(e->key, '\1');
 	char name[MAX_SHARED_NAME];
@@ -526,7 +527,7 @@ static int cache_put(kft_informer *inf, const char *key, void *item, const json_
                      void **old_item)
 {
 	int created;
-	kft_smap_entry *e = kft_smap_upsert(&inf->items, key, &created);
+	kft_cache_map_entry *e = kft_cache_map_upsert(&inf->items, key, &created);
 	*old_item = NULL;
 	if (!e) {
 		item_free(inf, item);
@@ -541,7 +542,7 @@ static int cache_put(kft_informer *inf, const char *key, void *item, const json_
 /* Removes key; returns its stored form (the caller's) or NULL when absent. */
 static void *cache_del(kft_informer *inf, const char *key)
 {
-	void *item = kft_smap_remove(&inf->items, key);
+	void *item = kft_cache_map_remove(&inf->items, key);
 	if (item)
 		reindex(inf, key, item, NULL);
 	return item;
@@ -591,7 +592,7 @@ static void deliver(kft_informer *inf, int type, const json_t *old_obj, const js
 static json_t *cached_tree(kft_informer *inf, const char *key)
 {
 	pthread_rwlock_rdlock(&inf->lock);
-	void *item = kft_smap_get(&inf->items, key);
+	void *item = kft_cache_map_get(&inf->items, key);
 	json_t *obj = item ? item_tree(inf, item) : NULL;
 	pthread_rwlock_unlock(&inf->lock);
 	return obj;
@@ -701,8 +702,8 @@ static char unchanged_mark;
 
 typedef struct list_ctx {
 	kft_informer *inf;
-	kft_smap fresh; /* key -> stored form, or UNCHANGED */
-	int failed;     /* out of memory */
+	kft_cache_map fresh; /* key -> stored form, or UNCHANGED */
+	int failed;          /* out of memory */
 } list_ctx;
 
 /* Whether the cache holds key at resourceVersion rv. */
@@ -711,7 +712,7 @@ static int cached_at(kft_informer *inf, const char *key, const char *rv)
 	if (!rv || !rv[0])
 		return 0;
 	pthread_rwlock_rdlock(&inf->lock);
-	const void *cur = kft_smap_get(&inf->items, key);
+	const void *cur = kft_cache_map_get(&inf->items, key);
 	const char *cur_rv = cur ? item_rv(inf, cur) : NULL;
 	int same = cur_rv && strcmp(cur_rv, rv) == 0;
 	pthread_rwlock_unlock(&inf->lock);
@@ -739,7 +740,7 @@ static int on_list_item(void *ctx, const json_t *item)
 		json_decref(obj);
 	}
 	int created;
-	kft_smap_entry *e = stored ? kft_smap_upsert(&lc->fresh, key, &created) : NULL;
+	kft_cache_map_entry *e = stored ? kft_cache_map_upsert(&lc->fresh, key, &created) : NULL;
 	if (!e) {
 		fresh_release(lc->inf, stored);
 		lc->failed = 1;
@@ -750,12 +751,13 @@ static int on_list_item(void *ctx, const json_t *item)
 	return 0;
 }
 
-static void items_free(kft_informer *inf, kft_smap *m)
+static void items_free(kft_informer *inf, kft_cache_map *m)
 {
-	kft_smap_iter it;
-	for (kft_smap_entry *e = kft_smap_first(m, &it); e; e = kft_smap_next(m, &it))
+	kft_cache_map_iter it;
+	for (kft_cache_map_entry *e = kft_cache_map_first(m, &it); e;
+	     e = kft_cache_map_next(m, &it))
 		fresh_release(inf, e->value);
-	kft_smap_clear(m);
+	kft_cache_map_clear(m);
 }
 
 /* Stores one listed object (item taken) and records the add or update. */
@@ -779,25 +781,26 @@ static void replace_one(kft_informer *inf, const char *key, void *item, int init
  * differences: new keys are adds, changed resourceVersions updates, keys
  * gone deletes whose final state is unknown. Unchanged objects are kept as
  * they are, so readers holding a shared tree see no difference. */
-static void replace_all(kft_informer *inf, kft_smap *fresh, int initial, inf_changes *ch)
+static void replace_all(kft_informer *inf, kft_cache_map *fresh, int initial, inf_changes *ch)
 {
-	kft_smap_iter it;
+	kft_cache_map_iter it;
 	pthread_rwlock_wrlock(&inf->lock);
-	for (kft_smap_entry *e = kft_smap_first(fresh, &it); e; e = kft_smap_next(fresh, &it)) {
+	for (kft_cache_map_entry *e = kft_cache_map_first(fresh, &it); e;
+	     e = kft_cache_map_next(fresh, &it)) {
 		void *item = e->value;
 		if (item == UNCHANGED)
 			continue;
 		e->value = NULL;
 		replace_one(inf, e->key, item, initial, ch);
 	}
-	for (kft_smap_entry *e = kft_smap_first(&inf->items, &it); e;
-	     e = kft_smap_next(&inf->items, &it)) {
-		if (kft_smap_find(fresh, e->key))
+	for (kft_cache_map_entry *e = kft_cache_map_first(&inf->items, &it); e;
+	     e = kft_cache_map_next(&inf->items, &it)) {
+		if (kft_cache_map_find(fresh, e->key))
 			continue;
 		void *old_item = e->value;
 		reindex(inf, e->key, old_item, NULL);
 		changes_push(inf, ch, CH_DELETE, e->key, old_item, 1);
-		kft_smap_remove_iter(&inf->items, e->key);
+		kft_cache_map_remove_iter(&inf->items, e->key);
 	}
 	pthread_rwlock_unlock(&inf->lock);
 }
@@ -1086,7 +1089,7 @@ int kft_informer_add_index(kft_informer *inf, const char *name, kft_index_fn fn,
 		return kft_error_set(err, KFT_ENOMEM, "informer: out of memory");
 	ix->fn = fn;
 	ix->ctx = ctx;
-	kft_smap_init(&ix->values);
+	kft_cache_map_init(&ix->values);
 	inf->nindexes++;
 	return 0;
 }
@@ -1169,14 +1172,14 @@ void kft_informer_stop(kft_informer *inf)
 
 static void index_free(inf_index *ix)
 {
-	kft_smap_iter it;
-	for (kft_smap_entry *e = kft_smap_first(&ix->values, &it); e;
-	     e = kft_smap_next(&ix->values, &it)) {
+	kft_cache_map_iter it;
+	for (kft_cache_map_entry *e = kft_cache_map_first(&ix->values, &it); e;
+	     e = kft_cache_map_next(&ix->values, &it)) {
 		if (e->value)
-			kft_smap_clear(e->value);
+			kft_cache_map_clear(e->value);
 		free(e->value);
 	}
-	kft_smap_clear(&ix->values);
+	kft_cache_map_clear(&ix->values);
 	free(ix->name);
 }
 
@@ -1186,7 +1189,7 @@ void kft_informer_free(kft_informer *inf)
 		return;
 	kft_informer_stop(inf);
 	items_free(inf, &inf->items);
-	kft_smap_clear(&inf->shared); /* empty by now: only its buckets */
+	kft_cache_map_clear(&inf->shared); /* empty by now: only its buckets */
 	for (int i = 0; i < inf->nindexes; i++)
 		index_free(&inf->indexes[i]);
 	free(inf->ns);
@@ -1205,7 +1208,7 @@ int kft_informer_get_by_key(kft_informer *inf, const char *key, json_t **out)
 	if (!key)
 		return KFT_ENOTFOUND;
 	pthread_rwlock_rdlock(&inf->lock);
-	void *item = kft_smap_get(&inf->items, key);
+	void *item = kft_cache_map_get(&inf->items, key);
 	*out = item ? item_tree(inf, item) : NULL;
 	pthread_rwlock_unlock(&inf->lock);
 	return !item ? KFT_ENOTFOUND : *out ? 0 : KFT_ENOMEM;
@@ -1247,10 +1250,10 @@ int kft_informer_list(kft_informer *inf, const char *ns, json_t **out)
 		return KFT_ENOMEM;
 	if (ns && !ns[0])
 		ns = NULL;
-	kft_smap_iter it;
+	kft_cache_map_iter it;
 	pthread_rwlock_rdlock(&inf->lock);
-	for (kft_smap_entry *e = kft_smap_first(&inf->items, &it); e && rc == 0;
-	     e = kft_smap_next(&inf->items, &it))
+	for (kft_cache_map_entry *e = kft_cache_map_first(&inf->items, &it); e && rc == 0;
+	     e = kft_cache_map_next(&inf->items, &it))
 		rc = append_in_ns(inf, arr, e->key, e->value, ns);
 	pthread_rwlock_unlock(&inf->lock);
 	if (rc) {
@@ -1283,11 +1286,11 @@ int kft_informer_by_index(kft_informer *inf, const char *index, const char *valu
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	int rc = 0;
 	pthread_rwlock_rdlock(&inf->lock);
-	kft_smap *set = value ? kft_smap_get(&ix->values, value) : NULL;
-	kft_smap_iter it;
-	for (kft_smap_entry *e = set ? kft_smap_first(set, &it) : NULL; e && rc == 0;
-	     e = kft_smap_next(set, &it)) {
-		void *item = kft_smap_get(&inf->items, e->key);
+	kft_cache_map *set = value ? kft_cache_map_get(&ix->values, value) : NULL;
+	kft_cache_map_iter it;
+	for (kft_cache_map_entry *e = set ? kft_cache_map_first(set, &it) : NULL; e && rc == 0;
+	     e = kft_cache_map_next(set, &it)) {
+		void *item = kft_cache_map_get(&inf->items, e->key);
 		if (item)
 			rc = append_in_ns(inf, arr, e->key, item, NULL);
 	}
@@ -1308,7 +1311,7 @@ int kft_informer_index_count(kft_informer *inf, const char *index, const char *v
 	if (!ix)
 		return KFT_ENOTFOUND;
 	pthread_rwlock_rdlock(&inf->lock);
-	kft_smap *set = value ? kft_smap_get(&ix->values, value) : NULL;
+	kft_cache_map *set = value ? kft_cache_map_get(&ix->values, value) : NULL;
 	*count = set ? set->count : 0;
 	pthread_rwlock_unlock(&inf->lock);
 	return 0;

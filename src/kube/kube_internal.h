@@ -198,8 +198,8 @@ int kft_kube_list_stream_end(kft_kube_list_stream *ls, json_t **metadata);
 
 /* A response body growing up to a bound. */
 typedef struct kft_kube_body {
-	char *data;
-	size_t len, cap, max;
+	kft_strbuf text;
+	size_t max;
 	int too_big;
 } kft_kube_body;
 

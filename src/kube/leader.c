@@ -36,6 +36,7 @@
 
 #include "kftrainer/kube.h"
 #include "util/random.h"
+#include "util/rfc3339.h"
 
 #define JITTER_FACTOR 1.2
 
@@ -85,28 +86,17 @@ static double mono_s(void)
 
 int kft_micro_time_format(double t, char *buf, size_t size)
 {
+	char when[KFT_RFC3339_MAX];
 	if (!(t >= 0 && t < 253402300800.0)) /* year 10000 */
 		return KFT_EINVAL;
 	time_t sec = (time_t)t;
 	long usec = (long)((t - (double)sec) * 1e6);
-	if (usec > 999999)
-		usec = 999999;
-	struct tm tm;
-	if (!gmtime_r(&sec, &tm))
+	if (kft_rfc3339_format(sec, usec > 999999 ? 999999 : usec, when) != 0)
 		return KFT_EINVAL;
-	int n = snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
-	                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
-	if (n < 0 || (size_t)n >= size)
+	if (strlen(when) >= size)
 		return KFT_ELIMIT;
+	memcpy(buf, when, strlen(when) + 1);
 	return 0;
-}
-
-static void now_micro(char *buf, size_t size)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (kft_micro_time_format((double)ts.tv_sec + (double)ts.tv_nsec / 1e9, buf, size) != 0)
-		snprintf(buf, size, "1970-01-01T00:00:00.000000Z");
 }
 
 /* ---- the record <-> Lease spec ----------------------------------------- */
@@ -227,7 +217,7 @@ static int try_once(kft_leader *le)
 	record want = {0};
 	snprintf(want.holder, sizeof(want.holder), "%s", le->identity);
 	want.duration_s = (long)le->lease_duration;
-	now_micro(want.renew, sizeof(want.renew));
+	kft_rfc3339_now_micro(want.renew);
 	memcpy(want.acquire, want.renew, sizeof(want.acquire));
 
 	if (is_leader(le) && lease_valid(le)) {
@@ -278,7 +268,7 @@ static void release(kft_leader *le)
 	record r = {0};
 	r.duration_s = 1;
 	r.transitions = le->observed.transitions;
-	now_micro(r.renew, sizeof(r.renew));
+	kft_rfc3339_now_micro(r.renew);
 	memcpy(r.acquire, r.renew, sizeof(r.acquire));
 	if (lease_update(le, &r) == 0)
 		set_observed(le, &r);

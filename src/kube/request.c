@@ -55,24 +55,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 			return a->sink_rc ? 0 : len;
 		}
 	}
-	if (len > b->max - b->len) {
+	if (len > b->max - b->text.len) {
 		b->too_big = 1;
 		return 0; /* aborts the transfer */
 	}
-	if (b->len + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + len + 1)
-			cap *= 2;
-		char *p = realloc(b->data, cap);
-		if (!p)
-			return 0;
-		b->data = p;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-	b->data[b->len] = '\0';
-	return len;
+	kft_strbuf_putn(&b->text, data, len);
+	return b->text.failed ? 0 : len;
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *ctx)
@@ -228,12 +216,12 @@ static int finish(const char *what, const attempt *a, json_t **out, kft_error *e
 	if (a->cc != CURLE_OK)
 		return transport_error(what, a, err);
 	if (a->code < 200 || a->code > 299)
-		return kft_kube_map_status(a->code, a->body.data, a->body.len, what, err);
-	if (!out || a->body.len == 0)
+		return kft_kube_map_status(a->code, a->body.text.buf, a->body.text.len, what, err);
+	if (!out || a->body.text.len == 0)
 		return 0;
 	json_error_t jerr;
 	/* objects are data: "\u0000" is a valid string, as for Go's client */
-	*out = json_loadb(a->body.data, a->body.len, JSON_ALLOW_NUL, &jerr);
+	*out = json_loadb(a->body.text.buf, a->body.text.len, JSON_ALLOW_NUL, &jerr);
 	if (!*out)
 		return kft_error_set(err, KFT_EPARSE, "%s: the answer is not JSON: %s", what,
 		                     jerr.text);
@@ -242,8 +230,8 @@ static int finish(const char *what, const attempt *a, json_t **out, kft_error *e
 
 static void attempt_reset(attempt *a)
 {
-	free(a->body.data);
-	memset(a, 0, sizeof(*a));
+	kft_strbuf_free(&a->body.text);
+	memset(a, 0, sizeof(*a)); /* an all-zero kft_strbuf is an empty one */
 	a->body.max = KFT_KUBE_MAX_RESPONSE_BYTES;
 	a->retry_after = -1;
 }
@@ -324,7 +312,7 @@ static int run(kft_kube *k, const kft_kube_req *req, const char *url, const char
 			break;
 		}
 	}
-	free(a.body.data);
+	kft_strbuf_free(&a.body.text);
 	return rc;
 }
 

@@ -47,7 +47,7 @@ struct kft_workqueue {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	kft_workqueue_opts opts;
-	kft_smap items;
+	kft_cache_map items;
 	/* The ready FIFO, a ring of DIRTY and not PROCESSING items. */
 	wq_item **ring;
 	size_t ring_cap, ring_head, ring_len;
@@ -200,15 +200,15 @@ static void heap_remove(kft_workqueue *q, wq_item *it)
 static wq_item *item_get(kft_workqueue *q, const char *key, int create)
 {
 	if (!create)
-		return kft_smap_get(&q->items, key);
+		return kft_cache_map_get(&q->items, key);
 	int created;
-	kft_smap_entry *e = kft_smap_upsert(&q->items, key, &created);
+	kft_cache_map_entry *e = kft_cache_map_upsert(&q->items, key, &created);
 	if (!e)
 		return NULL;
 	if (created) {
 		wq_item *it = calloc(1, sizeof(*it));
 		if (!it) {
-			kft_smap_remove(&q->items, key);
+			kft_cache_map_remove(&q->items, key);
 			return NULL;
 		}
 		it->key = e->key;
@@ -223,7 +223,7 @@ static void item_maybe_free(kft_workqueue *q, wq_item *it)
 {
 	if (it->flags || it->failures)
 		return;
-	kft_smap_remove(&q->items, it->key);
+	kft_cache_map_remove(&q->items, it->key);
 	free(it);
 }
 
@@ -301,11 +301,11 @@ void kft_workqueue_free(kft_workqueue *q)
 {
 	if (!q)
 		return;
-	kft_smap_iter iter;
-	for (kft_smap_entry *e = kft_smap_first(&q->items, &iter); e;
-	     e = kft_smap_next(&q->items, &iter))
+	kft_cache_map_iter iter;
+	for (kft_cache_map_entry *e = kft_cache_map_first(&q->items, &iter); e;
+	     e = kft_cache_map_next(&q->items, &iter))
 		free(e->value);
-	kft_smap_clear(&q->items);
+	kft_cache_map_clear(&q->items);
 	free(q->ring);
 	free(q->heap);
 	pthread_cond_destroy(&q->cond);

@@ -48,6 +48,8 @@
 #include "local/local_internal.h"
 #include "local/podspec.h"
 #include "local/statusserver.h"
+#include "plugins/mpi.h"
+#include "util/rfc3339.h"
 
 #define TICK_MS             100
 #define JOB_DIR_CHECK_TICKS 20
@@ -71,14 +73,13 @@
  * failure is matched against in failurePolicy rules. */
 #define JOB_REASON_BACKOFF  "BackoffLimitExceeded"
 #define JOB_MESSAGE_BACKOFF "Job has reached the specified backoff limit"
-#define MPI_LAUNCHER        "launcher"
 
 typedef struct engine {
 	const char *state_dir, *ns, *name;
 	kft_store *store;
 	kft_framework *fw;
 	json_t *tj;      /* the TrainJob, status kept current in memory */
-	json_t *objects; /* what the framework built (hostfile merged) */
+	json_t *objects; /* what the framework built */
 	const json_t *jobset;
 	const json_t *gpus; /* the GPUAllocation (gpus.h) among objects; NULL: none */
 	const char *jobset_name;
@@ -187,30 +188,11 @@ static void free_vec(char **v)
 
 /* ---- loading ---------------------------------------------------------------- */
 
-/* OpenMPI refuses a host listed twice with slots; every node is 127.0.0.1. */
-static void merge_hostfiles(json_t *objects)
-{
-	size_t i;
-	json_t *o;
-	json_array_foreach(objects, i, o)
-	{
-		const char *n = jstr(json_object_get(o, "metadata"), "name");
-		json_t *data = json_object_get(o, "data");
-		const char *hf = jstr(data, "hostfile");
-		size_t len = n ? strlen(n) : 0;
-		if (!hf || len < 13 || strcmp(n + len - 13, "-mpi-hostfile") != 0 ||
-		    !jstr(o, "kind") || strcmp(jstr(o, "kind"), "ConfigMap") != 0)
-			continue;
-		char *merged = kft_local_merge_hostfile(hf);
-		if (merged)
-			json_object_set_new(data, "hostfile", json_string(merged));
-		free(merged);
-	}
-}
-
 /* An initializer container without a command is an upstream initializer image
  * whose program does not exist here: the engine does its work natively. */
-static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
+/* A replicated job whose processes another one starts (the MPI plugin's
+ * node job, started by its launcher's mpirun) is a placeholder here. */
+static rjob_kind kind_of(const json_t *rspec, const char *container, bool started_elsewhere)
 {
 	const json_t *cs = json_object_get(
 	        json_object_get(
@@ -220,8 +202,7 @@ static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
 	        "containers");
 	size_t i;
 	const json_t *c;
-	const char *rname = jstr(rspec, "name");
-	if (mpi && strcmp(rname, KFT_CONTAINER_NODE) == 0)
+	if (started_elsewhere)
 		return RJOB_PLACEHOLDER;
 	json_array_foreach(cs, i, c)
 	{
@@ -236,7 +217,8 @@ static rjob_kind kind_of(const json_t *rspec, const char *container, bool mpi)
 	return RJOB_RUN;
 }
 
-static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total, kft_error *err)
+static int setup_rjob(eng_rjob *rj, const json_t *jobset_spec, const json_t *rspec, size_t *total,
+                      kft_error *err)
 {
 	const json_t *jspec = json_object_get(json_object_get(rspec, "template"), "spec");
 	rj->spec = rspec;
@@ -254,7 +236,8 @@ static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total
 		return kft_error_set(err, KFT_ELIMIT, "more than %d pods: too many to run locally",
 		                     MAX_PODS);
 	rj->container = kft_pod_main_container(rspec, rj->name);
-	rj->kind = kind_of(rspec, rj->container, mpi);
+	rj->kind =
+	        kind_of(rspec, rj->container, kft_mpi_started_by_launcher(jobset_spec, rj->name));
 	rj->jobs = calloc((size_t)rj->replicas + 1, sizeof(eng_job));
 	rj->pods = calloc(n + 1, sizeof(eng_pod));
 	if (!rj->jobs || !rj->pods)
@@ -271,24 +254,11 @@ static int setup_rjob(eng_rjob *rj, const json_t *rspec, bool mpi, size_t *total
 	return 0;
 }
 
-static bool has_rjob(const json_t *rjs, const char *name)
-{
-	size_t i;
-	const json_t *r;
-	json_array_foreach(rjs, i, r)
-	{
-		if (jstr(r, "name") && strcmp(jstr(r, "name"), name) == 0)
-			return true;
-	}
-	return false;
-}
-
 static int setup_model(engine *e, kft_error *err)
 {
 	const json_t *spec = json_object_get(e->jobset, "spec");
 	const json_t *rjs = json_object_get(spec, "replicatedJobs");
 	const json_t *fp = json_object_get(spec, "failurePolicy");
-	bool mpi = has_rjob(rjs, MPI_LAUNCHER);
 	size_t total = 0;
 	e->n_rjobs = json_array_size(rjs);
 	if (e->n_rjobs == 0)
@@ -298,7 +268,7 @@ static int setup_model(engine *e, kft_error *err)
 	if (!e->rjobs)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	for (size_t i = 0; i < e->n_rjobs; i++) {
-		int rc = setup_rjob(&e->rjobs[i], json_array_get(rjs, i), mpi, &total, err);
+		int rc = setup_rjob(&e->rjobs[i], spec, json_array_get(rjs, i), &total, err);
 		if (rc)
 			return rc;
 		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++)
@@ -450,7 +420,6 @@ static int load(engine *e, kft_error *err)
 		rc = kft_store_job_info(e->store, e->ns, e->name, &e->info, err);
 	if (rc)
 		return rc;
-	merge_hostfiles(e->objects);
 	e->jobset = find_jobset(e->objects);
 	e->gpus = kft_local_gpus_find(e->objects);
 	e->jobset_name = jstr(json_object_get(e->jobset, "metadata"), "name");
@@ -499,13 +468,13 @@ static char *log_path(const engine *e, const eng_rjob *rj, const eng_pod *p)
 static void pod_failed(eng_pod *p, const char *reason, const char *msg)
 {
 	p->phase = POD_FAILED;
-	kft_local_now(p->finished);
+	kft_rfc3339_now(p->finished);
 	set_str(&p->reason, "%s", reason);
 	set_str(&p->message, "%s", msg);
 	p->dirty = true;
 }
 
-static const char *workspace_of(const kft_exec_spec *spec)
+static const char *workspace_of(const kft_podspec *spec)
 {
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (strcmp(spec->mounts[i].mount_path, "/workspace") == 0)
@@ -514,7 +483,7 @@ static const char *workspace_of(const kft_exec_spec *spec)
 }
 
 /* The child half of a native initializer: a pod's process without exec. */
-static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_kind kind,
+static void initializer_child(const kft_podspec *spec, const char *log, rjob_kind kind,
                               pid_t parent)
 {
 	sigset_t none;
@@ -543,7 +512,7 @@ static void initializer_child(const kft_exec_spec *spec, const char *log, rjob_k
 	                                 ws ? ws : ""));
 }
 
-static int start_native(const kft_exec_spec *spec, const char *log, rjob_kind kind, kft_proc *proc,
+static int start_native(const kft_podspec *spec, const char *log, rjob_kind kind, kft_proc *proc,
                         kft_error *err)
 {
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
@@ -568,15 +537,15 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 	if (slice && asprintf(&cuda, "%s=%s", KFT_LOCAL_GPUS_CUDA_ENV, slice) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	extra[1] = cuda;
-	kft_exec_defaults d = {.base_env = e->base_env,
-	                       .extra_env = extra,
-	                       .workdir = e->workdir,
-	                       .restart_attempt = e->restarts,
-	                       .native = rj->kind == RJOB_DATASET_INIT ||
-	                                 rj->kind == RJOB_MODEL_INIT};
-	kft_exec_spec spec;
-	int rc = kft_exec_spec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
-	                                  rj->container, e->job_dir, &d, &spec, err);
+	kft_podspec_defaults d = {.base_env = e->base_env,
+	                          .extra_env = extra,
+	                          .workdir = e->workdir,
+	                          .restart_attempt = e->restarts,
+	                          .native = rj->kind == RJOB_DATASET_INIT ||
+	                                    rj->kind == RJOB_MODEL_INIT};
+	kft_podspec spec;
+	int rc = kft_podspec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
+	                                rj->container, e->job_dir, &d, &spec, err);
 	free(cuda);
 	if (rc == 0 && slice)
 		rc = kft_local_gpus_resolve_nproc(spec.envp, slice, err);
@@ -584,7 +553,7 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 		rc = start_native(&spec, log, rj->kind, &p->proc, err);
 	else if (rc == 0)
 		rc = kft_proc_start(spec.argv, spec.envp, spec.workdir, log, &p->proc, err);
-	kft_exec_spec_free(&spec);
+	kft_podspec_free(&spec);
 	return rc;
 }
 
@@ -600,7 +569,7 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 	if (fd < 0)
 		return; /* starting the process reports it */
 	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		if (p->sig)
 			snprintf(why, sizeof(why), "; the previous was killed by signal %d",
 			         p->sig);
@@ -626,7 +595,7 @@ static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 		mark_attempt(e, rj, p, log);
 	p->phase = POD_RUNNING;
 	p->dirty = true;
-	kft_local_now(p->started);
+	kft_rfc3339_now(p->started);
 	p->finished[0] = '\0';
 	p->exit_code = 0;
 	p->sig = 0;
@@ -709,7 +678,7 @@ static void settle_stopped(eng_rjob *rj, eng_pod *p, bool as_success)
 		return;
 	if (as_success || rj->kind == RJOB_PLACEHOLDER) {
 		p->phase = POD_SUCCEEDED;
-		kft_local_now(p->finished);
+		kft_rfc3339_now(p->finished);
 		p->dirty = true;
 	} else
 		pod_failed(p, "Stopped", "stopped: another pod of the job ended it");
@@ -810,7 +779,7 @@ static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
 	e->dirty = true;
 	if (p->exit_code == 0) {
 		p->phase = POD_SUCCEEDED;
-		kft_local_now(p->finished);
+		kft_rfc3339_now(p->finished);
 		set_str(&p->reason, "Completed");
 		job_check_done(e, rj, p->replica);
 		return;
@@ -826,7 +795,7 @@ static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
 		return;
 	}
 	p->phase = POD_FAILED;
-	kft_local_now(p->finished);
+	kft_rfc3339_now(p->finished);
 	set_str(&p->reason, "Error");
 	job_failed(e, rj, p->replica);
 }
@@ -892,7 +861,7 @@ static void set_jobset_condition(engine *e, const char *type, const char *reason
 	note_event(e, strcmp(type, KFT_JOBSET_CONDITION_FAILED) == 0 ? "Warning" : "Normal", reason,
 	           "JobSet", e->jobset_name, "%s", msg);
 	json_t *holder = json_pack("{s:O}", "conditions", e->conditions);
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	if (holder)
 		kft_condition_set(holder, type, KFT_CONDITION_TRUE, reason, msg, now, NULL);
 	json_decref(e->conditions);
@@ -950,14 +919,14 @@ static void fail_jobset(engine *e)
 	char first[512];
 	const eng_pod *pod = NULL;
 	const char *rjob = NULL;
-	kft_eng_first_failed(e->jobset_name, e->rjobs, e->n_rjobs, first, sizeof(first), &pod,
-	                     &rjob);
+	kft_jobset_model_first_failed(e->jobset_name, e->rjobs, e->n_rjobs, first, sizeof(first),
+	                              &pod, &rjob);
 	if (!e->failure_policy) {
 		jobset_failed(e, KFT_JOBSET_REASON_FAILED, KFT_JOBSET_MESSAGE_FAILED, first, pod);
 		return;
 	}
-	const char *action = kft_eng_rule_action(e->failure_policy, rjob, JOB_REASON_BACKOFF,
-	                                         JOB_MESSAGE_BACKOFF);
+	const char *action = kft_jobset_model_rule_action(e->failure_policy, rjob,
+	                                                  JOB_REASON_BACKOFF, JOB_MESSAGE_BACKOFF);
 	if (action && strcmp(action, "FailJobSet") == 0)
 		jobset_failed(e, JOBSET_REASON_FAIL_ACTION, JOBSET_MESSAGE_FAIL_ACTION, first, pod);
 	else if (action && strcmp(action, "RestartJobSetAndIgnoreMaxRestarts") == 0)
@@ -981,8 +950,8 @@ static void start_ready(engine *e)
 {
 	for (size_t i = 0; i < e->n_rjobs && !e->finished; i++) {
 		eng_rjob *rj = &e->rjobs[i];
-		if (rj->started || !kft_eng_depends_met(e->rjobs, e->n_rjobs, rj) ||
-		    !kft_eng_in_order_met(json_object_get(e->jobset, "spec"), e->rjobs, i))
+		if (rj->started || !kft_jobset_model_depends_met(e->rjobs, e->n_rjobs, rj) ||
+		    !kft_jobset_model_in_order_met(json_object_get(e->jobset, "spec"), e->rjobs, i))
 			continue;
 		rj->started = true;
 		e->dirty = true;
@@ -1000,8 +969,8 @@ static void judge(engine *e)
 		e->dirty = false;
 		if (any_job_failed(e))
 			fail_jobset(e);
-		else if (kft_eng_success(json_object_get(e->jobset, "spec"), e->rjobs,
-		                         e->n_rjobs)) {
+		else if (kft_jobset_model_success(json_object_get(e->jobset, "spec"), e->rjobs,
+		                                  e->n_rjobs)) {
 			stop_pods(e, NULL, 0, true);
 			set_jobset_condition(e, KFT_JOBSET_CONDITION_COMPLETED,
 			                     KFT_JOBSET_REASON_COMPLETED,
@@ -1021,7 +990,7 @@ static void judge(engine *e)
 
 static json_t *jobset_stub(engine *e, bool suspended)
 {
-	json_t *rs = kft_eng_rjobs_status(e->rjobs, e->n_rjobs, suspended);
+	json_t *rs = kft_jobset_model_rjobs_status(e->rjobs, e->n_rjobs, suspended);
 	json_t *st = json_pack("{s:O, s:i, s:i, s:o*}", "conditions", e->conditions, "restarts",
 	                       e->restarts, "restartsCountTowardsMax", e->restarts_toward_max,
 	                       "replicatedJobsStatus", rs);
@@ -1048,7 +1017,7 @@ static int compute_status(engine *e, bool suspended, kft_error *err)
 	}
 	json_array_clear(e->children);
 	json_array_append_new(e->children, stub);
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	int rc = kft_framework_status(e->fw, &e->backend.table, e->tj, now, &status, err);
 	if (rc == 0)
 		rc = kft_trainjob_adopt_status(e->tj, status, now, err);
@@ -1166,7 +1135,7 @@ static void read_report(engine *e)
 		close(fd);
 	if (n > 0) {
 		buf[n] = '\0';
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		record_report(e, kft_local_parse_report(buf, now));
 	}
 	free(buf);
@@ -1179,7 +1148,7 @@ static void check_deadline(engine *e)
 	char now[32];
 	kft_deadline_state st = KFT_DEADLINE_NONE;
 	int64_t left;
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	if (kft_trainjob_reconcile_deadline(e->tj, now, &st, &left, NULL) != 0 ||
 	    st != KFT_DEADLINE_EXCEEDED)
 		return;
@@ -1232,7 +1201,7 @@ static int on_stop(engine *e, kft_error *err)
 		return write_all(e, true, err);
 	}
 	char now[32], msg[256];
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	snprintf(msg, sizeof(msg),
 	         "the job's supervisor was stopped by signal %d; its processes were stopped",
 	         e->stop_signal);
@@ -1340,7 +1309,7 @@ static void fail_unrunnable(engine *e, const kft_error *why)
 {
 	char now[32];
 	char *msg = kft_trainjob_reconcile_failed_message(why ? why->message : "unknown error");
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	if (msg &&
 	    kft_trainjob_set_failed(e->tj, msg, KFT_EVENT_RESOURCES_CREATION_FAILED, now, NULL) ==
 	            0 &&

@@ -63,29 +63,29 @@ typedef struct eng_rjob {
 /* ---- jobset_model.c -------------------------------------------------------- */
 
 /* Whether every dependsOn entry of rj is met. */
-bool kft_eng_depends_met(const eng_rjob *rjobs, size_t n, const eng_rjob *rj);
+bool kft_jobset_model_depends_met(const eng_rjob *rjobs, size_t n, const eng_rjob *rj);
 
 /* JobSet startupPolicy InOrder: whether rjobs[i] may start (always, unless
  * the policy says InOrder and the replicated job before it is not ready). */
-bool kft_eng_in_order_met(const json_t *jobset_spec, const eng_rjob *rjobs, size_t i);
+bool kft_jobset_model_in_order_met(const json_t *jobset_spec, const eng_rjob *rjobs, size_t i);
 
 /* JobSet successPolicy: 1 when it is satisfied. */
-bool kft_eng_success(const json_t *jobset_spec, const eng_rjob *rjobs, size_t n);
+bool kft_jobset_model_success(const json_t *jobset_spec, const eng_rjob *rjobs, size_t n);
 
 /* replicatedJobsStatus as the JobSet controller counts it (new array). */
-json_t *kft_eng_rjobs_status(const eng_rjob *rjobs, size_t n, bool suspended);
+json_t *kft_jobset_model_rjobs_status(const eng_rjob *rjobs, size_t n, bool suspended);
 
 /* The name of the first failed Job ("<jobset>-<rjob>-<replica>") into buf,
  * its replicated job's name into *rjob (borrowed) and the pod whose failure
  * failed it into *pod (NULL when none is known). buf is "" when no Job failed. */
-void kft_eng_first_failed(const char *jobset, const eng_rjob *rjobs, size_t n, char *buf,
-                          size_t size, const eng_pod **pod, const char **rjob);
+void kft_jobset_model_first_failed(const char *jobset, const eng_rjob *rjobs, size_t n, char *buf,
+                                   size_t size, const eng_pod **pod, const char **rjob);
 
 /* The action of the first failurePolicy rule that applies to a Job of
  * replicated job rjob that failed with this reason and message (JobSet v0.12
  * ruleIsApplicable: every non-empty list of the rule must match), or NULL
  * when none does (the default action, RestartJobSet, then applies). */
-const char *kft_eng_rule_action(const json_t *failure_policy, const char *rjob,
-                                const char *job_reason, const char *job_message);
+const char *kft_jobset_model_rule_action(const json_t *failure_policy, const char *rjob,
+                                         const char *job_reason, const char *job_message);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "local/local.h"
 #include "local/local_internal.h"
+#include "util/rfc3339.h"
 
 /* The API group/version and recording component of each kind the engine
  * records Events about, as on a cluster. */
@@ -38,15 +39,10 @@ json_t *kft_local_event_new(const char *ns, const char *type, const char *reason
                             const char *object, const char *message)
 {
 	struct timespec ts;
-	struct tm tm;
-	char seconds[32], micro[40], name[320];
+	char seconds[KFT_RFC3339_MAX], micro[KFT_RFC3339_MAX], name[320];
 	const char *api_version, *component;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(seconds, sizeof(seconds), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	strftime(micro, sizeof(micro), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(micro + strlen(micro), sizeof(micro) - strlen(micro), ".%06ldZ",
-	         ts.tv_nsec / 1000);
+	kft_rfc3339_from_timespec(&ts, seconds, micro);
 	/* client-go names an Event "<object>.<unix nanoseconds in hex>" */
 	snprintf(name, sizeof(name), "%.250s.%llx", object,
 	         (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);

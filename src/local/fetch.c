@@ -29,6 +29,7 @@
 #include <openssl/evp.h>
 
 #include "local/fetch.h"
+#include "util/strbuf.h"
 
 #define PATH_MAX_LEN   4096
 #define COPY_MAX_DEPTH 32
@@ -523,8 +524,8 @@ static int fetch_file_uri(const char *path, const char *dest_dir, const kft_fetc
 #define HF_PATH_MAX         1024
 
 typedef struct membuf {
-	char *data;
-	size_t len, cap, max;
+	kft_strbuf text;
+	size_t max;
 	int over;
 } membuf;
 
@@ -532,22 +533,12 @@ static size_t on_mem(char *data, size_t size, size_t n, void *user)
 {
 	membuf *m = user;
 	size_t len = size * n;
-	if (len > m->max - m->len) {
+	if (len > m->max - m->text.len) {
 		m->over = 1;
 		return 0;
 	}
-	if (m->len + len + 1 > m->cap) {
-		size_t cap = (m->len + len + 1) * 2;
-		char *p = realloc(m->data, cap);
-		if (!p)
-			return 0;
-		m->data = p;
-		m->cap = cap;
-	}
-	memcpy(m->data + m->len, data, len);
-	m->len += len;
-	m->data[m->len] = '\0';
-	return len;
+	kft_strbuf_putn(&m->text, data, len);
+	return m->text.failed ? 0 : len;
 }
 
 static int get_status_error(const char *url, long status, kft_error *err)
@@ -595,10 +586,10 @@ static int http_get_json(const char *url, const char *auth, const kft_fetch_opti
 		                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	else if (status != 200)
 		rc = get_status_error(url, status, err);
-	else if (!(*out = json_loadb(m.data ? m.data : "", m.len, 0, &jerr)))
+	else if (!(*out = json_loadb(kft_strbuf_str(&m.text), m.text.len, 0, &jerr)))
 		rc = kft_error_set(err, KFT_EPARSE, "fetch %s: reply is not JSON: %s", url,
 		                   jerr.text);
-	free(m.data);
+	kft_strbuf_free(&m.text);
 	return rc;
 }
 

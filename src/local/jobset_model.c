@@ -56,7 +56,7 @@ static int count_ready(const eng_rjob *rj)
 	return c;
 }
 
-bool kft_eng_depends_met(const eng_rjob *rjobs, size_t n, const eng_rjob *rj)
+bool kft_jobset_model_depends_met(const eng_rjob *rjobs, size_t n, const eng_rjob *rj)
 {
 	size_t i;
 	const json_t *d;
@@ -76,7 +76,7 @@ bool kft_eng_depends_met(const eng_rjob *rjobs, size_t n, const eng_rjob *rj)
 	return true;
 }
 
-bool kft_eng_in_order_met(const json_t *jobset_spec, const eng_rjob *rjobs, size_t i)
+bool kft_jobset_model_in_order_met(const json_t *jobset_spec, const eng_rjob *rjobs, size_t i)
 {
 	const char *order = json_string_value(json_object_get(
 	        json_object_get(jobset_spec, "startupPolicy"), "startupPolicyOrder"));
@@ -101,7 +101,7 @@ static bool targeted(const json_t *targets, const char *name)
 	return false;
 }
 
-bool kft_eng_success(const json_t *jobset_spec, const eng_rjob *rjobs, size_t n)
+bool kft_jobset_model_success(const json_t *jobset_spec, const eng_rjob *rjobs, size_t n)
 {
 	const json_t *pol = json_object_get(jobset_spec, "successPolicy");
 	const char *op = json_string_value(json_object_get(pol, "operator"));
@@ -117,7 +117,7 @@ bool kft_eng_success(const json_t *jobset_spec, const eng_rjob *rjobs, size_t n)
 	return any ? done > 0 : total > 0 && done == total;
 }
 
-json_t *kft_eng_rjobs_status(const eng_rjob *rjobs, size_t n, bool suspended)
+json_t *kft_jobset_model_rjobs_status(const eng_rjob *rjobs, size_t n, bool suspended)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; arr && i < n; i++) {
@@ -138,8 +138,8 @@ json_t *kft_eng_rjobs_status(const eng_rjob *rjobs, size_t n, bool suspended)
 	return arr;
 }
 
-void kft_eng_first_failed(const char *jobset, const eng_rjob *rjobs, size_t n, char *buf,
-                          size_t size, const eng_pod **pod, const char **rjob)
+void kft_jobset_model_first_failed(const char *jobset, const eng_rjob *rjobs, size_t n, char *buf,
+                                   size_t size, const eng_pod **pod, const char **rjob)
 {
 	const eng_rjob *best_rj = NULL;
 	int best_r = 0;
@@ -202,8 +202,8 @@ static bool any_pattern(const json_t *patterns, const char *msg)
 	return false;
 }
 
-const char *kft_eng_rule_action(const json_t *failure_policy, const char *rjob,
-                                const char *job_reason, const char *job_message)
+const char *kft_jobset_model_rule_action(const json_t *failure_policy, const char *rjob,
+                                         const char *job_reason, const char *job_message)
 {
 	size_t i;
 	const json_t *rule;

@@ -43,6 +43,7 @@
 #include "local/gpus.h"
 #include "local/local_internal.h"
 #include "util/strbuf.h"
+#include "util/rfc3339.h"
 
 extern char **environ;
 
@@ -566,7 +567,7 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	free(uid);
 	if (rc == 0 && json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"))) {
 		char now[32];
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		rc = kft_trainjob_set_suspended(tj, now, err);
 		if (rc == 0)
 			rc = kft_store_job_set_status(l->store, ns, name,
@@ -669,7 +670,7 @@ static int mark_lost(kft_local *l, const char *ns, const char *name, kft_error *
 	    rc == 0) {
 		kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, NULL);
 		kill_leftovers(l, ns, name);
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		snprintf(msg, sizeof(msg),
 		         "the job's supervisor (pid %d) is gone; its processes were stopped", pid);
 		rc = kft_trainjob_set_failed(tj, msg, KFT_LOCAL_REASON_SUPERVISOR_LOST, now, err);
@@ -790,7 +791,7 @@ static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error
 	/* A delete that began meanwhile owns the job now: the suspend took
 	 * effect before it, and nothing more is written. */
 	if (rc == 0 && !kft_trainjob_is_finished(tj) && !being_deleted(tj)) {
-		kft_local_now(now);
+		kft_rfc3339_now(now);
 		rc = kft_trainjob_set_suspended(tj, now, err);
 		if (rc == 0)
 			rc = kft_store_job_set_status(l->store, ns, name,
@@ -808,7 +809,7 @@ static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error
 static int resume_job(kft_local *l, const char *ns, const char *name, json_t *tj, kft_error *err)
 {
 	char now[32];
-	kft_local_now(now);
+	kft_rfc3339_now(now);
 	json_object_set_new(json_object_get(tj, "spec"), "suspend", json_false());
 	int rc = kft_trainjob_set_suspended(tj, now, err);
 	if (rc == 0)

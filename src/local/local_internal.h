@@ -60,9 +60,6 @@ int kft_local_kill_group(pid_t pgid, long long ticks);
  * program may take it before the job does), or -1. */
 int kft_local_free_port(void);
 
-/* Now as RFC 3339 UTC with whole seconds, as Kubernetes writes metav1.Time. */
-void kft_local_now(char buf[32]);
-
 /* Milliseconds on the monotonic clock. */
 int64_t kft_local_mono_ms(void);
 
@@ -125,12 +122,6 @@ int kft_local_initializer_main(const char *kind, const char *workspace);
  * (the report's when valid RFC 3339, else `now`), or NULL when the report
  * is malformed or out of bounds. */
 json_t *kft_local_parse_report(const char *text, const char *now);
-
-/* Merges duplicate host lines of an MPI hostfile, summing their slots
- * ("h slots=2" twice becomes "h slots=4"; "h:2" likewise): OpenMPI refuses
- * a host listed twice with slots, and every node is 127.0.0.1 here. Returns a
- * new string (caller frees) or NULL on ENOMEM. */
-char *kft_local_merge_hostfile(const char *text);
 
 /* ---- the backend table (localbackend.c) ------------------------------------ */
 

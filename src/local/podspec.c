@@ -22,6 +22,7 @@
 #include "util/sha1.h"
 #include "kftrainer/constants.h"
 #include "util/strbuf.h"
+#include "util/base64.h"
 
 #define MAX_ITEMS 4096
 #define MAX_VALUE (1u << 20)
@@ -183,52 +184,6 @@ static const json_t *find_object(const json_t *objects, const char *kind, const 
 	return NULL;
 }
 
-static int b64val(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Standard base64 with optional padding; NULL when malformed. *len gets the
- * decoded size (the result is also NUL-terminated for env use). */
-static char *b64_decode(const char *s, size_t *len)
-{
-	size_t n = strlen(s);
-	char *out = malloc(n / 4 * 3 + 4);
-	unsigned acc = 0;
-	int bits = 0;
-	size_t o = 0, i;
-	if (!out)
-		return NULL;
-	for (i = 0; i < n && s[i] != '='; i++) {
-		int v = b64val((unsigned char)s[i]);
-		if (v < 0)
-			goto bad;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	for (; i < n; i++)
-		if (s[i] != '=')
-			goto bad;
-	if (bits >= 6)
-		goto bad;
-	out[o] = '\0';
-	*len = o;
-	return out;
-bad:
-	free(out);
-	return NULL;
-}
-
 /* The value of key in a ConfigMap or Secret as a heap buffer (decoded), NULL
  * with *missing set when the key is absent, NULL otherwise on bad data. */
 static char *object_key(const json_t *obj, int secret, const char *key, size_t *len, int *missing)
@@ -246,7 +201,7 @@ static char *object_key(const json_t *obj, int secret, const char *key, size_t *
 		*missing = 1;
 		return NULL;
 	}
-	return b64_decode(v, len);
+	return kft_base64_decode(v, len);
 }
 
 /* Every key of a ConfigMap or Secret, in document order, into a JSON object
@@ -267,11 +222,11 @@ static void object_keys(const json_t *obj, int secret, json_t *keys)
 typedef struct pod_ctx {
 	const json_t *jobset, *rjob, *podspec, *container, *objects;
 	const char *ns, *job_dir;
-	const kft_exec_defaults *defaults; /* never NULL */
+	const kft_podspec_defaults *defaults; /* never NULL */
 	json_t *claim_volume; /* a volume standing for a volumeClaimPolicies template */
 	char *pod_name;
 	json_t *labels, *annotations;
-	kft_exec_mount *mounts;
+	kft_podspec_mount *mounts;
 	size_t n_mounts;
 } pod_ctx;
 
@@ -733,7 +688,7 @@ static int add_mount(pod_ctx *p, const json_t *vm, kft_error *err)
 	const char *name = jstr(vm, "name"), *mp = jstr(vm, "mountPath");
 	const char *sub = jstr(vm, "subPath");
 	const json_t *vol = name ? find_volume(p->podspec, name) : NULL;
-	kft_exec_mount *m;
+	kft_podspec_mount *m;
 	if (!vol && name)
 		vol = claim_template_volume(p, name);
 	char *dir = NULL;
@@ -797,7 +752,7 @@ static int build_mounts(pod_ctx *p, kft_error *err)
  * mount wins); otherwise a plain copy. Takes ownership of s. */
 static char *rewrite(const pod_ctx *p, char *s)
 {
-	const kft_exec_mount *best = NULL;
+	const kft_podspec_mount *best = NULL;
 	size_t best_len = 0;
 	if (!s)
 		return NULL;
@@ -820,7 +775,7 @@ static char *rewrite(const pod_ctx *p, char *s)
 
 /* ---- argv, envp and the whole --------------------------------------------- */
 
-static int build_argv(pod_ctx *p, const env_list *env, kft_exec_spec *out, kft_error *err)
+static int build_argv(pod_ctx *p, const env_list *env, kft_podspec *out, kft_error *err)
 {
 	const json_t *cmd = json_object_get(p->container, "command");
 	const json_t *args = json_object_get(p->container, "args");
@@ -865,7 +820,7 @@ static char *mounts_json(const pod_ctx *p)
 	return s;
 }
 
-static int build_envp(pod_ctx *p, env_list *env, kft_exec_spec *out, kft_error *err)
+static int build_envp(pod_ctx *p, env_list *env, kft_podspec *out, kft_error *err)
 {
 	int rc = env_set(env, KFT_MOUNTS_ENV, mounts_json(p), err);
 	if (rc < 0)
@@ -888,7 +843,7 @@ static int build_envp(pod_ctx *p, env_list *env, kft_exec_spec *out, kft_error *
 
 /* Replaces out->envp with copies of env's k entries, then frees the old
  * strings that were not kept and env itself. */
-static int own_env(char **env, size_t k, kft_exec_spec *out, kft_error *err)
+static int own_env(char **env, size_t k, kft_podspec *out, kft_error *err)
 {
 	char **copy = calloc(k + 1, sizeof(char *));
 	int rc = copy ? 0 : KFT_ENOMEM;
@@ -934,7 +889,7 @@ static size_t vec_len(char *const *v)
 
 /* out->envp becomes: base entries the pod does not define, then the pod's
  * env, with extra entries replacing same-named ones or appended. */
-static int apply_defaults_env(const kft_exec_defaults *d, kft_exec_spec *out, kft_error *err)
+static int apply_defaults_env(const kft_podspec_defaults *d, kft_podspec *out, kft_error *err)
 {
 	size_t nb = vec_len(d->base_env), np = vec_len(out->envp), nx = vec_len(d->extra_env);
 	char **env = calloc(nb + np + nx + 1, sizeof(char *));
@@ -1002,7 +957,7 @@ static int locate(pod_ctx *p, const char *rjob, int replica, int index, long *go
 }
 
 static int build(pod_ctx *p, const char *rjob, int replica, int index, const char *container,
-                 kft_exec_spec *out, kft_error *err)
+                 kft_podspec *out, kft_error *err)
 {
 	const json_t *tmeta = NULL;
 	long goff = 0, gtot = 0;
@@ -1045,19 +1000,19 @@ static int build(pod_ctx *p, const char *rjob, int replica, int index, const cha
 	return 0;
 }
 
-int kft_exec_spec_build(const json_t *jobset, const json_t *objects, const char *rjob, int replica,
-                        int pod_index, const char *container, const char *job_dir,
-                        kft_exec_spec *out, kft_error *err)
+int kft_podspec_build(const json_t *jobset, const json_t *objects, const char *rjob, int replica,
+                      int pod_index, const char *container, const char *job_dir, kft_podspec *out,
+                      kft_error *err)
 {
-	return kft_exec_spec_build_with(jobset, objects, rjob, replica, pod_index, container,
-	                                job_dir, NULL, out, err);
+	return kft_podspec_build_with(jobset, objects, rjob, replica, pod_index, container, job_dir,
+	                              NULL, out, err);
 }
 
-int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const char *rjob,
-                             int replica, int pod_index, const char *container, const char *job_dir,
-                             const kft_exec_defaults *defaults, kft_exec_spec *out, kft_error *err)
+int kft_podspec_build_with(const json_t *jobset, const json_t *objects, const char *rjob,
+                           int replica, int pod_index, const char *container, const char *job_dir,
+                           const kft_podspec_defaults *defaults, kft_podspec *out, kft_error *err)
 {
-	static const kft_exec_defaults none = {0};
+	static const kft_podspec_defaults none = {0};
 	pod_ctx p = {.jobset = jobset,
 	             .objects = objects,
 	             .job_dir = job_dir,
@@ -1079,7 +1034,7 @@ int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const 
 	json_decref(p.annotations);
 	json_decref(p.claim_volume);
 	if (rc < 0)
-		kft_exec_spec_free(out);
+		kft_podspec_free(out);
 	return rc;
 }
 
@@ -1101,7 +1056,7 @@ const char *kft_pod_main_container(const json_t *rjob, const char *rjob_name)
 int kft_pod_object(const json_t *jobset, const char *rjob, int replica, int pod_index,
                    int restart_attempt, json_t **out, kft_error *err)
 {
-	const kft_exec_defaults d = {.restart_attempt = restart_attempt};
+	const kft_podspec_defaults d = {.restart_attempt = restart_attempt};
 	pod_ctx p = {.jobset = jobset, .defaults = &d};
 	const json_t *tmeta = NULL;
 	long goff = 0, gtot = 0;
@@ -1133,7 +1088,7 @@ static void free_vec(char **v)
 	free(v);
 }
 
-void kft_exec_spec_free(kft_exec_spec *spec)
+void kft_podspec_free(kft_podspec *spec)
 {
 	if (!spec)
 		return;

@@ -13,7 +13,7 @@
  *    adds (jobset.sigs.k8s.io/jobset-name, replicatedjob-name,
  *    replicatedjob-replicas, global-replicas, job-index, job-global-index,
  *    job-key, group-name, group-replicas, job-group-index, restart-attempt: "0"
- *    unless kft_exec_defaults says otherwise)
+ *    unless kft_podspec_defaults says otherwise)
  *    and the Job controller's batch.kubernetes.io/job-completion-index (label
  *    and annotation) and job-name. The pod IP is 127.0.0.1.
  *  - Environment. envFrom sources first, in order, each key with its prefix;
@@ -56,21 +56,21 @@
 /* The environment variable holding the mountPath -> host directory map. */
 #define KFT_MOUNTS_ENV "KFTRAINER_MOUNTS"
 
-typedef struct kft_exec_mount {
+typedef struct kft_podspec_mount {
 	char *mount_path; /* as declared in the container (trailing '/' removed) */
 	char *host_path;  /* directory (or subPath) under <job_dir>/volumes */
 	int read_only;
-} kft_exec_mount;
+} kft_podspec_mount;
 
-typedef struct kft_exec_spec {
+typedef struct kft_podspec {
 	char **argv;    /* command + args, NULL-terminated; exec'd directly, no shell */
 	char **envp;    /* "NAME=VALUE", NULL-terminated, in the container's env order */
 	char *image;    /* recorded for status and logs, not used to run anything */
 	char *workdir;  /* workingDir (mount-rewritten) or job_dir */
 	char *pod_name; /* "<jobset>-<rjob>-<replica>-<index>-local" */
-	kft_exec_mount *mounts;
+	kft_podspec_mount *mounts;
 	size_t n_mounts;
-} kft_exec_spec;
+} kft_podspec;
 
 /* Builds the exec spec of container `container` (searched in containers, then
  * initContainers) of the pod with completion index `pod_index` of replica
@@ -80,20 +80,20 @@ typedef struct kft_exec_spec {
  * configMap/secret volume files are written there.
  *
  * On success returns 0 and fills *out, which the caller releases with
- * kft_exec_spec_free(). On failure returns a negative kft_status, fills err,
+ * kft_podspec_free(). On failure returns a negative kft_status, fills err,
  * and leaves *out empty (safe to free). Errors: KFT_EINVAL (unknown replicated
  * job/container, a container without command, an unsupported fieldRef or
  * volume type, a bad path), KFT_ENOTFOUND (a required ConfigMap/Secret or key
  * missing: "couldn't find key K in Secret NS/NAME"), KFT_ELIMIT (more than
  * 4096 env entries or argv words, or a value over 1 MiB), KFT_EIO (writing the
  * volumes), KFT_ENOMEM. Bytes written to disk before a failure stay. */
-int kft_exec_spec_build(const json_t *jobset, const json_t *objects, const char *rjob, int replica,
-                        int pod_index, const char *container, const char *job_dir,
-                        kft_exec_spec *out, kft_error *err);
+int kft_podspec_build(const json_t *jobset, const json_t *objects, const char *rjob, int replica,
+                      int pod_index, const char *container, const char *job_dir, kft_podspec *out,
+                      kft_error *err);
 
 /* What a pod inherits from the machine rather than from its spec: the
  * stand-in for the image's environment and working directory. All borrowed. */
-typedef struct kft_exec_defaults {
+typedef struct kft_podspec_defaults {
 	char *const *base_env;  /* "K=V", NULL-terminated, or NULL: placed under the pod's
 	                         * env (a name the pod defines keeps the pod's value); not
 	                         * visible to $(VAR) expansion, as an image's env is not */
@@ -105,14 +105,14 @@ typedef struct kft_exec_defaults {
 	int native;             /* the caller runs the container's work itself (an
 	                         * initializer image's program): a missing command is
 	                         * no error, argv is then empty */
-} kft_exec_defaults;
+} kft_podspec_defaults;
 
-/* kft_exec_spec_build with defaults (NULL: none, the same as
- * kft_exec_spec_build). Malformed entries (no '=') in the env lists are
- * KFT_EINVAL. Ownership and other errors as kft_exec_spec_build. */
-int kft_exec_spec_build_with(const json_t *jobset, const json_t *objects, const char *rjob,
-                             int replica, int pod_index, const char *container, const char *job_dir,
-                             const kft_exec_defaults *defaults, kft_exec_spec *out, kft_error *err);
+/* kft_podspec_build with defaults (NULL: none, the same as
+ * kft_podspec_build). Malformed entries (no '=') in the env lists are
+ * KFT_EINVAL. Ownership and other errors as kft_podspec_build. */
+int kft_podspec_build_with(const json_t *jobset, const json_t *objects, const char *rjob,
+                           int replica, int pod_index, const char *container, const char *job_dir,
+                           const kft_podspec_defaults *defaults, kft_podspec *out, kft_error *err);
 
 /* The container the local backend runs for each pod of replicated job rjob
  * (a JobSet replicatedJobs entry) named rjob_name: the one named "node", else
@@ -130,7 +130,7 @@ int kft_pod_object(const json_t *jobset, const char *rjob, int replica, int pod_
                    int restart_attempt, json_t **out, kft_error *err);
 
 /* Frees everything *spec owns and zeroes it. spec may be NULL. */
-void kft_exec_spec_free(kft_exec_spec *spec);
+void kft_podspec_free(kft_podspec *spec);
 
 /* Kubernetes $(VAR) expansion of `in`: lookup(name, ctx) returns the value or
  * NULL when unknown (then "$(name)" stays). Returns a heap string the caller

@@ -99,14 +99,6 @@ int kft_local_free_port(void)
 	return port;
 }
 
-void kft_local_now(char buf[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int64_t kft_local_mono_ms(void)
 {
 	struct timespec ts;
@@ -407,82 +399,4 @@ int kft_local_wait_gone(pid_t pid, long long ticks, int ms)
 		struct timespec ts = {0, 10 * 1000000L};
 		nanosleep(&ts, NULL);
 	}
-}
-
-/* ---- MPI hostfile ---------------------------------------------------------- */
-
-/* Splits "host slots=N" / "host:N" into host and slots; 0 when the line is
- * not of that shape (then it is kept as written). */
-static int parse_slots_line(const char *line, size_t len, size_t *hlen, long *slots, char *sep)
-{
-	size_t i = 0;
-	while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != ':')
-		i++;
-	if (i == 0 || i == len)
-		return 0;
-	*hlen = i;
-	const char *rest = line + i;
-	char *end;
-	if (*rest == ':') {
-		*sep = ':';
-		rest++;
-	} else {
-		*sep = ' ';
-		while (*rest == ' ' || *rest == '\t')
-			rest++;
-		if (strncmp(rest, "slots=", 6) != 0)
-			return 0;
-		rest += 6;
-	}
-	*slots = strtol(rest, &end, 10);
-	return end > rest && (size_t)(end - line) == len && *slots >= 0 && *slots < 1000000;
-}
-
-typedef struct host_slots {
-	char host[256];
-	long slots;
-	char sep;
-} host_slots;
-
-char *kft_local_merge_hostfile(const char *text)
-{
-	host_slots hosts[64];
-	size_t nh = 0;
-	kft_strbuf kept;
-	kft_strbuf_init(&kept);
-	for (const char *l = text; l && *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t len = nl ? (size_t)(nl - l) : strlen(l), hl;
-		long slots;
-		char sep;
-		size_t k = 0;
-		if (parse_slots_line(l, len, &hl, &slots, &sep) && hl < sizeof(hosts[0].host)) {
-			while (k < nh &&
-			       (strlen(hosts[k].host) != hl || strncmp(hosts[k].host, l, hl)))
-				k++;
-			if (k < nh)
-				hosts[k].slots += slots;
-			else if (nh < sizeof(hosts) / sizeof(hosts[0])) {
-				snprintf(hosts[nh].host, sizeof(hosts[nh].host), "%.*s", (int)hl,
-				         l);
-				hosts[nh].slots = slots;
-				hosts[nh++].sep = sep;
-			} else
-				k = SIZE_MAX;
-		} else
-			k = SIZE_MAX;
-		if (k == SIZE_MAX && len) { /* not mergeable: keep the line as written */
-			kft_strbuf_putn(&kept, l, len);
-			kft_strbuf_putc(&kept, '\n');
-		}
-		l = nl ? nl + 1 : l + len;
-	}
-	kft_strbuf out;
-	kft_strbuf_init(&out);
-	for (size_t i = 0; i < nh; i++)
-		kft_strbuf_printf(&out, hosts[i].sep == ':' ? "%s:%ld\n" : "%s slots=%ld\n",
-		                  hosts[i].host, hosts[i].slots);
-	kft_strbuf_puts(&out, kft_strbuf_str(&kept));
-	kft_strbuf_free(&kept);
-	return kft_strbuf_detach(&out);
 }

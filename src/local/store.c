@@ -37,6 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "kftrainer/store.h"
+#include "util/rfc3339.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -267,16 +268,6 @@ static int load_json(const char *text, json_t **out, kft_error *err)
 	if (!*out)
 		return kft_error_set(err, KFT_EPARSE, "stored JSON is damaged: %s", je.text);
 	return 0;
-}
-
-static void now_rfc3339(char buf[32])
-{
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, 32 - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
 static int new_uid(char out[37], kft_error *err)
@@ -604,7 +595,7 @@ static int insert_job(kft_store *s, const struct job_fields *f, const char *uid,
 	                     f->ns, f->name, &st, err);
 	if (rc)
 		return rc;
-	now_rfc3339(now);
+	kft_rfc3339_now_micro(now);
 	sqlite3_bind_text(st, 3, uid, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 4, f->spec_text, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 5, f->runtime_name, -1, SQLITE_TRANSIENT);
@@ -853,7 +844,7 @@ int kft_store_job_mark(kft_store *s, const char *ns, const char *name, kft_job_t
 	int rc = prepare_job(s, sql[which], ns, name, &st, err);
 	if (rc)
 		return rc;
-	now_rfc3339(now);
+	kft_rfc3339_now_micro(now);
 	sqlite3_bind_text(st, 3, now, -1, SQLITE_TRANSIENT);
 	return finish_job_write(s, st, name, err);
 }
@@ -920,7 +911,7 @@ int kft_store_job_mark_deleting(kft_store *s, const char *ns, const char *name, 
 	                     ns, name, &st, err);
 	if (rc)
 		return rc;
-	now_rfc3339(now);
+	kft_rfc3339_now_micro(now);
 	sqlite3_bind_text(st, 3, now, -1, SQLITE_TRANSIENT);
 	return finish_job_write(s, st, name, err);
 }
@@ -1054,7 +1045,7 @@ int kft_store_report_add(kft_store *s, const char *ns, const char *job, const js
 		free(text);
 		return rc;
 	}
-	now_rfc3339(now);
+	kft_rfc3339_now_micro(now);
 	sqlite3_bind_text(st, 3, now, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 4, text, -1, SQLITE_TRANSIENT);
 	free(text);

@@ -61,7 +61,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mbedtls/base64.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/platform_util.h>
 
@@ -69,6 +68,7 @@
 #include "kftrainer/framework.h"
 #include "kftrainer/quantity.h"
 #include "plugins/builtin.h"
+#include "util/base64.h"
 #include "plugins/flux_templates.h"
 #include "util/random.h"
 #include "util/strbuf.h"
@@ -713,15 +713,12 @@ static int curve_secret(const kft_plugin_ctx *ctx, const kft_trainjob *job, cons
 	char *cert = curve_cert(job, err);
 	if (!cert)
 		return err ? err->code : KFT_EIO;
-	size_t n = strlen(cert), len = 4 * ((n + 2) / 3) + 1;
-	char *b64 = malloc(len);
+	size_t n = strlen(cert);
+	char *b64 = kft_base64_encode(cert, n);
 	json_t *data = NULL;
 	if (b64) {
-		size_t olen = 0;
-		if (mbedtls_base64_encode((unsigned char *)b64, len, &olen,
-		                          (const unsigned char *)cert, n) == 0)
-			data = json_pack("{s:s}", FLUX_CURVE_KEY, b64);
-		mbedtls_platform_zeroize(b64, len);
+		data = json_pack("{s:s}", FLUX_CURVE_KEY, b64);
+		mbedtls_platform_zeroize(b64, strlen(b64));
 	}
 	mbedtls_platform_zeroize(cert, n);
 	free(cert);

@@ -58,13 +58,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mbedtls/base64.h>
 #include <mbedtls/platform_util.h>
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/quantity.h"
 #include "plugins/builtin.h"
+#include "plugins/mpi.h"
+#include "util/base64.h"
 #include "util/sshkey.h"
 #include "util/strbuf.h"
 
@@ -446,17 +447,11 @@ static json_t *core_object(const kft_plugin_ctx *ctx, const kft_trainjob *job, c
 static int set_base64(json_t *data, const char *key, const char *value)
 {
 	size_t n = strlen(value);
-	size_t len = 4 * ((n + 2) / 3) + 1;
-	char *b64 = malloc(len);
+	char *b64 = kft_base64_encode(value, n);
 	if (!b64)
 		return KFT_ENOMEM;
-	size_t olen = 0;
-	int rc = mbedtls_base64_encode((unsigned char *)b64, len, &olen,
-	                               (const unsigned char *)value, n) == 0 &&
-	                         json_object_set_new(data, key, json_string(b64)) == 0
-	                 ? 0
-	                 : KFT_ENOMEM;
-	mbedtls_platform_zeroize(b64, len);
+	int rc = json_object_set_new(data, key, json_string(b64)) == 0 ? 0 : KFT_ENOMEM;
+	mbedtls_platform_zeroize(b64, strlen(b64));
 	free(b64);
 	return rc;
 }
@@ -490,20 +485,56 @@ static int ssh_secret(const kft_plugin_ctx *ctx, const kft_trainjob *job, const 
 }
 
 /* Every node's address with its slots: the "node" pods, and the launcher
- * too when it runs ranks. */
+ * too when it runs ranks. An address listed more than once (a backend that
+ * runs several pods on one host: the local engine's 127.0.0.1) gets one
+ * line with the slots summed, in its first place, since OpenMPI 4.1 refuses
+ * a repeated host. On a cluster every pod has its own name and nothing
+ * merges. */
 static char *hostfile(const kft_runtime_info *info, const mpi_policy *p, int32_t slots)
 {
-	kft_strbuf b;
-	kft_strbuf_init(&b);
-	for (size_t i = 0; i < info->n_pod_sets && p->flavour; i++) {
+	size_t n = 0;
+	for (size_t i = 0; i < info->n_pod_sets; i++)
+		n += info->pod_sets[i].n_endpoints;
+	const char **hosts = calloc(n + 1, sizeof(*hosts));
+	long *sum = calloc(n + 1, sizeof(*sum));
+	size_t nh = 0;
+	for (size_t i = 0; hosts && sum && i < info->n_pod_sets && p->flavour; i++) {
 		const kft_pod_set *ps = &info->pod_sets[i];
 		int is_node = strcmp(ps->name, KFT_CONTAINER_NODE) == 0 ||
 		              (p->launcher_as_node && strcmp(ps->name, MPI_LAUNCHER) == 0);
-		for (size_t e = 0; is_node && e < ps->n_endpoints; e++)
-			kft_strbuf_printf(&b, "%s%s%d\n", ps->endpoints[e], p->flavour->slots_sep,
-			                  (int)slots);
+		for (size_t e = 0; is_node && e < ps->n_endpoints; e++) {
+			size_t k = 0;
+			while (k < nh && strcmp(hosts[k], ps->endpoints[e]) != 0)
+				k++;
+			if (k == nh)
+				hosts[nh++] = ps->endpoints[e];
+			sum[k] += slots;
+		}
 	}
+	kft_strbuf b;
+	kft_strbuf_init(&b);
+	if (!hosts || !sum)
+		b.failed = 1;
+	for (size_t k = 0; k < nh; k++)
+		kft_strbuf_printf(&b, "%s%s%ld\n", hosts[k], p->flavour->slots_sep, sum[k]);
+	free(hosts);
+	free(sum);
 	return kft_strbuf_detach(&b);
+}
+
+bool kft_mpi_started_by_launcher(const json_t *jobset_spec, const char *rjob)
+{
+	if (!rjob || strcmp(rjob, KFT_CONTAINER_NODE) != 0)
+		return false;
+	size_t i;
+	const json_t *r;
+	json_array_foreach(json_object_get(jobset_spec, "replicatedJobs"), i, r)
+	{
+		const char *name = json_string_value(json_object_get(r, "name"));
+		if (name && strcmp(name, MPI_LAUNCHER) == 0)
+			return true;
+	}
+	return false;
 }
 
 static int hostfile_configmap(const kft_plugin_ctx *ctx, const kft_runtime_info *info,

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kftrainer/error.h"
+
 #define ARG_RDZV_ENDPOINT "--rdzv_endpoint"
 #define ARG_CONFIG        "--config"
 
@@ -52,7 +54,7 @@ static int in_list(const char *s, const char *const *list)
 int kft_torchtune_model(const char *name, char *buf, size_t size)
 {
 	if (!buf || size == 0)
-		return -1;
+		return KFT_ELIMIT;
 	buf[0] = '\0';
 	if (!name)
 		return 0;
@@ -62,7 +64,7 @@ int kft_torchtune_model(const char *name, char *buf, size_t size)
 		return 0;
 	size_t family = (size_t)(d2 - d1 - 1), tail = strlen(d2 + 1);
 	if (family + 1 + tail + 1 > size)
-		return -1;
+		return KFT_ELIMIT;
 	size_t n = 0;
 	for (const char *p = d1 + 1; p < d2; p++)
 		buf[n++] = *p == '.' ? '_' : *p;
@@ -189,9 +191,9 @@ int kft_torchtune_recipe_config(int32_t num_nodes, const kft_torch_nproc *npp, i
 	}
 	char model[256];
 	if (kft_torchtune_model(runtime_name, model, sizeof(model)) != 0)
-		return -1;
+		return KFT_ELIMIT;
 	int n = snprintf(config, size, "%s%s", model, suffix);
-	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+	return (n < 0 || (size_t)n >= size) ? KFT_ELIMIT : 0;
 }
 
 int kft_torchtune_needs_rendezvous(int32_t num_nodes, const kft_torch_nproc *npp, int64_t gpus)

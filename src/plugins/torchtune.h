@@ -29,8 +29,8 @@ typedef struct kft_torch_nproc {
 /* Writes into buf the model a runtime name designates: the second and third
  * dash-separated fields as "<field2 with '.' -> '_'>/<FIELD3 upper-cased>"
  * ("torchtune-llama3.2-1b" -> "llama3_2/1B"), or "" when the name does not
- * have exactly three fields. Returns 0, or -1 when buf is too small (buf
- * then holds ""). name may be NULL (treated as ""). */
+ * have exactly three fields. Returns 0, or KFT_ELIMIT when buf is too small
+ * (buf then holds ""). name may be NULL (treated as ""). */
 int kft_torchtune_model(const char *name, char *buf, size_t size);
 
 /* 1 when the model is one torchtune runtimes support, else 0. */
@@ -53,7 +53,8 @@ int kft_torchtune_immutable_key(const char *arg, char *buf, size_t size);
 
 /* The recipe (static string) and the config name "<model><suffix>" for a job
  * of num_nodes nodes, npp processes and gpus GPUs per node, with the
- * trainer's args (may be NULL). Returns 0, or -1 when config is too small. */
+ * trainer's args (may be NULL). Returns 0, or KFT_ELIMIT when config is too
+ * small. */
 int kft_torchtune_recipe_config(int32_t num_nodes, const kft_torch_nproc *npp, int64_t gpus,
                                 const json_t *args, const char *runtime_name, const char **recipe,
                                 char *config, size_t size);

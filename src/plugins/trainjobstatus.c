@@ -33,6 +33,7 @@
 
 #include "kftrainer/constants.h"
 #include "plugins/builtin.h"
+#include "util/base64.h"
 
 #define ENV_STATUS_URL KFT_ENV_STATUS_SERVER_URL
 #define ENV_CA_CERT    KFT_ENV_STATUS_CA_CERT
@@ -143,65 +144,6 @@ static int enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info *info,
 
 /* ---- the CA certificate ConfigMap ----------------------------------------------- */
 
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Decodes one group of four characters; pad is how many end in '='. */
-static int b64_quad(const char *q, int pad, char *out)
-{
-	unsigned acc = 0;
-	for (int k = 0; k < 4; k++) {
-		int v = k < 4 - pad ? b64_value(q[k]) : 0;
-		if (v < 0)
-			return -1;
-		acc = acc << 6 | (unsigned)v;
-	}
-	out[0] = (char)(acc >> 16);
-	out[1] = (char)(acc >> 8);
-	out[2] = (char)acc;
-	return 3 - pad;
-}
-
-/* Standard padded base64, as Go decodes a []byte from JSON (line breaks
- * skipped). Returns a NUL-terminated buffer the caller frees, or NULL. */
-static char *b64_decode(const char *in, size_t *out_len)
-{
-	size_t len = strlen(in), m = 0, n = 0;
-	char *clean = malloc(len + 1), *out = malloc(len / 4 * 3 + 4);
-	if (!clean || !out)
-		goto fail;
-	for (size_t i = 0; i < len; i++)
-		if (in[i] != '\r' && in[i] != '\n')
-			clean[m++] = in[i];
-	if (m % 4 != 0)
-		goto fail;
-	for (size_t i = 0; i < m; i += 4) {
-		int pad = 0;
-		if (i + 4 == m && clean[i + 3] == '=')
-			pad = clean[i + 2] == '=' ? 2 : 1;
-		int got = b64_quad(clean + i, pad, out + n);
-		if (got < 0)
-			goto fail;
-		n += (size_t)got;
-	}
-	free(clean);
-	out[n] = '\0';
-	*out_len = n;
-	return out;
-fail:
-	free(clean);
-	free(out);
-	return NULL;
-}
-
 /* The PEM in the webhook Secret's ca.crt, as a new JSON string. */
 static int ca_cert_of(const json_t *secret, json_t **pem, kft_error *err)
 {
@@ -216,7 +158,7 @@ static int ca_cert_of(const json_t *secret, json_t **pem, kft_error *err)
 		                     "failed to look up status server tls secret: ca.crt is larger "
 		                     "than %u bytes",
 		                     MAX_CA_CERT_BYTES);
-	char *raw = b64_decode(b64, &len);
+	char *raw = kft_base64_decode(b64, &len);
 	if (!raw)
 		return kft_error_set(err, KFT_EPARSE,
 		                     "failed to look up status server tls secret: ca.crt is not "

@@ -1,93 +1,132 @@
 /*
- * base64.c - unpadded URL-safe base64. See base64.h.
+ * base64.c - Go's StdEncoding and RawURLEncoding (see base64.h).
  *
- * Four characters carry three bytes; a tail of two or three characters
- * carries one or two. The decoder walks the input once, skipping line
- * breaks as Go's decoder does, and writes into a buffer sized for the
- * worst case.
+ * One encoder and one decoder, told the alphabet and whether '=' pads.
+ * Decoding gathers the alphabet's characters (line breaks dropped) into
+ * groups of four: with padding, only the last group may end in one or two
+ * '=' and every group is whole; without, a last group of two or three
+ * characters carries one or two bytes.
  */
 #include "util/base64.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
-static int value_of(unsigned char c)
+typedef struct encoding {
+	const char *alphabet; /* 64 characters */
+	int padded;
+} encoding;
+
+static const encoding std_encoding = {
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 1};
+static const encoding raw_url_encoding = {
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", 0};
+
+static char *encode(const encoding *enc, const unsigned char *p, size_t len, size_t *out_len)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	return c == '_' ? 63 : -1;
+	if (len > SIZE_MAX / 4 * 3 - 3)
+		return NULL;
+	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+	if (!out)
+		return NULL;
+	const char *a = enc->alphabet;
+	size_t i = 0;
+	for (; i + 3 <= len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		*o++ = a[v >> 18 & 63];
+		*o++ = a[v >> 12 & 63];
+		*o++ = a[v >> 6 & 63];
+		*o++ = a[v & 63];
+	}
+	if (i < len) {
+		int two = i + 1 < len;
+		uint32_t v = (uint32_t)p[i] << 16 | (two ? (uint32_t)p[i + 1] << 8 : 0);
+		*o++ = a[v >> 18 & 63];
+		*o++ = a[v >> 12 & 63];
+		if (two)
+			*o++ = a[v >> 6 & 63];
+		else if (enc->padded)
+			*o++ = '=';
+		if (enc->padded)
+			*o++ = '=';
+	}
+	*o = '\0';
+	if (out_len)
+		*out_len = (size_t)(o - out);
+	return out;
+}
+
+static int value_of(const encoding *enc, unsigned char c)
+{
+	const char *at = c ? memchr(enc->alphabet, c, 64) : NULL;
+	return at ? (int)(at - enc->alphabet) : -1;
+}
+
+static unsigned char *decode(const encoding *enc, const char *in, size_t n, size_t *out_len)
+{
+	unsigned char *out = malloc(n / 4 * 3 + 4);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	uint32_t v = 0;
+	int k = 0, pad = 0, ended = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == '\r' || c == '\n')
+			continue;
+		if (ended) /* nothing after a padded group */
+			goto bad;
+		if (c == '=' && enc->padded && k >= 2) { /* '=' only third or fourth */
+			pad++;
+		} else {
+			int x = value_of(enc, c);
+			if (x < 0 || pad)
+				goto bad;
+			v |= (uint32_t)x << (18 - 6 * k);
+		}
+		if (++k < 4)
+			continue;
+		out[o++] = (unsigned char)(v >> 16);
+		if (pad < 2)
+			out[o++] = (unsigned char)(v >> 8);
+		if (pad < 1)
+			out[o++] = (unsigned char)v;
+		ended = pad > 0;
+		k = 0;
+		v = 0;
+	}
+	if (k != 0) { /* a last group cut short: whole groups only when padded */
+		if (enc->padded || k == 1)
+			goto bad;
+		out[o++] = (unsigned char)(v >> 16);
+		if (k == 3)
+			out[o++] = (unsigned char)(v >> 8);
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+char *kft_base64_encode(const void *data, size_t len)
+{
+	return encode(&std_encoding, data, len, NULL);
+}
+
+char *kft_base64_decode(const char *in, size_t *out_len)
+{
+	return (char *)decode(&std_encoding, in, strlen(in), out_len);
 }
 
 unsigned char *kft_base64url_decode(const char *in, size_t len, size_t *out_len)
 {
-	unsigned char *out = malloc(len / 4 * 3 + 4);
-	uint32_t acc = 0;
-	size_t n = 0, chars = 0;
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == '\r' || c == '\n')
-			continue;
-		int v = value_of(c);
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = acc << 6 | (uint32_t)v;
-		if (++chars % 4 == 0) {
-			out[n++] = (unsigned char)(acc >> 16);
-			out[n++] = (unsigned char)(acc >> 8);
-			out[n++] = (unsigned char)acc;
-			acc = 0;
-		}
-	}
-	switch (chars % 4) {
-	case 1: free(out); return NULL;
-	case 2: out[n++] = (unsigned char)(acc >> 4); break;
-	case 3:
-		out[n++] = (unsigned char)(acc >> 10);
-		out[n++] = (unsigned char)(acc >> 2);
-		break;
-	default: break;
-	}
-	out[n] = '\0';
-	*out_len = n;
-	return out;
+	return decode(&raw_url_encoding, in, len, out_len);
 }
 
 char *kft_base64url_encode(const unsigned char *in, size_t len, size_t *out_len)
 {
-	static const char alphabet[] =
-	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	char *out = malloc(len / 3 * 4 + 4);
-	size_t n = 0, i = 0;
-	if (!out)
-		return NULL;
-	for (; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-		out[n++] = alphabet[v >> 18];
-		out[n++] = alphabet[(v >> 12) & 63];
-		out[n++] = alphabet[(v >> 6) & 63];
-		out[n++] = alphabet[v & 63];
-	}
-	if (len - i == 1) {
-		out[n++] = alphabet[in[i] >> 2];
-		out[n++] = alphabet[(in[i] & 3) << 4];
-	} else if (len - i == 2) {
-		uint32_t v = (uint32_t)in[i] << 8 | in[i + 1];
-		out[n++] = alphabet[v >> 10];
-		out[n++] = alphabet[(v >> 4) & 63];
-		out[n++] = alphabet[(v & 15) << 2];
-	}
-	out[n] = '\0';
-	if (out_len)
-		*out_len = n;
-	return out;
+	return encode(&raw_url_encoding, in, len, out_len);
 }

@@ -109,7 +109,7 @@ static void test_refuses_malformed(void **state)
 			assert_int_equal(rc, 0);
 			json_decref(out);
 		} else {
-			assert_int_equal(rc, -1);
+			assert_int_equal(rc, KFT_EPARSE);
 			assert_null(out);
 		}
 	}
@@ -123,7 +123,7 @@ static void test_refuses_malformed(void **state)
 	}
 	d[2 * deep] = 'n';
 	json_t *out = NULL;
-	assert_int_equal(kft_bundle_decode(d, deep * 2 + 1, &out), -1);
+	assert_int_equal(kft_bundle_decode(d, deep * 2 + 1, &out), KFT_EPARSE);
 	assert_null(out);
 	free(d);
 }

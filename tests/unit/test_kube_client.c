@@ -673,6 +673,7 @@ typedef struct scanned {
 	int n;
 	char names[4][16];
 	int stop_at;
+	int stop_rc; /* what the callback returns at stop_at (0: KFT_ECONFLICT) */
 } scanned;
 
 static int scan_item(void *ctx, json_t *item)
@@ -682,7 +683,7 @@ static int scan_item(void *ctx, json_t *item)
 	        json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
 	if (s->n < 4)
 		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", name ? name : "?");
-	return ++s->n == s->stop_at ? KFT_ECONFLICT : 0;
+	return ++s->n == s->stop_at ? (s->stop_rc ? s->stop_rc : KFT_ECONFLICT) : 0;
 }
 
 static int scan(const char *text, scanned *s, json_t **md)
@@ -741,6 +742,39 @@ static void list_pages_scanned(void **state)
 	assert_int_equal(scan(page, &s, &md), KFT_ECONFLICT);
 	assert_int_equal(s.n, 1);
 	json_decref(md);
+
+	/* Whatever status the callback returns comes back as it is, KFT_EINVAL
+	 * (-1) included, at the first item or the last, whole or fed in pieces
+	 * as curl hands them over: the header promises on_item's value, never
+	 * a KFT_EPARSE in its place. */
+	static const int statuses[] = {KFT_EINVAL, KFT_ENOMEM,    KFT_EIO,   KFT_EPARSE,
+	                               KFT_ELIMIT, KFT_ENOTFOUND, KFT_EGONE, 7};
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		for (int at = 1; at <= 2; at++) {
+			memset(&s, 0, sizeof(s));
+			s.stop_at = at;
+			s.stop_rc = statuses[i];
+			kft_error err = {0};
+			assert_int_equal(kft_kube_list_scan(page, strlen(page), "list x", scan_item,
+			                                    &s, &md, &err),
+			                 statuses[i]);
+			assert_null(md);
+			assert_string_equal(err.message, "");
+			memset(&s, 0, sizeof(s));
+			s.stop_at = at;
+			s.stop_rc = statuses[i];
+			kft_kube_list_stream ls;
+			kft_kube_list_stream_init(&ls, NULL, "list x", scan_item, &s, NULL);
+			int fed = 0;
+			for (size_t off = 0; off < strlen(page) && fed == 0; off += 7) {
+				size_t n = strlen(page) - off < 7 ? strlen(page) - off : 7;
+				fed = kft_kube_list_stream_feed(&ls, page + off, n);
+			}
+			assert_int_equal(fed, statuses[i]);
+			assert_int_equal(kft_kube_list_stream_end(&ls, &md), statuses[i]);
+			assert_null(md);
+		}
+	}
 
 	/* Objects are data: a NUL in a string is kept (Go's client decodes it);
 	 * an item with a NUL in a key, which jansson cannot hold, is skipped

@@ -585,18 +585,6 @@ static void test_mpi_launcher(void **state)
 	wait_supervisor_gone(f, "mpi");
 }
 
-/* Duplicate hosts merge with summed slots (OpenMPI 4.1 refuses repeats). */
-static void test_merge_hostfile(void **state)
-{
-	(void)state;
-	char *m = kft_local_merge_hostfile("127.0.0.1 slots=2\n127.0.0.1 slots=3\nodd line\n");
-	assert_string_equal(m, "127.0.0.1 slots=5\nodd line\n");
-	free(m);
-	m = kft_local_merge_hostfile("127.0.0.1:2\n127.0.0.1:2\n");
-	assert_string_equal(m, "127.0.0.1:4\n");
-	free(m);
-}
-
 /* Names: the SDK's (a letter and 11 hex digits) when none is given;
  * generateName's prefix plus 5 of the API server's characters. */
 static void test_generated_names(void **state)
@@ -948,7 +936,6 @@ int main(int argc, char **argv)
 	        cmocka_unit_test_setup_teardown(test_progress_file, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_base_env_and_workdir, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_mpi_launcher, setup, teardown),
-	        cmocka_unit_test(test_merge_hostfile),
 	        cmocka_unit_test_setup_teardown(test_generated_names, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_suspend_resume, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_being_deleted_left_alone, setup, teardown),

@@ -64,18 +64,18 @@ static void test_depends_on(void **state)
 	add(&m, 0, "init", 1, "{}");
 	add(&m, 1, "launcher", 1, "{\"dependsOn\":[{\"name\":\"node\",\"status\":\"Ready\"}]}");
 	add(&m, 2, "node", 2, "{\"dependsOn\":[{\"name\":\"init\",\"status\":\"Complete\"}]}");
-	assert_false(kft_eng_depends_met(m.rj, 3, &m.rj[2]));
+	assert_false(kft_jobset_model_depends_met(m.rj, 3, &m.rj[2]));
 	set(&m, 0, 0, JOB_ACTIVE, POD_RUNNING);
-	assert_false(kft_eng_depends_met(m.rj, 3, &m.rj[2])); /* running is not Complete */
+	assert_false(kft_jobset_model_depends_met(m.rj, 3, &m.rj[2])); /* running is not Complete */
 	set(&m, 0, 0, JOB_SUCCEEDED, POD_SUCCEEDED);
-	assert_true(kft_eng_depends_met(m.rj, 3, &m.rj[2]));
-	assert_false(kft_eng_depends_met(m.rj, 3, &m.rj[1]));
+	assert_true(kft_jobset_model_depends_met(m.rj, 3, &m.rj[2]));
+	assert_false(kft_jobset_model_depends_met(m.rj, 3, &m.rj[1]));
 	set(&m, 2, 0, JOB_ACTIVE, POD_RUNNING);
-	assert_false(kft_eng_depends_met(m.rj, 3, &m.rj[1])); /* one of two Jobs ready */
+	assert_false(kft_jobset_model_depends_met(m.rj, 3, &m.rj[1])); /* one of two Jobs ready */
 	set(&m, 2, 1, JOB_ACTIVE, POD_PENDING);
-	assert_false(kft_eng_depends_met(m.rj, 3, &m.rj[1]));
+	assert_false(kft_jobset_model_depends_met(m.rj, 3, &m.rj[1]));
 	set(&m, 2, 1, JOB_SUCCEEDED, POD_SUCCEEDED); /* succeeded counts as ready */
-	assert_true(kft_eng_depends_met(m.rj, 3, &m.rj[1]));
+	assert_true(kft_jobset_model_depends_met(m.rj, 3, &m.rj[1]));
 	model_free(&m);
 }
 
@@ -91,13 +91,13 @@ static void test_success_policy(void **state)
 	                              0, NULL);
 	json_t *any = json_loads("{\"successPolicy\":{\"operator\":\"Any\"}}", 0, NULL);
 	set(&m, 1, 0, JOB_SUCCEEDED, POD_SUCCEEDED);
-	assert_false(kft_eng_success(all, m.rj, 2));
-	assert_true(kft_eng_success(launcher, m.rj, 2));
-	assert_true(kft_eng_success(any, m.rj, 2));
+	assert_false(kft_jobset_model_success(all, m.rj, 2));
+	assert_true(kft_jobset_model_success(launcher, m.rj, 2));
+	assert_true(kft_jobset_model_success(any, m.rj, 2));
 	set(&m, 0, 0, JOB_SUCCEEDED, POD_SUCCEEDED);
-	assert_false(kft_eng_success(all, m.rj, 2));
+	assert_false(kft_jobset_model_success(all, m.rj, 2));
 	set(&m, 0, 1, JOB_SUCCEEDED, POD_SUCCEEDED);
-	assert_true(kft_eng_success(all, m.rj, 2));
+	assert_true(kft_jobset_model_success(all, m.rj, 2));
 	json_decref(all);
 	json_decref(launcher);
 	json_decref(any);
@@ -113,11 +113,11 @@ static void test_in_order(void **state)
 	json_t *in_order =
 	        json_loads("{\"startupPolicy\":{\"startupPolicyOrder\":\"InOrder\"}}", 0, NULL);
 	json_t *any_order = json_loads("{}", 0, NULL);
-	assert_true(kft_eng_in_order_met(in_order, m.rj, 0));
-	assert_false(kft_eng_in_order_met(in_order, m.rj, 1));
-	assert_true(kft_eng_in_order_met(any_order, m.rj, 1));
+	assert_true(kft_jobset_model_in_order_met(in_order, m.rj, 0));
+	assert_false(kft_jobset_model_in_order_met(in_order, m.rj, 1));
+	assert_true(kft_jobset_model_in_order_met(any_order, m.rj, 1));
 	set(&m, 0, 0, JOB_ACTIVE, POD_RUNNING);
-	assert_true(kft_eng_in_order_met(in_order, m.rj, 1));
+	assert_true(kft_jobset_model_in_order_met(in_order, m.rj, 1));
 	json_decref(in_order);
 	json_decref(any_order);
 	model_free(&m);
@@ -133,7 +133,7 @@ static void test_counts_and_first_failed(void **state)
 	set(&m, 0, 2, JOB_ACTIVE, POD_RUNNING);
 	m.jobs[0][1].failed_at = 2;
 	m.pods[0][1].reason = "Error";
-	json_t *st = kft_eng_rjobs_status(m.rj, 1, false);
+	json_t *st = kft_jobset_model_rjobs_status(m.rj, 1, false);
 	const json_t *one = json_array_get(st, 0);
 	assert_int_equal(json_integer_value(json_object_get(one, "succeeded")), 1);
 	assert_int_equal(json_integer_value(json_object_get(one, "failed")), 1);
@@ -141,7 +141,7 @@ static void test_counts_and_first_failed(void **state)
 	assert_int_equal(json_integer_value(json_object_get(one, "ready")), 1);
 	assert_int_equal(json_integer_value(json_object_get(one, "suspended")), 0);
 	json_decref(st);
-	st = kft_eng_rjobs_status(m.rj, 1, true);
+	st = kft_jobset_model_rjobs_status(m.rj, 1, true);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(st, 0), "suspended")),
 	                 1);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(st, 0), "active")), 0);
@@ -149,13 +149,13 @@ static void test_counts_and_first_failed(void **state)
 	char name[64];
 	const eng_pod *pod = NULL;
 	const char *rjob = NULL;
-	kft_eng_first_failed("job", m.rj, 1, name, sizeof(name), &pod, &rjob);
+	kft_jobset_model_first_failed("job", m.rj, 1, name, sizeof(name), &pod, &rjob);
 	assert_string_equal(rjob, "node");
 	assert_string_equal(name, "job-node-1");
 	assert_ptr_equal(pod, &m.pods[0][1]);
 	set(&m, 0, 0, JOB_FAILED, POD_FAILED); /* failed earlier than Job 1 */
 	m.jobs[0][0].failed_at = 1;
-	kft_eng_first_failed("job", m.rj, 1, name, sizeof(name), &pod, &rjob);
+	kft_jobset_model_first_failed("job", m.rj, 1, name, sizeof(name), &pod, &rjob);
 	assert_string_equal(name, "job-node-0");
 	assert_null(pod); /* its pod has no failure reason recorded */
 	model_free(&m);
@@ -176,14 +176,16 @@ static void test_failure_rules(void **state)
 	        0, NULL);
 	assert_non_null(fp);
 	const char *backoff = "Job has reached the specified backoff limit";
-	assert_string_equal(kft_eng_rule_action(fp, "launcher", "BackoffLimitExceeded", backoff),
-	                    "FailJobSet");
-	assert_string_equal(kft_eng_rule_action(fp, "node", "PodFailurePolicy", "x"),
+	assert_string_equal(
+	        kft_jobset_model_rule_action(fp, "launcher", "BackoffLimitExceeded", backoff),
+	        "FailJobSet");
+	assert_string_equal(kft_jobset_model_rule_action(fp, "node", "PodFailurePolicy", "x"),
 	                    "RestartJobSetAndIgnoreMaxRestarts");
-	assert_string_equal(kft_eng_rule_action(fp, "node", "BackoffLimitExceeded", backoff),
-	                    "RestartJobSet");
-	assert_null(kft_eng_rule_action(fp, "node", "BackoffLimitExceeded", "other"));
-	assert_null(kft_eng_rule_action(NULL, "node", "BackoffLimitExceeded", backoff));
+	assert_string_equal(
+	        kft_jobset_model_rule_action(fp, "node", "BackoffLimitExceeded", backoff),
+	        "RestartJobSet");
+	assert_null(kft_jobset_model_rule_action(fp, "node", "BackoffLimitExceeded", "other"));
+	assert_null(kft_jobset_model_rule_action(NULL, "node", "BackoffLimitExceeded", backoff));
 	json_decref(fp);
 }
 

@@ -27,6 +27,7 @@
 
 #include "kftrainer/framework.h"
 #include "plugins/builtin.h"
+#include "plugins/mpi.h"
 
 /* ---- fixtures ----------------------------------------------------------------- */
 
@@ -496,6 +497,58 @@ static void test_no_search_domain(void **state)
 	}
 }
 
+/* ours: a backend that runs several pods on one host (the local engine:
+ * every pod is 127.0.0.1) gets one hostfile line per host with the slots
+ * summed, in first-seen order, for OpenMPI 4.1 refuses a repeated host;
+ * distinct addresses (a cluster's) are listed as they are. */
+static void test_hostfile_merges_repeated_hosts(void **state)
+{
+	(void)state;
+	static const char *const same[] = {"127.0.0.1", "127.0.0.1", "127.0.0.1", NULL};
+	static const char *const two[] = {"127.0.0.2", "127.0.0.1", NULL};
+	const struct {
+		const char *policy;
+		const char *const *launcher, *const *node;
+		const char *want;
+	} cases[] = {
+	        {OPENMPI_POLICY(""), launcher_ep, same, "127.0.0.1 slots=3\n"},
+	        {"{\"mpi\": {\"mpiImplementation\": \"Intel\"}}", launcher_ep, two,
+	         "127.0.0.2:1\n127.0.0.1:1\n"},
+	        {"{\"mpi\": {\"mpiImplementation\": \"MPICH\", \"runLauncherAsNode\": true}}", same,
+	         same, "127.0.0.1:6\n"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fixture f;
+		fixture_init(&f, NULL, cases[i].policy, NULL);
+		add_pod_set(&f, "launcher", NULL, 1, "", cases[i].launcher);
+		add_pod_set(&f, "node", "trainer", 1, "", cases[i].node);
+		assert_int_equal(run_ml_policy(&f, NULL), 0);
+		assert_int_equal(run_build(&f), 0);
+		const json_t *cm = json_array_get(f.objects, 1);
+		assert_string_equal(
+		        json_string_value(json_object_get(json_object_get(cm, "data"), "hostfile")),
+		        cases[i].want);
+		fixture_free(&f);
+	}
+}
+
+/* ours: what the local engine asks instead of knowing the launcher's name:
+ * the node job of a JobSet with a launcher is started by it. */
+static void test_started_by_launcher(void **state)
+{
+	(void)state;
+	json_t *mpi = parse("{\"replicatedJobs\": [{\"name\": \"launcher\"}, "
+	                    "{\"name\": \"node\"}]}");
+	json_t *torch = parse("{\"replicatedJobs\": [{\"name\": \"node\"}]}");
+	assert_true(kft_mpi_started_by_launcher(mpi, "node"));
+	assert_false(kft_mpi_started_by_launcher(mpi, "launcher"));
+	assert_false(kft_mpi_started_by_launcher(mpi, NULL));
+	assert_false(kft_mpi_started_by_launcher(torch, "node"));
+	assert_false(kft_mpi_started_by_launcher(NULL, "node"));
+	json_decref(mpi);
+	json_decref(torch);
+}
+
 /* ours: with the default backend (render) there is no UID, and the owner
  * reference leaves it out; the hostfile is empty without endpoints. */
 static void test_render_backend(void **state)
@@ -698,6 +751,8 @@ int main(void)
 	        cmocka_unit_test(test_mpich),
 	        cmocka_unit_test(test_no_search_domain),
 	        cmocka_unit_test(test_render_backend),
+	        cmocka_unit_test(test_hostfile_merges_repeated_hosts),
+	        cmocka_unit_test(test_started_by_launcher),
 	        cmocka_unit_test(test_validate_without_mpi),
 	        cmocka_unit_test(test_validate_num_proc_per_node),
 	        cmocka_unit_test(test_validate_one_node_without_launcher),

@@ -879,7 +879,7 @@ static void test_torchtune_model(void **state)
 		assert_int_equal(kft_torchtune_model(cases[i][0], buf, sizeof(buf)), 0);
 		assert_string_equal(buf, cases[i][1]);
 	}
-	assert_int_equal(kft_torchtune_model("a-bbbbbbbb-c", buf, 4), -1);
+	assert_int_equal(kft_torchtune_model("a-bbbbbbbb-c", buf, 4), KFT_ELIMIT);
 	assert_string_equal(buf, "");
 }
 

@@ -185,7 +185,7 @@ static const char *OBJECTS =
         " {\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"sec\","
         "   \"namespace\":\"other\"},\"data\":{\"pw\":\"dG9r\"}}]";
 
-static const char *env_of(const kft_exec_spec *s, const char *name)
+static const char *env_of(const kft_podspec *s, const char *name)
 {
 	size_t n = strlen(name);
 	for (size_t i = 0; s->envp[i]; i++)
@@ -194,7 +194,7 @@ static const char *env_of(const kft_exec_spec *s, const char *name)
 	return NULL;
 }
 
-static size_t env_pos(const kft_exec_spec *s, const char *name)
+static size_t env_pos(const kft_podspec *s, const char *name)
 {
 	size_t n = strlen(name);
 	for (size_t i = 0; s->envp[i]; i++)
@@ -222,7 +222,7 @@ static char *slurp(const char *dir, const char *rel, mode_t *mode)
 
 struct built {
 	json_t *js, *objs;
-	kft_exec_spec s;
+	kft_podspec s;
 };
 
 static void build_node(const char *dir, struct built *b)
@@ -230,7 +230,7 @@ static void build_node(const char *dir, struct built *b)
 	kft_error err;
 	b->js = parse(JOBSET);
 	b->objs = parse(OBJECTS);
-	int rc = kft_exec_spec_build(b->js, b->objs, "node", 1, 3, "node", dir, &b->s, &err);
+	int rc = kft_podspec_build(b->js, b->objs, "node", 1, 3, "node", dir, &b->s, &err);
 	if (rc != 0)
 		fprintf(stderr, "build: %s\n", err.message);
 	assert_int_equal(rc, 0);
@@ -238,7 +238,7 @@ static void build_node(const char *dir, struct built *b)
 
 static void built_free(struct built *b)
 {
-	kft_exec_spec_free(&b->s);
+	kft_podspec_free(&b->s);
 	json_decref(b->js);
 	json_decref(b->objs);
 }
@@ -361,11 +361,11 @@ static int build_with_env(const char *dir, const char *env_json, const char *obj
 	                        "spec"),
 	                "containers"),
 	        0);
-	kft_exec_spec s;
+	kft_podspec s;
 	json_object_set_new(c, "env", parse(env_json));
-	int rc = kft_exec_spec_build(js, objs, "node", 0, 0, "node", dir, &s, err);
+	int rc = kft_podspec_build(js, objs, "node", 0, 0, "node", dir, &s, err);
 	assert_null(s.argv);
-	kft_exec_spec_free(&s);
+	kft_podspec_free(&s);
 	json_decref(js);
 	json_decref(objs);
 	return rc;
@@ -414,22 +414,22 @@ static void test_missing_keys(void **state)
 static void test_bad_inputs(void **state)
 {
 	kft_error err;
-	kft_exec_spec s;
+	kft_podspec s;
 	json_t *js = parse(JOBSET), *objs = parse(OBJECTS);
-	assert_int_equal(kft_exec_spec_build(js, objs, "nope", 0, 0, "node", *state, &s, &err),
+	assert_int_equal(kft_podspec_build(js, objs, "nope", 0, 0, "node", *state, &s, &err),
 	                 KFT_EINVAL);
-	assert_int_equal(kft_exec_spec_build(js, objs, "node", 2, 0, "node", *state, &s, &err),
+	assert_int_equal(kft_podspec_build(js, objs, "node", 2, 0, "node", *state, &s, &err),
 	                 KFT_EINVAL);
-	assert_int_equal(kft_exec_spec_build(js, objs, "node", 0, 0, "x", *state, &s, &err),
+	assert_int_equal(kft_podspec_build(js, objs, "node", 0, 0, "x", *state, &s, &err),
 	                 KFT_EINVAL);
-	assert_int_equal(kft_exec_spec_build(js, objs, "node", 0, 0, "node", "rel", &s, &err),
+	assert_int_equal(kft_podspec_build(js, objs, "node", 0, 0, "node", "rel", &s, &err),
 	                 KFT_EINVAL);
 	/* init's container has no volumes and a plain command */
-	assert_int_equal(kft_exec_spec_build(js, NULL, "init", 0, 0, "i", *state, &s, &err), 0);
+	assert_int_equal(kft_podspec_build(js, NULL, "init", 0, 0, "i", *state, &s, &err), 0);
 	assert_string_equal(s.argv[0], "true");
 	assert_string_equal(s.workdir, *state);
 	assert_string_equal(env_of(&s, KFT_MOUNTS_ENV), "{}");
-	kft_exec_spec_free(&s);
+	kft_podspec_free(&s);
 	/* an item path escaping the volume is refused */
 	json_t *items = json_object_get(
 	        json_object_get(
@@ -458,7 +458,7 @@ static void test_bad_inputs(void **state)
 	                "configMap"),
 	        "items");
 	json_object_set_new(json_array_get(items, 0), "path", json_string("../../evil"));
-	assert_int_equal(kft_exec_spec_build(js, objs, "node", 0, 0, "node", *state, &s, &err),
+	assert_int_equal(kft_podspec_build(js, objs, "node", 0, 0, "node", *state, &s, &err),
 	                 KFT_EINVAL);
 	json_decref(js);
 	json_decref(objs);
@@ -474,19 +474,18 @@ static void test_defaults(void **state)
 {
 	const char *dir = *state;
 	kft_error err;
-	kft_exec_spec s;
+	kft_podspec s;
 	json_t *js = parse(JOBSET), *objs = parse(OBJECTS);
 	char *base[] = {"PATH=/usr/bin", "EPOCHS=99", "FROM_BASE=$(EPOCHS)", NULL};
 	char *extra[] = {"KFTRAINER_STATUS_FILE=/x/status.json", "LATER=extra", NULL};
-	kft_exec_defaults d = {.base_env = base, .extra_env = extra, .workdir = "/home/me"};
-	assert_int_equal(kft_exec_spec_build_with(js, objs, "init", 0, 0, "i", dir, &d, &s, &err),
-	                 0);
+	kft_podspec_defaults d = {.base_env = base, .extra_env = extra, .workdir = "/home/me"};
+	assert_int_equal(kft_podspec_build_with(js, objs, "init", 0, 0, "i", dir, &d, &s, &err), 0);
 	assert_string_equal(s.workdir, "/home/me"); /* "i" has no workingDir */
 	assert_string_equal(env_of(&s, "PATH"), "/usr/bin");
 	assert_string_equal(env_of(&s, "KFTRAINER_STATUS_FILE"), "/x/status.json");
-	kft_exec_spec_free(&s);
-	assert_int_equal(
-	        kft_exec_spec_build_with(js, objs, "node", 1, 3, "node", dir, &d, &s, &err), 0);
+	kft_podspec_free(&s);
+	assert_int_equal(kft_podspec_build_with(js, objs, "node", 1, 3, "node", dir, &d, &s, &err),
+	                 0);
 	assert_string_equal(env_of(&s, "EPOCHS"), "3"); /* the pod's value wins */
 	assert_string_equal(env_of(&s, "FROM_BASE"), "$(EPOCHS)");
 	assert_string_equal(env_of(&s, "LATER"), "extra");
@@ -500,13 +499,12 @@ static void test_defaults(void **state)
 	char ws[256];
 	snprintf(ws, sizeof(ws), "%s/volumes/ws", dir);
 	assert_string_equal(s.workdir, ws); /* workingDir given: kept */
-	kft_exec_spec_free(&s);
+	kft_podspec_free(&s);
 	char *bad[] = {"NOEQUALS", NULL};
-	kft_exec_defaults dbad = {.base_env = bad};
-	assert_int_equal(
-	        kft_exec_spec_build_with(js, objs, "init", 0, 0, "i", dir, &dbad, &s, &err),
-	        KFT_EINVAL);
-	kft_exec_spec_free(&s);
+	kft_podspec_defaults dbad = {.base_env = bad};
+	assert_int_equal(kft_podspec_build_with(js, objs, "init", 0, 0, "i", dir, &dbad, &s, &err),
+	                 KFT_EINVAL);
+	kft_podspec_free(&s);
 	json_decref(js);
 	json_decref(objs);
 }
@@ -519,7 +517,7 @@ static void test_claim_template_and_native(void **state)
 {
 	const char *dir = *state;
 	kft_error err;
-	kft_exec_spec s;
+	kft_podspec s;
 	json_t *js = parse(
 	        "{\"kind\":\"JobSet\",\"metadata\":{\"name\":\"j\"},\"spec\":{"
 	        "\"volumeClaimPolicies\":[{\"templates\":[{\"metadata\":{\"name\":\"initializer\"}}"
@@ -530,14 +528,14 @@ static void test_claim_template_and_native(void **state)
 	        "{\"fieldPath\":\"metadata.labels['jobset.sigs.k8s.io/restart-attempt']\"}}}],"
 	        "\"volumeMounts\":[{\"name\":\"initializer\","
 	        "\"mountPath\":\"/workspace\"}]}]}}}}}]}}");
-	kft_exec_defaults native = {.native = 1, .restart_attempt = 2};
-	assert_int_equal(kft_exec_spec_build(js, NULL, "dataset-initializer", 0, 0,
-	                                     "dataset-initializer", dir, &s, &err),
+	kft_podspec_defaults native = {.native = 1, .restart_attempt = 2};
+	assert_int_equal(kft_podspec_build(js, NULL, "dataset-initializer", 0, 0,
+	                                   "dataset-initializer", dir, &s, &err),
 	                 KFT_EINVAL);
 	assert_non_null(strstr(err.message, "has no command"));
-	kft_exec_spec_free(&s);
-	assert_int_equal(kft_exec_spec_build_with(js, NULL, "dataset-initializer", 0, 0,
-	                                          "dataset-initializer", dir, &native, &s, &err),
+	kft_podspec_free(&s);
+	assert_int_equal(kft_podspec_build_with(js, NULL, "dataset-initializer", 0, 0,
+	                                        "dataset-initializer", dir, &native, &s, &err),
 	                 0);
 	assert_null(s.argv[0]);
 	assert_string_equal(env_of(&s, "RA"), "2"); /* the JobSet's restarts so far */
@@ -545,7 +543,7 @@ static void test_claim_template_and_native(void **state)
 	snprintf(want, sizeof(want), "%s/volumes/initializer", dir);
 	assert_int_equal(s.n_mounts, 1);
 	assert_string_equal(s.mounts[0].host_path, want);
-	kft_exec_spec_free(&s);
+	kft_podspec_free(&s);
 	json_decref(js);
 }
 

@@ -4,14 +4,17 @@
  * to somebody. It is the smallest useful plugin and the template for yours:
  *
  *   1. fill a const kft_plugin with the extension points you implement;
- *   2. export kft_plugin_entry() returning it;
- *   3. build a shared object against <kftrainer/framework.h>;
+ *   2. export kft_plugin_entry() returning it (KFT_PLUGIN_ENTRY declares it
+ *      with default visibility, so -fvisibility=hidden is fine);
+ *   3. build a shared object against <kftrainer/plugin.h> (the ABI) and
+ *      <kftrainer/framework.h> (RuntimeInfo and the helpers);
  *   4. run `kftrainer render --plugin ./require-team-label.so -f job.yaml`.
  *
  * The ABI version in the table is checked at load: a plugin built against
  * another kftrainer is refused with a message saying so.
  */
 #include <kftrainer/framework.h>
+#include <kftrainer/plugin.h>
 
 #ifndef REQUIRED_LABEL
 #define REQUIRED_LABEL "team"
@@ -43,9 +46,7 @@ static const kft_plugin plugin = {
         .custom_validation = require_label,
 };
 
-const kft_plugin *kft_plugin_entry(void);
-
-const kft_plugin *kft_plugin_entry(void)
+KFT_PLUGIN_ENTRY
 {
 	return &plugin;
 }

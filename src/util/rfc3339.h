@@ -1,0 +1,30 @@
+/*
+ * rfc3339.h - times as Kubernetes writes them (internal): metav1.Time
+ * ("2006-01-02T15:04:05Z", whole seconds, UTC) and metav1.MicroTime
+ * ("2006-01-02T15:04:05.000000Z"). The one place a time is formatted for an
+ * object, an event, a lease or a status; the one parser is
+ * kft_rfc3339_parse_ms (public, kftrainer/conditions.h), defined here too.
+ */
+#ifndef KFT_UTIL_RFC3339_H
+#define KFT_UTIL_RFC3339_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Room for either form and its NUL. */
+#define KFT_RFC3339_MAX 32
+
+/* Unix time sec (and microseconds usec, 0..999999) in UTC: metav1.Time when
+ * usec < 0, metav1.MicroTime otherwise. Returns 0, or KFT_EINVAL (buf "")
+ * for a year outside 0000..9999, which RFC 3339 cannot write. */
+int kft_rfc3339_format(int64_t sec, long usec, char buf[KFT_RFC3339_MAX]);
+
+/* The wall clock now, as metav1.Time / metav1.MicroTime. */
+void kft_rfc3339_now(char buf[KFT_RFC3339_MAX]);
+void kft_rfc3339_now_micro(char buf[KFT_RFC3339_MAX]);
+
+/* Both forms of one instant (an Event's timestamps agree). */
+void kft_rfc3339_from_timespec(const struct timespec *ts, char seconds[KFT_RFC3339_MAX],
+                               char micro[KFT_RFC3339_MAX]);
+
+#endif
