@@ -476,13 +476,13 @@ static void test_resolve_missing(void **state)
 	        "spec.runtimeRef: Invalid value: "
 	        "{\"name\":\"rt\",\"apiGroup\":\"trainer.kubeflow.org\",\"kind\":"
 	        "\"TrainingRuntime\"}: "
-	        "trainingruntimes.trainer.kubeflow.org \"rt\" not found: specified trainingRuntime "
+	        "TrainingRuntime.trainer.kubeflow.org \"rt\" not found: specified trainingRuntime "
 	        "must be created before the TrainJob is created");
 	expect_resolve_error("team", "ClusterTrainingRuntime", "trainer.kubeflow.org", "nope",
 	                     "spec.RuntimeRef: Invalid value: "
 	                     "{\"name\":\"nope\",\"apiGroup\":\"trainer.kubeflow.org\","
 	                     "\"kind\":\"ClusterTrainingRuntime\"}: "
-	                     "clustertrainingruntimes.trainer.kubeflow.org \"nope\" not found: "
+	                     "ClusterTrainingRuntime.trainer.kubeflow.org \"nope\" not found: "
 	                     "specified clusterTrainingRuntime must be created before the "
 	                     "TrainJob is created");
 	/* Another apiVersion of the kind is not ours. */
@@ -490,7 +490,7 @@ static void test_resolve_missing(void **state)
 	                     "spec.runtimeRef: Invalid value: "
 	                     "{\"name\":\"other-version\",\"apiGroup\":\"trainer.kubeflow.org\","
 	                     "\"kind\":\"TrainingRuntime\"}: "
-	                     "trainingruntimes.trainer.kubeflow.org \"other-version\" not found: "
+	                     "TrainingRuntime.trainer.kubeflow.org \"other-version\" not found: "
 	                     "specified trainingRuntime must be created before the TrainJob is "
 	                     "created");
 	/* schema.GroupKind.String() for a kind or group that is not ours. */

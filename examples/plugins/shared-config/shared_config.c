@@ -18,6 +18,7 @@
 
 #include <kftrainer/constants.h>
 #include <kftrainer/framework.h>
+#include <kftrainer/plugin.h>
 
 #define VOLUME      "shared-config"
 #define MOUNT_PATH  "/etc/kftrainer/shared"
@@ -111,9 +112,7 @@ static const kft_plugin plugin = {
         .terminal_condition = stop_requested,
 };
 
-const kft_plugin *kft_plugin_entry(void);
-
-const kft_plugin *kft_plugin_entry(void)
+KFT_PLUGIN_ENTRY
 {
 	return &plugin;
 }
