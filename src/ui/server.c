@@ -62,6 +62,7 @@ struct kft_ui {
 	int active;
 	pthread_mutex_t hooks_mu;
 	kft_ui_hooks hooks;
+	kft_ui_cluster *cluster; /* cluster mode, else NULL */
 	char *state_dir;
 	char token[65]; /* "" when none is needed */
 	char csrf[33];
@@ -610,6 +611,11 @@ void kft_ui_hooks_unlock(kft_ui_conn *c)
 	pthread_mutex_unlock(&c->ui->hooks_mu);
 }
 
+kft_ui_cluster *kft_ui_cluster_of(const kft_ui_conn *c)
+{
+	return c->ui->cluster;
+}
+
 const char *kft_ui_csrf(const kft_ui_conn *c)
 {
 	return c->ui->csrf;
@@ -706,6 +712,8 @@ int kft_ui_start(const kft_ui_opts *o, kft_ui **out, kft_error *err)
 		size_t l = strlen(u->url);
 		snprintf(u->url + l, sizeof(u->url) - l, "?token=%s", u->token);
 	}
+	if (rc == 0 && o->kube)
+		rc = kft_ui_cluster_start(o->kube, o->namespace, &u->cluster, err);
 	if (rc == 0 && pthread_create(&u->acceptor, NULL, accept_main, u) != 0)
 		rc = kft_error_set(err, KFT_EIO, "cannot start a thread");
 	if (rc) {
@@ -750,6 +758,7 @@ void kft_ui_stop(kft_ui *u)
 	pthread_mutex_destroy(&u->mu);
 	pthread_cond_destroy(&u->idle);
 	pthread_mutex_destroy(&u->hooks_mu);
+	kft_ui_cluster_stop(u->cluster);
 	free(u->state_dir);
 	free(u);
 }
