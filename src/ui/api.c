@@ -3,7 +3,7 @@
  * docs/ui.md for the routes).
  *
  *   GET  /api/session                       the CSRF token, whether charts were built in
- *   GET  /api/jobs                          the jobs as `get` shows them (rows)
+ *   GET  /api/jobs?status=S&q=TEXT          the jobs as `get` shows them (rows), filtered
  *   GET  /api/watch/jobs                    the same, as server-sent events on change
  *   GET  /api/jobs/NS/NAME                  one job: TrainJob, pods, steps, events
  *   GET  /api/watch/jobs/NS/NAME            the same, as server-sent events on change
@@ -83,6 +83,36 @@ static json_t *jobs_doc(kft_ui_conn *c, kft_error *err)
 	json_array_foreach(jobs, i, job) json_array_append_new(rows, job_row(c, l, job));
 	json_decref(jobs);
 	return json_pack("{s:o}", "items", rows);
+}
+
+/* Whether row passes ?status= (equal) and ?q= (a part of the name, runtime
+ * or namespace, ignoring case): the page's own filter, for scripts. */
+static bool row_matches(const json_t *row, const char *status, const char *q)
+{
+	if (*status && strcmp(json_string_value(json_object_get(row, "status")) ?: "", status) != 0)
+		return false;
+	if (!*q)
+		return true;
+	static const char *const keys[] = {"name", "runtime", "namespace"};
+	for (size_t i = 0; i < 3; i++)
+		if (strcasestr(json_string_value(json_object_get(row, keys[i])) ?: "", q))
+			return true;
+	return false;
+}
+
+static json_t *jobs_filtered(kft_ui_conn *c, kft_error *err)
+{
+	char status[64] = "", q[256] = "";
+	if (!kft_ui_query(c, "status", status, sizeof(status)))
+		status[0] = '\0';
+	if (!kft_ui_query(c, "q", q, sizeof(q)))
+		q[0] = '\0';
+	json_t *doc = jobs_doc(c, err);
+	json_t *rows = json_object_get(doc, "items");
+	for (size_t i = json_array_size(rows); (*status || *q) && i-- > 0;)
+		if (!row_matches(json_array_get(rows, i), status, q))
+			json_array_remove(rows, i);
+	return doc;
 }
 
 /* ---- one job ---------------------------------------------------------------------- */
@@ -608,7 +638,7 @@ void kft_ui_api(kft_ui_conn *c)
 		                              cl ? "cluster" : "local", "namespace",
 		                              cl ? kft_ui_cluster_scope(cl) : NULL));
 	} else if (get && strcmp(p, "jobs") == 0) {
-		json_t *doc = jobs_doc(c, &err);
+		json_t *doc = jobs_filtered(c, &err);
 		if (doc)
 			kft_ui_respond_json(c, 200, doc);
 		else
