@@ -580,26 +580,6 @@ static void render(kft_ui_conn *c)
 
 /* ---- routing ------------------------------------------------------------------------- */
 
-/* Splits c->path after prefix into at most max '/'-separated segments in
- * seg (pointing into a copy the caller frees); returns how many. */
-static int split(const char *path, char **copy, char **seg, int max)
-{
-	int n = 0;
-	*copy = strdup(path);
-	for (char *p = *copy; p && *p && n < max;) {
-		seg[n++] = p;
-		char *slash = strchr(p, '/');
-		if (!slash)
-			break;
-		*slash = '\0';
-		p = slash + 1;
-	}
-	for (int i = 0; i < n; i++)
-		if (!*seg[i])
-			return -1;
-	return *copy ? n : -1;
-}
-
 static void jobs_route(kft_ui_conn *c, char **s, int n, bool get)
 {
 	kft_error err = {0};
@@ -645,18 +625,19 @@ void kft_ui_api(kft_ui_conn *c)
 			fail(c, &err);
 	} else if (get && strcmp(p, "watch/jobs") == 0) {
 		watch(c, NULL, NULL);
-	} else if (get && strncmp(p, "watch/jobs/", 11) == 0 && split(p + 11, &copy, seg, 3) == 2) {
+	} else if (get && strncmp(p, "watch/jobs/", 11) == 0 &&
+	           kft_ui_split(p + 11, &copy, seg, 3) == 2) {
 		watch(c, seg[0], seg[1]);
 	} else if (strncmp(p, "jobs/", 5) == 0) {
-		int n = split(p + 5, &copy, seg, 6);
+		int n = kft_ui_split(p + 5, &copy, seg, 6);
 		if (n >= 2)
 			jobs_route(c, seg, n, get);
 		else
 			kft_ui_respond_error(c, 404, "not found");
 	} else if (get && strcmp(p, "runtimes") == 0) {
 		runtimes(c, NULL);
-	} else if (get && strncmp(p, "runtimes/", 9) == 0 && split(p + 9, &copy, seg, 3) == 2 &&
-	           strcmp(seg[1], "yaml") == 0) {
+	} else if (get && strncmp(p, "runtimes/", 9) == 0 &&
+	           kft_ui_split(p + 9, &copy, seg, 3) == 2 && strcmp(seg[1], "yaml") == 0) {
 		runtimes(c, seg[0]);
 	} else if (post && strcmp(p, "render") == 0) {
 		render(c);

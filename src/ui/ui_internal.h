@@ -59,9 +59,43 @@ int kft_ui_start_stream(kft_ui_conn *c, const char *type, const char *extra);
  * side or the server is stopping: a stream's cue to end. */
 int kft_ui_wait(kft_ui_conn *c, int ms);
 
-/* The value of query parameter name (percent-decoded) into buf; false when
- * absent or too long. */
+/* The value of query parameter name of c (kft_ui_query_value). */
 bool kft_ui_query(const kft_ui_conn *c, const char *name, char *buf, size_t size);
+
+/* ---- reading requests (request.c: pure, fuzzed by fuzz_ui_request) ---------- */
+
+typedef struct kft_ui_request {
+	char method[16];
+	char *head;         /* a copy of the head; query and fields point into it */
+	char *path;         /* the target percent-decoded, without the query */
+	const char *query;  /* the raw query after '?', "" when none */
+	const char *fields; /* the field lines */
+	char host[256];
+	long long content_length; /* -1 when not sent */
+} kft_ui_request;
+
+/* Reads the head buf[0..len) (through its blank line) into r. 0, or the
+ * HTTP status to refuse it with: 400 (a malformed request line or field, a
+ * NUL byte, no Host, a bad Content-Length), 505 (not HTTP/1.x), 500 (no
+ * memory). r is filled as far as it got either way: free it with
+ * kft_ui_request_free. */
+int kft_ui_request_parse(const char *buf, size_t len, kft_ui_request *r);
+void kft_ui_request_free(kft_ui_request *r);
+
+/* The value of parameter name in query (a raw query string), percent- and
+ * '+'-decoded, into buf (size bytes, NUL-terminated); false when absent,
+ * too long, or decoding to a NUL byte. */
+bool kft_ui_query_value(const char *query, const char *name, char *buf, size_t size);
+
+/* The value of cookie name in the Cookie field of fields into buf; false
+ * when absent or too long. */
+bool kft_ui_cookie(const char *fields, const char *name, char *buf, size_t size);
+
+/* Splits path into at most max '/'-separated segments in seg, pointing into
+ * *copy (a copy the caller frees, even on failure). The count, or -1 for an
+ * empty segment, more than max segments or no memory. A trailing '/' is
+ * passed over. */
+int kft_ui_split(const char *path, char **copy, char **seg, int max);
 
 /* api.c: answers c's request (method, path, query, body), authorised. */
 void kft_ui_api(kft_ui_conn *c);
