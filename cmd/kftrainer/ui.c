@@ -36,15 +36,18 @@ static void ui_usage(FILE *out)
 	      "                      refused\n"
 	      "      --token TOKEN   the token to require (default: a random one when not on\n"
 	      "                      loopback; printed in the address)\n"
-	      "      --kubeconfig PATH  serve this cluster's TrainJobs (the file's current\n"
+	      "      --kubeconfig PATH\n"
+	      "                      serve this cluster's TrainJobs (the file's current\n"
 	      "                      context)\n"
 	      "      --context NAME  the kubeconfig context to use\n"
 	      "  -n, --namespace NS  with --kubeconfig: this namespace (default: the\n"
 	      "                      context's)\n"
-	      "  -A, --all-namespaces  with --kubeconfig: every namespace\n"
+	      "  -A, --all-namespaces\n"
+	      "                      with --kubeconfig: every namespace\n"
 	      "  -h, --help          this help\n\n"
 	      "The first line printed is the page's address. Exit status: 0 stopped by a\n"
-	      "signal; 1 cannot serve (address in use ...); 2 bad usage.\n",
+	      "signal; 1 cannot serve (address in use, the cluster cannot be read ...);\n"
+	      "2 bad usage.\n",
 	      out);
 }
 
