@@ -38,7 +38,13 @@
 
 static int fail(kft_ui_conn *c, const kft_error *err)
 {
-	int code = err->code == KFT_ENOTFOUND ? 404 : err->code == KFT_EINVAL ? 409 : 500;
+	/* a cluster's refusals keep their meaning: not allowed, changed
+	 * meanwhile, unreachable */
+	int code = err->code == KFT_ENOTFOUND                              ? 404
+	           : err->code == KFT_EINVAL || err->code == KFT_ECONFLICT ? 409
+	           : err->code == KFT_EDENIED                              ? 403
+	           : err->code == KFT_EUNAVAILABLE                         ? 503
+	                                                                   : 500;
 	return kft_ui_respond_error(c, code, err->message);
 }
 

@@ -37,6 +37,7 @@
 #include "util/strbuf.h"
 
 #define SYNC_TIMEOUT_S 30.0
+#define OTHERS_SYNC_S  5.0 /* for all the other kinds together */
 #define JOBSET_LABEL   "jobset.sigs.k8s.io/jobset-name"
 #define RJOB_LABEL     "jobset.sigs.k8s.io/replicatedjob-name"
 #define JOBIDX_LABEL   "jobset.sigs.k8s.io/job-index"
@@ -248,8 +249,15 @@ int kft_ui_cluster_start(kft_kube *kube, const char *ns, kft_ui_cluster **out, k
 	if (rc == 0 && kft_informer_wait_synced(cl->inf[INF_TRAINJOBS], SYNC_TIMEOUT_S, err) != 0)
 		rc = kft_error_set(err, KFT_EUNAVAILABLE, "cannot list TrainJobs: %s",
 		                   err->message);
-	for (int i = 1; rc == 0 && i < INF_N; i++)
-		kft_informer_wait_synced(cl->inf[i], 5, NULL);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 1; rc == 0 && i < INF_N; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		double left = OTHERS_SYNC_S - (double)(t.tv_sec - t0.tv_sec) -
+		              (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+		if (left > 0)
+			kft_informer_wait_synced(cl->inf[i], left, NULL);
+	}
 	if (rc) {
 		kft_ui_cluster_stop(cl);
 		return rc;

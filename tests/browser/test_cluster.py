@@ -18,6 +18,8 @@ part, fed by TrainJobs, JobSets, Jobs, pods and Events of a real API server:
              delete removes the TrainJob (kubectl agrees)
   runtimes   the ClusterTrainingRuntimes and the namespace's TrainingRuntime; the preview
              renders a TrainJob against the cluster's runtimes
+  viewer     a ServiceAccount that may only read TrainJobs starts the dashboard, sees the jobs,
+             and an action comes back as the API server's 403
 Environment: KFTRAINER, KFT_ARTIFACTS, KUBECONFIG, KFT_UI_NS.
 """
 
@@ -203,6 +205,8 @@ def run(driver):
           text_of(driver, "#preview-output"))
     shot(driver, "c07-cluster-runtimes")
 
+    viewer(url)
+
     aurl = start_ui("--all-namespaces")
     st, _, body = http(aurl + "api/jobs")
     check("--all-namespaces lists the namespace's jobs too",
@@ -217,6 +221,46 @@ def run(driver):
     check("--namespace without --kubeconfig is a usage error", r.returncode == 2, r.stderr)
 
 
+def viewer(url):
+    """A user who may only read TrainJobs: the dashboard still starts (the kinds it may not
+    watch stay empty), and an action comes back as the API server's refusal, 403."""
+    kubectl("create", "serviceaccount", "ui-viewer")
+    kubectl("create", "role", "ui-viewer", "--verb=get,list,watch",
+            "--resource=trainjobs.trainer.kubeflow.org")
+    kubectl("create", "rolebinding", "ui-viewer", "--role=ui-viewer",
+            "--serviceaccount=" + NS + ":ui-viewer")
+    token = kubectl("create", "token", "ui-viewer").stdout.strip()
+    cfg = json.loads(subprocess.run(["kubectl", "config", "view", "--raw", "-o", "json"],
+                                    capture_output=True, text=True, check=True).stdout)
+    cluster = cfg["clusters"][0]
+    kc = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
+          "users": [{"name": "viewer", "user": {"token": token}}],
+          "contexts": [{"name": "viewer", "context": {"cluster": cluster["name"],
+                                                      "user": "viewer", "namespace": NS}}],
+          "current-context": "viewer"}
+    path = os.path.join(os.environ["KFT_ARTIFACTS"], "viewer.kubeconfig")
+    with open(path, "w") as f:
+        json.dump(kc, f)
+    os.chmod(path, 0o600)
+    try:
+        p = subprocess.Popen([KFT, "ui", "--kubeconfig", path, "--listen", "127.0.0.1:0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        servers.append(p)
+        vurl = p.stdout.readline().strip()
+        check("a user who may only read TrainJobs can start the dashboard",
+              vurl.startswith("http://"), vurl)
+        st, _, body = http(vurl + "api/jobs")
+        check("and sees the namespace's TrainJobs",
+              st == 200 and '"alpha"' in body, f"{st} {body[:200]}")
+        csrf = json.loads(http(vurl + "api/session")[2])["csrf"]
+        st, _, body = http(vurl + "api/jobs/" + NS + "/alpha/suspend", method="POST", body=b"",
+                           headers={"X-KFT-CSRF": csrf})
+        check("an action it may not do is the API server's refusal, 403",
+              st == 403 and "forbidden" in body, f"{st} {body[:300]}")
+    finally:
+        os.remove(path)
+
+
 def main():
     driver = new_driver("chromedriver-cluster.log")
     try:
@@ -228,9 +272,14 @@ def main():
         check("the cluster part ran to its end", False, repr(e))
     finally:
         driver.quit()
-        for p in servers:
+        # each server's stderr is kept: what it warned of, and sanitizer reports when the
+        # binary was built with them
+        for i, p in enumerate(servers):
             p.terminate()
-            p.wait(10)
+            p.wait(30)
+            with open(os.path.join(os.environ["KFT_ARTIFACTS"], f"ui-cluster-{i}.err"),
+                      "w") as f:
+                f.write(p.stderr.read())
     return summary("browser cluster")
 
 
