@@ -6,7 +6,7 @@ PREFIX     ?= /usr/local
 JOBS       ?= 2
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test unit bench check-format format crds fuzz fuzz-run \
+.PHONY: all deps configure build test unit bench bench-ui check-format format crds fuzz fuzz-run \
         install demo demo-deps clean bench-controller test-frameworks bench-sdk python ui
 
 all: build
@@ -43,6 +43,10 @@ bench: build
 # ours beside upstream v2.3.0 built from its Go module (docs/deploy.md).
 bench-controller: build
 	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/controller/run
+
+# The dashboard: its jobs API over 1,000 TrainJobs and a 100 MiB log through its logs endpoint.
+bench-ui: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/ui/run
 
 # Real torch from PyPI (about 3 GB, downloaded once) through kftrainer.TrainerClient: a 2-node x
 # 2-process gloo DDP job (tests/frameworks). Not part of `make test`.

@@ -79,6 +79,13 @@ foreach(tier validate golden plugins local python browser deploy cluster)
       TIMEOUT 3000 SKIP_RETURN_CODE 77)
   endif()
 endforeach()
+# Tiers that bring up (and down) the worktree's one simulated cluster never
+# run at the same time.
+foreach(tier browser cluster)
+  if(TEST tier_${tier})
+    set_tests_properties(tier_${tier} PROPERTIES RESOURCE_LOCK kft_cluster)
+  endif()
+endforeach()
 
 # Programs the cluster tier runs against its real API server
 # (tests/cluster/progs/*.c -> <build>/tests/cluster/<name>); scripts in

@@ -1,8 +1,10 @@
 /*
  * ui.c - `kftrainer ui [--listen HOST:PORT]`: the dashboard (src/ui/) over
- * the same state directory and runtimes as every other verb. This file only
- * wires it: options, the hooks that lend the dashboard `get`'s cells, the
- * `runtimes` lookup and `render`'s pipeline, and waiting for Ctrl-C.
+ * the same state directory and runtimes as every other verb, or with
+ * --kubeconfig over a cluster's TrainJobs. This file only wires it:
+ * options, the Kubernetes client, the hooks that lend the dashboard `get`'s
+ * cells, the `runtimes` lookup and `render`'s pipeline, and waiting for
+ * Ctrl-C.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -13,15 +15,20 @@
 #include "inputs.h"
 #include "jobinput.h"
 #include "jobs.h"
+#include "kftrainer/kube.h"
 #include "ui/ui.h"
 
 static void ui_usage(FILE *out)
 {
-	fputs("Usage: kftrainer ui [--listen HOST:PORT] [--token TOKEN]\n\n"
+	fputs("Usage: kftrainer ui [--listen HOST:PORT] [--token TOKEN]\n"
+	      "       kftrainer ui --kubeconfig PATH [--namespace NS | --all-namespaces] ...\n\n"
 	      "Serve a dashboard of the local engine's TrainJobs: the jobs (live), each job's\n"
 	      "pods, events, objects, logs (followed as they are written) and reported\n"
 	      "metrics as charts, the runtimes and a preview of what a TrainJob becomes, and\n"
 	      "suspend, resume and delete. Stop it with Ctrl-C.\n\n"
+	      "With --kubeconfig the same pages show a cluster's TrainJobs instead: their\n"
+	      "JobSets, Jobs and pods, Events, logs (the pods' log subresource) and the\n"
+	      "metrics reported while the dashboard runs.\n\n"
 	      "Options:\n"
 	      "  -l, --listen ADDR   address to serve on (default " KFT_UI_DEFAULT_LISTEN ";\n"
 	      "                      port 0 picks a free one). Any address other than\n"
@@ -29,9 +36,18 @@ static void ui_usage(FILE *out)
 	      "                      refused\n"
 	      "      --token TOKEN   the token to require (default: a random one when not on\n"
 	      "                      loopback; printed in the address)\n"
+	      "      --kubeconfig PATH\n"
+	      "                      serve this cluster's TrainJobs (the file's current\n"
+	      "                      context)\n"
+	      "      --context NAME  the kubeconfig context to use\n"
+	      "  -n, --namespace NS  with --kubeconfig: this namespace (default: the\n"
+	      "                      context's)\n"
+	      "  -A, --all-namespaces\n"
+	      "                      with --kubeconfig: every namespace\n"
 	      "  -h, --help          this help\n\n"
 	      "The first line printed is the page's address. Exit status: 0 stopped by a\n"
-	      "signal; 1 cannot serve (address in use ...); 2 bad usage.\n",
+	      "signal; 1 cannot serve (address in use, the cluster cannot be read ...);\n"
+	      "2 bad usage.\n",
 	      out);
 }
 
@@ -96,9 +112,10 @@ static int list_runtimes(void *ctx, json_t **out, char **problems)
 	return rc ? KFT_EINVAL : 0;
 }
 
-static int render_job(void *ctx, const json_t *trainjob, json_t **objects, char **problems)
+/* runtimes: NULL (the runtime files every verb reads) or a cluster's. */
+static int render_among(const json_t *trainjob, const json_t *runtimes, json_t **objects,
+                        char **problems)
 {
-	(void)ctx;
 	captured c;
 	kft_paths none = {0}, plugins = {0};
 	kft_framework *fw = NULL;
@@ -106,8 +123,13 @@ static int render_job(void *ctx, const json_t *trainjob, json_t **objects, char 
 	*objects = NULL;
 	*problems = NULL;
 	int rc = captured_open(&c, "ui");
-	if (rc == 0)
+	if (rc == 0 && !runtimes)
 		rc = kft_jobinput_read(&c.in, &none, &c.runtimes);
+	size_t i;
+	const json_t *rt;
+	/* a cluster's runtimes as the admission webhook saw them; one that
+	 * fails our checks is left out with its field errors */
+	json_array_foreach(runtimes, i, rt) if (rc == 0) kft_jobinput_add(&c.in, "cluster", rt);
 	if (rc == 0)
 		rc = kft_jobinput_add(&c.in, "trainjob", trainjob);
 	if (rc == 0 && json_array_size(c.in.jobs) != 1) {
@@ -137,6 +159,40 @@ static int render_job(void *ctx, const json_t *trainjob, json_t **objects, char 
 	return rc ? KFT_EINVAL : 0;
 }
 
+static int render_job(void *ctx, const json_t *trainjob, json_t **objects, char **problems)
+{
+	(void)ctx;
+	return render_among(trainjob, NULL, objects, problems);
+}
+
+static int render_with(void *ctx, const json_t *trainjob, const json_t *runtimes, json_t **objects,
+                       char **problems)
+{
+	(void)ctx;
+	return render_among(trainjob, runtimes, objects, problems);
+}
+
+/* A client for the cluster: brisk (a page refreshes every second, and a
+ * browser waits on each answer), giving up after two retries. */
+static int cluster_client(const char *kubeconfig, const char *context, kft_kube **out)
+{
+	kft_kube_config *cfg = NULL;
+	kft_error err;
+	int rc = kft_kube_config_load(kubeconfig, context, &cfg, &err);
+	if (rc == 0) {
+		cfg->qps = 50;
+		cfg->burst = 100;
+		cfg->max_retries = 2;
+		free(cfg->user_agent);
+		cfg->user_agent = strdup("kftrainer-ui");
+		rc = kft_kube_new(cfg, out, &err);
+	}
+	kft_kube_config_free(cfg);
+	if (rc)
+		kft_cli_error("ui: %s", err.message);
+	return rc;
+}
+
 /* ---- the verb ---------------------------------------------------------------- */
 
 static int run_ui(int argc, char **argv)
@@ -144,17 +200,29 @@ static int run_ui(int argc, char **argv)
 	static const struct option opts[] = {
 	        {"listen", required_argument, NULL, 'l'},
 	        {"token", required_argument, NULL, 't'},
+	        {"kubeconfig", required_argument, NULL, 'k'},
+	        {"context", required_argument, NULL, 'c'},
+	        {"namespace", required_argument, NULL, 'n'},
+	        {"all-namespaces", no_argument, NULL, 'A'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
-	kft_ui_opts o = {
-	        .hooks = {.job_row = job_row, .runtimes = list_runtimes, .render = render_job}};
+	kft_ui_opts o = {.hooks = {.job_row = job_row,
+	                           .runtimes = list_runtimes,
+	                           .render = render_job,
+	                           .render_with = render_with}};
+	const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
+	bool all = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:n:Ah", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': o.listen = optarg; break;
 		case 't': o.token = optarg; break;
+		case 'k': kubeconfig = optarg; break;
+		case 'c': context = optarg; break;
+		case 'n': ns = optarg; break;
+		case 'A': all = true; break;
 		case 'h': ui_usage(stdout); return KFT_EXIT_OK;
 		default: ui_usage(stderr); return KFT_EXIT_USAGE;
 		}
@@ -163,6 +231,23 @@ static int run_ui(int argc, char **argv)
 		kft_cli_error("ui: unexpected argument \"%s\"", argv[optind]);
 		return KFT_EXIT_USAGE;
 	}
+	if ((ns || all || context) && !kubeconfig) {
+		kft_cli_error("ui: --namespace, --all-namespaces and --context need --kubeconfig");
+		return KFT_EXIT_USAGE;
+	}
+	if (ns && all) {
+		kft_cli_error("ui: --namespace and --all-namespaces exclude each other");
+		return KFT_EXIT_USAGE;
+	}
+	if (ns && !*ns) {
+		kft_cli_error("ui: --namespace: an empty name");
+		return KFT_EXIT_USAGE;
+	}
+	kft_kube *kube = NULL;
+	if (kubeconfig && cluster_client(kubeconfig, context, &kube) != 0)
+		return KFT_EXIT_FAILED;
+	o.kube = kube;
+	o.namespace = all ? NULL : ns ? ns : kube ? kft_kube_namespace(kube) : NULL;
 	o.state_dir = getenv("KFTRAINER_STATE_DIR");
 	/* Signals are taken by sigwait below, never by the server's threads. */
 	sigset_t set;
@@ -174,6 +259,7 @@ static int run_ui(int argc, char **argv)
 	kft_error err;
 	if (kft_ui_start(&o, &ui, &err) != 0) {
 		kft_cli_error("ui: %s", err.message);
+		kft_kube_free(kube);
 		return err.code == KFT_EINVAL ? KFT_EXIT_USAGE : KFT_EXIT_FAILED;
 	}
 	printf("%s\n", kft_ui_url(ui));
@@ -184,7 +270,10 @@ static int run_ui(int argc, char **argv)
 	fflush(stdout);
 	int sig;
 	sigwait(&set, &sig);
+	if (kube)
+		kft_kube_cancel(kube, 1);
 	kft_ui_stop(ui);
+	kft_kube_free(kube);
 	return KFT_EXIT_OK;
 }
 

@@ -374,6 +374,19 @@ KFT_EXPORT int kft_kube_request(kft_kube *kube, const char *method, const char *
                                 const char *content_type, const char *body, size_t body_len,
                                 json_t **out, kft_error *err);
 
+/*
+ * A GET of `path` (as kft_kube_request) whose answer is not JSON and may not
+ * end for a long while: a pod's log, followed. Each piece of a 2xx body is
+ * handed to sink as it arrives (never gathered whole); a non-zero return
+ * from sink ends the transfer and is the result. stop (may be NULL) ends it
+ * within about a second, as kft_list_opts.stop does (result 0 then). Not
+ * retried once the sink has seen a byte. An error answer maps as at the top,
+ * with the server's message.
+ */
+int kft_kube_stream(kft_kube *kube, const char *path,
+                    int (*sink)(void *ctx, const char *data, size_t len), void *ctx,
+                    const atomic_int *stop, kft_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Watch                                                                     */
 /* ------------------------------------------------------------------------ */

@@ -804,3 +804,20 @@ int kft_kube_request(kft_kube *k, const char *method, const char *path, const ch
 	                    .body_len = body ? body_len : 0};
 	return kft_kube_do(k, &req, out, err);
 }
+
+int kft_kube_stream(kft_kube *k, const char *path,
+                    int (*sink)(void *ctx, const char *data, size_t len), void *ctx,
+                    const atomic_int *stop, kft_error *err)
+{
+	if (!path || path[0] != '/' || !sink)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "stream: a path starting with '/' and a sink "
+		                     "are required");
+	kft_kube_req req = {
+	        .method = "GET", .path = path, .stop = stop, .sink = sink, .sink_ctx = ctx};
+	int rc = kft_kube_do(k, &req, NULL, err);
+	/* stopped on purpose: the caller asked for the end */
+	if (rc == KFT_EUNAVAILABLE && stop && atomic_load(stop))
+		rc = 0;
+	return rc;
+}

@@ -3,7 +3,7 @@
  * docs/ui.md for the routes).
  *
  *   GET  /api/session                       the CSRF token, whether charts were built in
- *   GET  /api/jobs                          the jobs as `get` shows them (rows)
+ *   GET  /api/jobs?status=S&q=TEXT          the jobs as `get` shows them (rows), filtered
  *   GET  /api/watch/jobs                    the same, as server-sent events on change
  *   GET  /api/jobs/NS/NAME                  one job: TrainJob, pods, steps, events
  *   GET  /api/watch/jobs/NS/NAME            the same, as server-sent events on change
@@ -38,7 +38,13 @@
 
 static int fail(kft_ui_conn *c, const kft_error *err)
 {
-	int code = err->code == KFT_ENOTFOUND ? 404 : err->code == KFT_EINVAL ? 409 : 500;
+	/* a cluster's refusals keep their meaning: not allowed, changed
+	 * meanwhile, unreachable */
+	int code = err->code == KFT_ENOTFOUND                              ? 404
+	           : err->code == KFT_EINVAL || err->code == KFT_ECONFLICT ? 409
+	           : err->code == KFT_EDENIED                              ? 403
+	           : err->code == KFT_EUNAVAILABLE                         ? 503
+	                                                                   : 500;
 	return kft_ui_respond_error(c, code, err->message);
 }
 
@@ -70,6 +76,8 @@ static json_t *job_row(kft_ui_conn *c, kft_local *l, const json_t *job)
 
 static json_t *jobs_doc(kft_ui_conn *c, kft_error *err)
 {
+	if (kft_ui_cluster_of(c))
+		return kft_ui_cluster_jobs(kft_ui_cluster_of(c), err);
 	kft_local *l = kft_ui_local(c, err);
 	json_t *jobs = NULL, *rows = json_array();
 	if (!l || !rows || kft_local_list(l, NULL, &jobs, err) != 0) {
@@ -83,10 +91,41 @@ static json_t *jobs_doc(kft_ui_conn *c, kft_error *err)
 	return json_pack("{s:o}", "items", rows);
 }
 
+/* Whether row passes ?status= (equal) and ?q= (a part of the name, runtime
+ * or namespace, ignoring case): the page's own filter, for scripts. */
+static bool row_matches(const json_t *row, const char *status, const char *q)
+{
+	if (*status && strcmp(json_string_value(json_object_get(row, "status")) ?: "", status) != 0)
+		return false;
+	if (!*q)
+		return true;
+	static const char *const keys[] = {"name", "runtime", "namespace"};
+	for (size_t i = 0; i < 3; i++)
+		if (strcasestr(json_string_value(json_object_get(row, keys[i])) ?: "", q))
+			return true;
+	return false;
+}
+
+static json_t *jobs_filtered(kft_ui_conn *c, kft_error *err)
+{
+	char status[64] = "", q[256] = "";
+	if (!kft_ui_query(c, "status", status, sizeof(status)))
+		status[0] = '\0';
+	if (!kft_ui_query(c, "q", q, sizeof(q)))
+		q[0] = '\0';
+	json_t *doc = jobs_doc(c, err);
+	json_t *rows = json_object_get(doc, "items");
+	for (size_t i = json_array_size(rows); (*status || *q) && i-- > 0;)
+		if (!row_matches(json_array_get(rows, i), status, q))
+			json_array_remove(rows, i);
+	return doc;
+}
+
 /* ---- one job ---------------------------------------------------------------------- */
 
 /* Secrets' values replaced: the page shows that a key exists, never what
- * it holds. */
+ * it holds. kubectl apply keeps a copy of the whole Secret, values
+ * included, in an annotation: that goes too. */
 static void redact(json_t *objects)
 {
 	size_t i;
@@ -96,6 +135,10 @@ static void redact(json_t *objects)
 		const char *kind = json_string_value(json_object_get(o, "kind"));
 		if (!kind || strcmp(kind, "Secret") != 0)
 			continue;
+		json_t *ann = json_object_get(json_object_get(o, "metadata"), "annotations");
+		if (json_object_get(ann, "kubectl.kubernetes.io/last-applied-configuration"))
+			json_object_set_new(ann, "kubectl.kubernetes.io/last-applied-configuration",
+			                    json_string("<redacted>"));
 		static const char *const fields[] = {"data", "stringData"};
 		for (size_t f = 0; f < 2; f++) {
 			json_t *m = json_object_get(o, fields[f]);
@@ -122,7 +165,7 @@ static const json_t *find_kind(const json_t *objects, const char *kind)
 
 /* What each step's containers run: [{step, container, command, args,
  * workingDir}], from the JobSet the job runs. */
-static json_t *step_commands(const json_t *objects)
+json_t *kft_ui_step_commands(const json_t *objects)
 {
 	json_t *out = json_array();
 	const json_t *rjobs = json_object_get(json_object_get(find_kind(objects, "JobSet"), "spec"),
@@ -186,6 +229,8 @@ static json_t *pod_rows(kft_local *l, const char *ns, const char *name, kft_erro
 
 static json_t *job_doc(kft_ui_conn *c, const char *ns, const char *name, kft_error *err)
 {
+	if (kft_ui_cluster_of(c))
+		return kft_ui_cluster_job(kft_ui_cluster_of(c), ns, name, err);
 	kft_local *l = kft_ui_local(c, err);
 	json_t *job = NULL, *objects = NULL, *events = NULL, *reports = NULL, *doc = NULL;
 	if (!l || kft_local_get(l, ns, name, &job, err) != 0)
@@ -198,7 +243,7 @@ static json_t *job_doc(kft_ui_conn *c, const char *ns, const char *name, kft_err
 		if (pods)
 			doc = json_pack("{s:o, s:O, s:o, s:o, s:O, s:I}", "row", job_row(c, l, job),
 			                "trainjob", job, "pods", pods, "steps",
-			                step_commands(objects), "events",
+			                kft_ui_step_commands(objects), "events",
 			                json_object_get(events, "items"), "lastReport",
 			                json_integer_value(json_object_get(last, "id")));
 	}
@@ -212,16 +257,20 @@ static json_t *job_doc(kft_ui_conn *c, const char *ns, const char *name, kft_err
 static void job_yaml(kft_ui_conn *c, const char *ns, const char *name)
 {
 	kft_error err = {0};
-	kft_local *l = kft_ui_local(c, &err);
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
+	kft_local *l = cl ? NULL : kft_ui_local(c, &err);
 	json_t *job = NULL, *objects = NULL;
-	if (!l || kft_local_get(l, ns, name, &job, &err) != 0 ||
-	    kft_store_job_objects(kft_local_store(l), ns, name, &objects, &err) != 0) {
+	if (cl ? kft_ui_cluster_objects(cl, ns, name, &objects, &err) != 0
+	       : !l || kft_local_get(l, ns, name, &job, &err) != 0 ||
+	                    kft_store_job_objects(kft_local_store(l), ns, name, &objects, &err) !=
+	                            0) {
 		json_decref(job);
 		fail(c, &err);
 		return;
 	}
 	redact(objects);
-	json_array_insert(objects, 0, job);
+	if (job)
+		json_array_insert(objects, 0, job);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -240,9 +289,17 @@ static void job_metrics(kft_ui_conn *c, const char *ns, const char *name)
 {
 	kft_error err = {0};
 	char after[32];
+	long long from = kft_ui_query(c, "after", after, sizeof(after)) ? atoll(after) : 0;
+	if (kft_ui_cluster_of(c)) {
+		json_t *doc = kft_ui_cluster_metrics(kft_ui_cluster_of(c), ns, name, from, &err);
+		if (doc)
+			kft_ui_respond_json(c, 200, doc);
+		else
+			fail(c, &err);
+		return;
+	}
 	kft_local *l = kft_ui_local(c, &err);
 	json_t *reports = NULL;
-	long long from = kft_ui_query(c, "after", after, sizeof(after)) ? atoll(after) : 0;
 	if (!l || kft_store_reports(kft_local_store(l), ns, name, from, &reports, &err) != 0) {
 		fail(c, &err);
 		return;
@@ -253,8 +310,10 @@ static void job_metrics(kft_ui_conn *c, const char *ns, const char *name)
 static void job_action(kft_ui_conn *c, const char *ns, const char *name, const char *verb)
 {
 	kft_error err = {0};
-	kft_local *l = kft_ui_local(c, &err);
-	int rc = !l                             ? err.code
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
+	kft_local *l = cl ? NULL : kft_ui_local(c, &err);
+	int rc = cl                             ? kft_ui_cluster_action(cl, ns, name, verb, &err)
+	         : !l                           ? err.code
 	         : strcmp(verb, "suspend") == 0 ? kft_local_set_suspend(l, ns, name, true, &err)
 	         : strcmp(verb, "resume") == 0  ? kft_local_set_suspend(l, ns, name, false, &err)
 	         : strcmp(verb, "delete") == 0  ? kft_local_delete(l, ns, name, &err)
@@ -372,6 +431,10 @@ static void job_log(kft_ui_conn *c, const char *ns, const char *name, const char
 		kft_ui_respond_error(c, 404, "no such pod");
 		return;
 	}
+	if (kft_ui_cluster_of(c)) {
+		kft_ui_cluster_log(c, kft_ui_cluster_of(c), ns, name, step, idx);
+		return;
+	}
 	char *path = log_of(c, ns, name, step, (int)idx, &live, &err);
 	if (!path) {
 		fail(c, &err);
@@ -424,13 +487,22 @@ static void runtimes(kft_ui_conn *c, const char *yaml_of)
 	const kft_ui_hooks *h = kft_ui_hooks_of(c);
 	json_t *list = NULL;
 	char *problems = NULL;
-	if (!h->runtimes) {
+	kft_error err = {0};
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
+	if (!cl && !h->runtimes) {
 		kft_ui_respond_error(c, 404, "no runtimes");
 		return;
 	}
-	kft_ui_hooks_lock(c);
-	int rc = h->runtimes(h->ctx, &list, &problems);
-	kft_ui_hooks_unlock(c);
+	int rc;
+	if (cl) {
+		rc = kft_ui_cluster_runtimes(cl, &list, &err);
+		if (rc)
+			problems = strdup(err.message);
+	} else {
+		kft_ui_hooks_lock(c);
+		rc = h->runtimes(h->ctx, &list, &problems);
+		kft_ui_hooks_unlock(c);
+	}
 	if (rc) {
 		kft_ui_respond_error(c, 500, problems ? problems : "cannot read the runtimes");
 	} else if (yaml_of) {
@@ -460,9 +532,10 @@ static void render(kft_ui_conn *c)
 	const kft_ui_hooks *h = kft_ui_hooks_of(c);
 	kft_doc_list docs = {0};
 	kft_error err = {0};
-	json_t *objects = NULL;
+	json_t *objects = NULL, *cluster_runtimes = NULL;
 	char *problems = NULL;
-	if (!c->body || !h->render) {
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
+	if (!c->body || (cl ? !h->render_with : !h->render)) {
 		kft_ui_respond_error(c, 400, "send a TrainJob as YAML or JSON");
 		return;
 	}
@@ -470,9 +543,25 @@ static void render(kft_ui_conn *c)
 		kft_ui_respond_json(c, 422, json_pack("{s:s}", "problems", err.message));
 		return;
 	}
+	int rc = 0;
+	json_t *job = docs.items[0].root;
+	if (cl) {
+		/* resolved as the API server would: in the namespace the server
+		 * watches unless the TrainJob names one */
+		json_t *meta = json_object_get(job, "metadata");
+		if (json_is_object(meta) && !json_object_get(meta, "namespace"))
+			json_object_set_new(meta, "namespace",
+			                    json_string(kft_ui_cluster_namespace(cl)));
+		rc = kft_ui_cluster_runtimes(cl, &cluster_runtimes, &err);
+		if (rc)
+			problems = strdup(err.message);
+	}
 	kft_ui_hooks_lock(c);
-	int rc = h->render(h->ctx, docs.items[0].root, &objects, &problems);
+	if (rc == 0)
+		rc = cl ? h->render_with(h->ctx, job, cluster_runtimes, &objects, &problems)
+		        : h->render(h->ctx, job, &objects, &problems);
 	kft_ui_hooks_unlock(c);
+	json_decref(cluster_runtimes);
 	kft_doc_list_free(&docs);
 	if (rc) {
 		kft_ui_respond_json(
@@ -496,26 +585,6 @@ static void render(kft_ui_conn *c)
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
-
-/* Splits c->path after prefix into at most max '/'-separated segments in
- * seg (pointing into a copy the caller frees); returns how many. */
-static int split(const char *path, char **copy, char **seg, int max)
-{
-	int n = 0;
-	*copy = strdup(path);
-	for (char *p = *copy; p && *p && n < max;) {
-		seg[n++] = p;
-		char *slash = strchr(p, '/');
-		if (!slash)
-			break;
-		*slash = '\0';
-		p = slash + 1;
-	}
-	for (int i = 0; i < n; i++)
-		if (!*seg[i])
-			return -1;
-	return *copy ? n : -1;
-}
 
 static void jobs_route(kft_ui_conn *c, char **s, int n, bool get)
 {
@@ -548,29 +617,33 @@ void kft_ui_api(kft_ui_conn *c)
 	if (!get && !post) {
 		kft_ui_respond_error(c, 405, "method not allowed");
 	} else if (get && strcmp(p, "session") == 0) {
+		kft_ui_cluster *cl = kft_ui_cluster_of(c);
 		kft_ui_respond_json(c, 200,
-		                    json_pack("{s:s, s:b}", "csrf", kft_ui_csrf(c), "charts",
-		                              kft_ui_have_charts));
+		                    json_pack("{s:s, s:b, s:s, s:s?}", "csrf", kft_ui_csrf(c),
+		                              "charts", kft_ui_have_charts, "mode",
+		                              cl ? "cluster" : "local", "namespace",
+		                              cl ? kft_ui_cluster_scope(cl) : NULL));
 	} else if (get && strcmp(p, "jobs") == 0) {
-		json_t *doc = jobs_doc(c, &err);
+		json_t *doc = jobs_filtered(c, &err);
 		if (doc)
 			kft_ui_respond_json(c, 200, doc);
 		else
 			fail(c, &err);
 	} else if (get && strcmp(p, "watch/jobs") == 0) {
 		watch(c, NULL, NULL);
-	} else if (get && strncmp(p, "watch/jobs/", 11) == 0 && split(p + 11, &copy, seg, 3) == 2) {
+	} else if (get && strncmp(p, "watch/jobs/", 11) == 0 &&
+	           kft_ui_split(p + 11, &copy, seg, 3) == 2) {
 		watch(c, seg[0], seg[1]);
 	} else if (strncmp(p, "jobs/", 5) == 0) {
-		int n = split(p + 5, &copy, seg, 6);
+		int n = kft_ui_split(p + 5, &copy, seg, 6);
 		if (n >= 2)
 			jobs_route(c, seg, n, get);
 		else
 			kft_ui_respond_error(c, 404, "not found");
 	} else if (get && strcmp(p, "runtimes") == 0) {
 		runtimes(c, NULL);
-	} else if (get && strncmp(p, "runtimes/", 9) == 0 && split(p + 9, &copy, seg, 3) == 2 &&
-	           strcmp(seg[1], "yaml") == 0) {
+	} else if (get && strncmp(p, "runtimes/", 9) == 0 &&
+	           kft_ui_split(p + 9, &copy, seg, 3) == 2 && strcmp(seg[1], "yaml") == 0) {
 		runtimes(c, seg[0]);
 	} else if (post && strcmp(p, "render") == 0) {
 		render(c);

@@ -62,6 +62,7 @@ struct kft_ui {
 	int active;
 	pthread_mutex_t hooks_mu;
 	kft_ui_hooks hooks;
+	kft_ui_cluster *cluster; /* cluster mode, else NULL */
 	char *state_dir;
 	char token[65]; /* "" when none is needed */
 	char csrf[33];
@@ -242,43 +243,9 @@ int kft_ui_start_stream(kft_ui_conn *c, const char *type, const char *extra)
 
 /* ---- the request ------------------------------------------------------------- */
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
-		return (ch | 0x20) - 'a' + 10;
-	return -1;
-}
-
 bool kft_ui_query(const kft_ui_conn *c, const char *name, char *buf, size_t size)
 {
-	size_t nl = strlen(name);
-	for (const char *p = c->query; p && *p;) {
-		size_t pl = strcspn(p, "&");
-		if (pl >= nl && strncmp(p, name, nl) == 0 && (pl == nl || p[nl] == '=')) {
-			size_t o = 0;
-			for (size_t i = nl + (pl > nl); i < pl; i++) {
-				char ch = p[i];
-				if (ch == '+')
-					ch = ' ';
-				else if (ch == '%' && i + 2 < pl + 1 && hexval(p[i + 1]) >= 0 &&
-				         hexval(p[i + 2]) >= 0) {
-					ch = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
-					i += 2;
-				}
-				if (o + 1 >= size || ch == '\0')
-					return false;
-				buf[o++] = ch;
-			}
-			buf[o] = '\0';
-			return true;
-		}
-		p += pl;
-		if (*p)
-			p++;
-	}
-	return false;
+	return kft_ui_query_value(c->query, name, buf, size);
 }
 
 /* Reads the head into buf (HEAD_MAX + 1). Its length, 0 when the client went
@@ -363,21 +330,8 @@ static void given_token(const kft_ui_conn *c, char *buf, size_t size)
 			memcpy(buf, v + 7, strlen(v + 7) + 1);
 		return;
 	}
-	if (kft_http_header(c->fields, "Cookie", v, sizeof(v)) == 1) {
-		for (char *p = v; p && *p;) {
-			p += strspn(p, " ;");
-			size_t l = strcspn(p, ";");
-			if (strncmp(p, TOKEN_COOKIE "=", sizeof(TOKEN_COOKIE)) == 0) {
-				size_t vl = l - sizeof(TOKEN_COOKIE);
-				if (vl < size) {
-					memcpy(buf, p + sizeof(TOKEN_COOKIE), vl);
-					buf[vl] = '\0';
-				}
-				return;
-			}
-			p += l;
-		}
-	}
+	if (kft_ui_cookie(c->fields, TOKEN_COOKIE, buf, size))
+		return;
 	if (!kft_ui_query(c, "token", buf, size))
 		buf[0] = '\0';
 }
@@ -452,34 +406,22 @@ static void answer(kft_ui_conn *c, char *buf)
 	}
 	if (end <= 0)
 		return;
-	char *head = strndup(buf, (size_t)end);
-	char *path = head ? malloc((size_t)end + 1) : NULL;
-	char host[256], cl[32];
-	if (!path) {
-		free(head);
+	kft_ui_request r;
+	int rc = kft_ui_request_parse(buf, (size_t)end, &r);
+	memcpy(c->method, r.method, sizeof(c->method));
+	c->path = r.path;
+	r.path = NULL; /* the connection's now */
+	c->query = r.query;
+	c->fields = r.fields;
+	if (!c->path) {
+		kft_ui_request_free(&r);
 		return;
 	}
-	strcpy(c->method, "GET");
-	int rc = memchr(buf, '\0', (size_t)end) ? 400 : kft_cm_http_parse(head, c->method, path);
-	c->path = path;
-	const char *target = strchr(head, ' ');
-	size_t tl = target ? strcspn(target + 1, " ") : 0;
-	const char *q = target ? memchr(target + 1, '?', tl) : NULL;
-	if (q)
-		head[(q - head) + (target + 1 + tl - q)] = '\0';
-	c->query = q ? q + 1 : "";
-	c->fields = strchr(target ? target + 1 + tl + 1 : head, '\n');
-	c->fields = c->fields ? c->fields + 1 : "";
-	if (rc == 0 && kft_http_header(c->fields, "Host", host, sizeof(host)) != 1)
-		rc = 400;
 	if (rc) {
 		kft_ui_respond(c, rc, "text/plain; charset=utf-8", "", 0, NULL);
-	} else if (authorise(c, host) == 0) {
-		int has_cl = kft_http_header(c->fields, "Content-Length", cl, sizeof(cl));
-		long long want = has_cl == 1 ? atoll(cl) : 0;
-		if (has_cl < 0 || want < 0)
-			kft_ui_respond_error(c, 400, "bad Content-Length");
-		else if (want > KFT_UI_BODY_MAX)
+	} else if (authorise(c, r.host) == 0) {
+		long long want = r.content_length > 0 ? r.content_length : 0;
+		if (want > KFT_UI_BODY_MAX)
 			kft_ui_respond_error(c, 413, "request body too large");
 		else if (want > 0 &&
 		         read_body(c, buf + end, got - (size_t)end, (size_t)want, deadline) != 0)
@@ -491,7 +433,7 @@ static void answer(kft_ui_conn *c, char *buf)
 		else
 			kft_ui_respond_error(c, 405, "method not allowed");
 	}
-	free(head);
+	kft_ui_request_free(&r);
 }
 
 /* Closes our side after reading what the client still sends, so the kernel
@@ -610,6 +552,11 @@ void kft_ui_hooks_unlock(kft_ui_conn *c)
 	pthread_mutex_unlock(&c->ui->hooks_mu);
 }
 
+kft_ui_cluster *kft_ui_cluster_of(const kft_ui_conn *c)
+{
+	return c->ui->cluster;
+}
+
 const char *kft_ui_csrf(const kft_ui_conn *c)
 {
 	return c->ui->csrf;
@@ -706,6 +653,8 @@ int kft_ui_start(const kft_ui_opts *o, kft_ui **out, kft_error *err)
 		size_t l = strlen(u->url);
 		snprintf(u->url + l, sizeof(u->url) - l, "?token=%s", u->token);
 	}
+	if (rc == 0 && o->kube)
+		rc = kft_ui_cluster_start(o->kube, o->namespace, &u->cluster, err);
 	if (rc == 0 && pthread_create(&u->acceptor, NULL, accept_main, u) != 0)
 		rc = kft_error_set(err, KFT_EIO, "cannot start a thread");
 	if (rc) {
@@ -750,6 +699,7 @@ void kft_ui_stop(kft_ui *u)
 	pthread_mutex_destroy(&u->mu);
 	pthread_cond_destroy(&u->idle);
 	pthread_mutex_destroy(&u->hooks_mu);
+	kft_ui_cluster_stop(u->cluster);
 	free(u->state_dir);
 	free(u);
 }

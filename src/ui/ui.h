@@ -7,7 +7,9 @@
  * same state directory every `kftrainer` verb uses (api.c): the jobs, a
  * job's pods, events, objects, logs and reported metrics, the runtimes, a
  * render preview, and suspend/resume/delete. Lists and job pages follow
- * changes through server-sent events; logs stream from their files.
+ * changes through server-sent events; logs stream from their files. With
+ * kft_ui_opts.kube the same API serves a cluster's TrainJobs instead
+ * (cluster.c).
  *
  * What needs the CLI's own pieces (a job's one-word phase and node count as
  * `get` shows them, the runtimes as `runtimes` finds them, the render
@@ -44,12 +46,20 @@ typedef struct kft_ui_hooks {
 	 * `render` prints, a new array in *objects; or the field errors
 	 * `validate` prints in *problems (malloc'd) and a non-zero return. */
 	int (*render)(void *ctx, const json_t *trainjob, json_t **objects, char **problems);
+	/* The same against the runtimes given (borrowed; a cluster's) instead
+	 * of those `runtimes` finds. NULL: no preview in cluster mode. */
+	int (*render_with)(void *ctx, const json_t *trainjob, const json_t *runtimes,
+	                   json_t **objects, char **problems);
 } kft_ui_hooks;
 
 typedef struct kft_ui_opts {
 	const char *listen;    /* HOST:PORT; NULL: KFT_UI_DEFAULT_LISTEN; port 0 picks one */
 	const char *state_dir; /* NULL: kft_store_default_dir() */
 	const char *token;     /* NULL: made (32 hex digits) when listen is not loopback */
+	/* Cluster mode: the TrainJobs of this API server instead of the local
+	 * engine's (borrowed; must outlive the server). */
+	struct kft_kube *kube;
+	const char *namespace; /* with kube: one namespace; NULL: every namespace */
 	kft_ui_hooks hooks;
 } kft_ui_opts;
 
@@ -57,8 +67,10 @@ typedef struct kft_ui_opts {
 
 typedef struct kft_ui kft_ui;
 
-/* Binds the address and starts serving on threads of its own. Errors:
- * KFT_EINVAL (a malformed address), KFT_EIO (cannot bind), KFT_ENOMEM. */
+/* Binds the address and starts serving on threads of its own; in cluster
+ * mode first lists the cluster's TrainJobs. Errors: KFT_EINVAL (a
+ * malformed address), KFT_EIO (cannot bind), KFT_EUNAVAILABLE (the cluster
+ * cannot be read), KFT_ENOMEM. */
 int kft_ui_start(const kft_ui_opts *o, kft_ui **out, kft_error *err);
 
 /* The page's address ("http://127.0.0.1:8265/", with "?token=..." when a

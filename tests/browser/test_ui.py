@@ -11,50 +11,20 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+from browserlib import check, http, new_driver, shot, summary, text_of, wait
 
 KFT = os.environ["KFTRAINER"]
 REPO = os.environ["KFT_REPO_ROOT"]
-ART = os.environ["KFT_ARTIFACTS"]
 STATE = os.environ["KFT_STATE_DIR"]
 ENV = dict(os.environ, KFTRAINER_STATE_DIR=STATE,
            KFTRAINER_RUNTIMES=os.path.join(REPO, "manifests", "runtimes"))
 GATES = os.path.join(STATE, "..", "gates")
 
-passed = failed = 0
 servers = []
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("PASS:", name, flush=True)
-    else:
-        failed += 1
-        print("FAIL:", name, detail, flush=True)
-    return ok
-
-
-def wait(pred, timeout=30.0, step=0.2):
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            v = pred()
-            if v:
-                return v
-        except Exception:  # the page is being redrawn; ask again
-            pass
-        if time.monotonic() > end:
-            return None
-        time.sleep(step)
 
 
 def kft(*args, check_rc=True):
@@ -74,31 +44,8 @@ def start_ui(*extra):
     return url
 
 
-def http(url, method="GET", headers=None, body=None):
-    req = urllib.request.Request(url, method=method, headers=headers or {}, data=body)
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *a, **k):
-            return None
-
-    opener = urllib.request.build_opener(NoRedirect)
-    try:
-        with opener.open(req, timeout=10) as r:
-            return r.status, dict(r.headers), r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), e.read().decode()
-
-
 def gate(name):
     open(os.path.join(GATES, name), "w").close()
-
-
-def shot(driver, name):
-    driver.save_screenshot(os.path.join(ART, name + ".png"))
-
-
-def text_of(driver, css):
-    return driver.find_element(By.CSS_SELECTOR, css).text
 
 
 # A job that writes log lines and progress reports in phases, each waiting for a gate file, so
@@ -130,16 +77,7 @@ def no_xss(driver):
 def main():
     os.makedirs(GATES, exist_ok=True)
     url = start_ui("--listen", "127.0.0.1:0")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--disable-dev-shm-usage", "--window-size=1400,1000",
-              "--user-data-dir=" + tempfile.mkdtemp(prefix="kft-chromium-")):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service("/usr/bin/chromedriver", log_output=os.path.join(ART, "chromedriver.log"))
-    driver = webdriver.Chrome(service=service, options=opts)
+    driver = new_driver()
     try:
         run(driver, url)
         security(driver, url)
@@ -154,8 +92,7 @@ def main():
         for p in servers:
             p.terminate()
             p.wait(10)
-    print(f"browser: {passed} passed, {failed} failed", flush=True)
-    return 1 if failed else 0
+    return summary("browser")
 
 
 def run(driver, url):

@@ -360,6 +360,98 @@ static void nul_characters_are_data(void **state)
 	assert_non_null(strstr(w.last, "watch trainjobs: event skipped: NUL byte in object key"));
 }
 
+/* ---- kft_kube_stream: a body that is not JSON, handed over as it comes ---- */
+
+typedef struct collected {
+	char buf[256];
+	size_t len;
+	int calls, stop_after;
+} collected;
+
+static int collect(void *ctx, const char *data, size_t len)
+{
+	collected *c = ctx;
+	if (c->len + len < sizeof(c->buf)) {
+		memcpy(c->buf + c->len, data, len);
+		c->len += len;
+	}
+	return ++c->calls == c->stop_after ? 9 : 0;
+}
+
+static void stream_hands_over_the_body(void **state)
+{
+	(void)state;
+	ks_response r = {.status = 200,
+	                 .chunk_delay_ms = 20,
+	                 .chunks = {"line 1\n", "line 2\npart", "ial\n", NULL},
+	                 .end = KS_END_CLEAN};
+	ks_push(&g_srv, r);
+	collected c = {0};
+	kft_error err;
+	assert_int_equal(kft_kube_stream(g_kube, "/api/v1/namespaces/ns/pods/p/log?follow=true",
+	                                 collect, &c, NULL, &err),
+	                 0);
+	assert_int_equal(c.len, strlen("line 1\nline 2\npartial\n"));
+	assert_memory_equal(c.buf, "line 1\nline 2\npartial\n", c.len);
+	const ks_request *q = ks_req(&g_srv, -1);
+	assert_string_equal(q->path, "/api/v1/namespaces/ns/pods/p/log");
+	assert_string_equal(q->query, "follow=true");
+}
+
+static void stream_error_is_the_servers(void **state)
+{
+	(void)state;
+	ks_response r = {.status = 400,
+	                 .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+	                         "\"container \\\"node\\\" in pod \\\"p\\\" is waiting to "
+	                         "start\",\"reason\":\"BadRequest\",\"code\":400}"};
+	ks_push(&g_srv, r);
+	collected c = {0};
+	kft_error err;
+	assert_int_equal(kft_kube_stream(g_kube, "/api/v1/namespaces/ns/pods/p/log", collect, &c,
+	                                 NULL, &err),
+	                 KFT_EINVAL);
+	assert_int_equal(c.calls, 0); /* an error answer never reaches the sink */
+	assert_non_null(strstr(err.message, "is waiting to start"));
+}
+
+static void stream_stops_when_asked(void **state)
+{
+	(void)state;
+	ks_response r = {.status = 200, .chunks = {"first\n", NULL}, .end = KS_END_HOLD};
+	ks_push(&g_srv, r);
+	atomic_int stop = 0;
+	canceller k = {&stop, 300, 0};
+	pthread_t t;
+	collected c = {0};
+	kft_error err;
+	assert_int_equal(pthread_create(&t, NULL, cancel_later, &k), 0);
+	assert_int_equal(kft_kube_stream(g_kube, "/api/v1/namespaces/ns/pods/p/log?follow=true",
+	                                 collect, &c, &stop, &err),
+	                 0);
+	double done = ks_now();
+	pthread_join(t, NULL);
+	assert_memory_equal(c.buf, "first\n", 6);
+	assert_true(done - k.at < 2.0); /* a silent follow still ends */
+}
+
+static void stream_sink_ends_it(void **state)
+{
+	(void)state;
+	ks_response r = {.status = 200,
+	                 .chunk_delay_ms = 20,
+	                 .chunks = {"a", "b", "c", NULL},
+	                 .end = KS_END_HOLD};
+	ks_push(&g_srv, r);
+	collected c = {.stop_after = 2};
+	double t0 = ks_now();
+	assert_int_equal(kft_kube_stream(g_kube, "/api/v1/namespaces/ns/pods/p/log", collect, &c,
+	                                 NULL, NULL),
+	                 9);
+	assert_int_equal(c.calls, 2);
+	assert_true(ks_now() - t0 < 2.0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -369,6 +461,12 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(cut_mid_stream, each_setup, each_teardown),
 	        cmocka_unit_test_setup_teardown(cancel_from_another_thread, each_setup,
 	                                        each_teardown),
+	        cmocka_unit_test_setup_teardown(stream_hands_over_the_body, each_setup,
+	                                        each_teardown),
+	        cmocka_unit_test_setup_teardown(stream_error_is_the_servers, each_setup,
+	                                        each_teardown),
+	        cmocka_unit_test_setup_teardown(stream_stops_when_asked, each_setup, each_teardown),
+	        cmocka_unit_test_setup_teardown(stream_sink_ends_it, each_setup, each_teardown),
 	        cmocka_unit_test_setup_teardown(callback_stops_the_watch, each_setup,
 	                                        each_teardown),
 	        cmocka_unit_test_setup_teardown(idle_connection_is_dead, each_setup, each_teardown),

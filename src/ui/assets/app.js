@@ -172,7 +172,7 @@ function drawRows() {
     el("td", {}, eta(r)), el("td", { title: r.created || "" }, age(r.created)))));
   if (!rows.length)
     body.appendChild(el("tr", {}, el("td", { colspan: 8, class: "muted" },
-      listView.rows.length ? "No job matches the filter." : "No TrainJobs yet: kftrainer train -f trainjob.yaml")));
+      listView.rows.length ? "No job matches the filter." : (state.cluster ? "No TrainJobs yet: kubectl apply -f trainjob.yaml" : "No TrainJobs yet: kftrainer train -f trainjob.yaml"))));
   document.getElementById("count").textContent = rows.length + " of " + listView.rows.length;
 }
 
@@ -319,7 +319,12 @@ function logsTab(body, apiBase) {
     dl.setAttribute("href", url + "?download=1");
     try {
       const r = await fetch(url + "?tail=1048576" + (follow.checked ? "&follow=1" : ""));
-      if (!r.ok) { addText((await r.text()) + "\n"); return; }
+      if (!r.ok) {
+        let m = await r.text();
+        try { m = JSON.parse(m).error || m; } catch (e) { /* plain text */ }
+        addText("(no log: " + m + ")\n");
+        return;
+      }
       const reader = r.body.getReader(), dec = new TextDecoder();
       state.reader = reader;
       for (;;) {
@@ -435,12 +440,12 @@ async function runtimesPage() {
   const yaml = el("pre", { class: "yaml", id: "runtime-yaml" }, "Pick a runtime to see it.");
   const input = el("textarea", { id: "preview-input", rows: 14, spellcheck: "false" });
   const out = el("pre", { class: "yaml", id: "preview-output" });
-  const show = async (name) => {
+  const show = async (name, kind) => {
     yaml.textContent = "Loading…";
     const r = await fetch("/api/runtimes/" + enc(name) + "/yaml");
     yaml.textContent = await r.text();
     input.value = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: preview\nspec:\n" +
-      "  runtimeRef:\n    name: " + name + "\n  trainer:\n    numNodes: 2\n    command: [python3, train.py]\n";
+      "  runtimeRef:\n    kind: " + (kind || "ClusterTrainingRuntime") + "\n    name: " + name + "\n  trainer:\n    numNodes: 2\n    command: [python3, train.py]\n";
   };
   const preview = async () => {
     out.textContent = "Rendering…";
@@ -450,7 +455,7 @@ async function runtimesPage() {
   const rows = (doc.items || []).map((rt) => {
     const md = rt.metadata || {}, pol = (rt.spec || {}).mlPolicy || {};
     const fw = ["torch", "mpi", "jax", "xgboost", "flux"].find((k) => pol[k]) || "plain";
-    return el("tr", {}, el("td", {}, el("a", { href: "#/runtimes", onclick: (e) => { e.preventDefault(); show(md.name); } }, md.name)),
+    return el("tr", {}, el("td", {}, el("a", { href: "#/runtimes", onclick: (e) => { e.preventDefault(); show(md.name, rt.kind); } }, md.name)),
       el("td", {}, rt.kind), el("td", {}, (md.labels || {})["trainer.kubeflow.org/framework"] || "-"), el("td", {}, fw),
       el("td", {}, pol.numNodes !== undefined ? String(pol.numNodes) : "-"));
   });
@@ -481,6 +486,10 @@ async function start() {
     const s = await api("/api/session");
     state.csrf = s.csrf;
     state.charts = s.charts;
+    state.cluster = s.mode === "cluster";
+    // Which jobs these are: the local engine's, or a cluster's namespace(s).
+    document.getElementById("scope").textContent = state.cluster
+      ? "cluster · " + (s.namespace ? "namespace " + s.namespace : "all namespaces") : "local engine";
   } catch (e) {
     main(el("div", { class: "error" }, "Cannot reach the server: " + e.message));
     return;
