@@ -18,7 +18,9 @@
  *      when MPI runs the launcher as a node;
  *   4. every pod template gets the scheduler's pod labels and annotations
  *      (and a metadata object, as upstream's apply configuration has);
- *   5. spec.suspend is the TrainJob's, or absent when the TrainJob has none.
+ *   5. spec.suspend is the TrainJob's, or absent when the TrainJob has none;
+ *   6. container resource quantities are written as Go's resource.Quantity
+ *      writes them (canonical strings).
  *
  * Upserts match as upstream's do on its optional fields: a key absent from
  * both sides matches, so two unnamed ports are the same port. Env from the
@@ -505,6 +507,65 @@ static int apply_pod_metadata(json_t *spec, const char *which, const json_t *ent
 	return 0;
 }
 
+/*
+ * 6. Resource quantities as Go writes them. Upstream's JobSet passes through
+ * resource.Quantity, which marshals every value as its canonical string:
+ * a runtime's `nvidia.com/gpu: 2` (a JSON number once kubectl stores it)
+ * reaches the JobSet as "2". Sending the number instead would be stored as
+ * a number on an update (JobSet's defaulting webhook, which re-encodes,
+ * runs on CREATE only), so every container's limits and requests are
+ * written canonically here.
+ */
+static int canonical_quantities(json_t *list, const char *where, kft_error *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(list, k, v)
+	{
+		kft_quantity q;
+		kft_error qe = {0};
+		char text[64];
+		if (kft_quantity_from_json(v, &q, &qe) != 0 ||
+		    kft_quantity_format_canonical(&q, text, sizeof(text)) != 0)
+			return kft_error_set(err, KFT_EINVAL, "%s[%s]: %s", where, k,
+			                     qe.message[0] ? qe.message : "not a quantity");
+		if (json_object_set_new(list, k, json_string(text)) != 0)
+			return oom(err);
+	}
+	return 0;
+}
+
+static int canonical_resources(json_t *spec, kft_error *err)
+{
+	static const char *const kinds[] = {"initContainers", "containers", NULL};
+	static const char *const lists[] = {"limits", "requests", NULL};
+	size_t i, j;
+	json_t *rjob, *c;
+	json_array_foreach(json_object_get(spec, "replicatedJobs"), i, rjob)
+	{
+		json_t *pod = json_object_get(kft_jobset_dig(rjob, kft_jobset_pod_template_path, 0),
+		                              "spec");
+		for (int kd = 0; kinds[kd]; kd++)
+			json_array_foreach(json_object_get(pod, kinds[kd]), j, c)
+			{
+				json_t *res = json_object_get(c, "resources");
+				for (int l = 0; lists[l]; l++) {
+					char where[96];
+					snprintf(where, sizeof(where),
+					         "replicatedJobs[%zu] %s[%zu].resources.%s", i,
+					         kinds[kd], j, lists[l]);
+					json_t *list = json_object_get(res, lists[l]);
+					int rc = json_is_object(list)
+					                 ? canonical_quantities(list, where, err)
+					                 : 0;
+					if (rc)
+						return rc;
+				}
+			}
+	}
+	return 0;
+}
+
 static int apply_suspend(json_t *spec, const kft_trainjob *job, kft_error *err)
 {
 	const json_t *s = json_object_get(json_object_get(job->obj, "spec"), "suspend");
@@ -580,6 +641,8 @@ static int build_spec(json_t *spec, const kft_runtime_info *info, const kft_trai
 		rc = apply_pod_metadata(spec, "annotations", info->scheduler_pod_annotations, err);
 	if (rc == 0)
 		rc = apply_suspend(spec, job, err);
+	if (rc == 0)
+		rc = canonical_resources(spec, err);
 	return rc;
 }
 
