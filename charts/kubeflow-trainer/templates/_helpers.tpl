@@ -57,7 +57,7 @@ app.kubernetes.io/component: manager
 {{- end -}}
 {{- end }}
 
-{{/* The webhook certificate Secret's name: the status server's certificate and CA. */}}
+{{/* The webhook certificate Secret's name: the webhooks' and the status server's certificate and CA. */}}
 {{- define "trainer.webhook.secret.name" -}}
 {{- .Values.manager.config.certManagement.webhookSecretName | default "kubeflow-trainer-webhook-cert" -}}
 {{- end }}

@@ -3,15 +3,16 @@
 # module like the tier's other programs: tools/helm).
 #   lint       helm lint passes
 #   template   helm template's objects are accepted by the API server (apply --dry-run=server)
-#   same       the chart's defaults are manifests/controller's: the Configuration, the ClusterRole's
-#              rules, the Deployment's ports, and the CRDs are manifests/crds' (so neither drifts)
+#   same       the chart's defaults are manifests/controller's: the Configuration, the webhook
+#              configurations, the ClusterRole's rules, the Deployment's ports, and the CRDs are
+#              manifests/crds' (so neither drifts)
 #   names      upstream v2.3.0's chart names: Deployment, Service and ServiceAccount
 #              kubeflow-trainer-controller-manager (release kubeflow-trainer), the Service's
 #              status-server port 10443, the webhook Secret kubeflow-trainer-webhook-cert mounted at
 #              /tmp/k8s-webhook-server/serving-certs; values statusServer.port and featureGates
 #              reach the Configuration
-#   install    helm install (CRDs off: the tier has them) makes every object, helm uninstall removes
-#              them
+#   install    helm install (CRDs off: the tier has them; webhooks off: no controller would answer
+#              them) makes every object, helm uninstall removes them
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -68,9 +69,12 @@ want(cm is not None, "ConfigMap kubeflow-trainer-config")
 if cm:
     got = yaml.safe_load(cm["data"]["config.yaml"])
     ref = yaml.safe_load(open(root + "/manifests/controller/config.yaml"))
-    # the chart names the certificate Secret and Service explicitly (upstream's defaults)
-    got["certManagement"] = {k: v for k, v in got["certManagement"].items() if k == "enable"}
     want(got == ref, "Configuration differs from manifests/controller/config.yaml: %s vs %s" % (got, ref))
+for ref in yaml.safe_load_all(open(root + "/manifests/controller/webhook.yaml")):
+    if not ref:
+        continue
+    got = by.get((ref["kind"], ref["metadata"]["name"]))
+    want(got and got["webhooks"] == ref["webhooks"], "%s differs from manifests/controller/webhook.yaml" % ref["metadata"]["name"])
 cr = by.get(("ClusterRole", "kubeflow-trainer-controller-manager"))
 ref = yaml.safe_load(open(root + "/manifests/controller/cluster_role.yaml"))
 want(cr and cr["rules"] == ref["rules"], "ClusterRole rules differ from manifests/controller")
@@ -108,7 +112,7 @@ fi
 
 ns=kft-helm-$(openssl rand -hex 3)
 kubectl create namespace "$ns" >/dev/null
-if helm install kft-helm "$chart" -n "$ns" --set crds.enabled=false --set fullnameOverride="$ns" \
+if helm install kft-helm "$chart" -n "$ns" --set crds.enabled=false --set webhook.enabled=false --set fullnameOverride="$ns" \
 	--set manager.replicas=0 >"$work/install" 2>&1 &&
 	kubectl -n "$ns" get deployment "$ns-controller-manager" >/dev/null 2>&1 &&
 	kubectl get clusterrole "$ns-controller-manager" >/dev/null 2>&1; then
