@@ -19,7 +19,6 @@
 #include <time.h>
 
 #include "kftrainer/conditions.h"
-#include "kftrainer/controller.h"
 #include "kftrainer/schema.h"
 #include "api/statusreq.h"
 #include "util/http.h"
@@ -147,7 +146,7 @@ int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
 	char *head = strndup(buf, end);
 	if (!head)
 		return KFT_ENOMEM;
-	int rc = kft_cm_http_parse(head, h->method, h->path);
+	int rc = kft_http_request_line(head, h->method, h->path);
 	if (rc == 505)
 		rc = plain_error(a, 505, "505 HTTP Version Not Supported") ? KFT_ENOMEM : 505;
 	else if (rc)

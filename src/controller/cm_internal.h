@@ -14,6 +14,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "controller/admission.h"
+#include "controller/certs.h"
+#include "controller/httpd.h"
+#include "controller/metrics.h"
+#include "controller/reconcile.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/kube.h"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/httpd.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "controller/metrics.h"
 #include "kftrainer/controller.h"
 #include "util/strbuf.h"
 

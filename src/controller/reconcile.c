@@ -27,6 +27,7 @@
 
 #include "kftrainer/conditions.h"
 #include "kftrainer/constants.h"
+#include "controller/reconcile.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/decode.h"
 

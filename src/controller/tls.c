@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/httpd.h"
 #include "kftrainer/controller.h"
 #include "util/cert.h"
 

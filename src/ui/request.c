@@ -9,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "kftrainer/controller.h"
 #include "ui/ui_internal.h"
 #include "util/http.h"
 
@@ -27,7 +26,7 @@ int kft_ui_request_parse(const char *buf, size_t len, kft_ui_request *r)
 	r->path[0] = '\0';
 	if (memchr(buf, '\0', len))
 		return 400;
-	int rc = kft_cm_http_parse(r->head, r->method, r->path);
+	int rc = kft_http_request_line(r->head, r->method, r->path);
 	/* The query is cut off the head's copy of the target, in place. */
 	char *target = strchr(r->head, ' ');
 	size_t tl = target ? strcspn(target + 1, " \r\n") : 0;

@@ -2,7 +2,7 @@
  * server.c - the dashboard's HTTP server: sockets, threads, the request
  * head, who may ask, and the writing of answers (see ui.h).
  *
- * The request line is parsed by the controller's parser (kft_cm_http_parse)
+ * The request line is parsed by the controller's parser (kft_http_request_line)
  * and fields are read with util/http.h, the same code the local status
  * endpoint uses; what differs from the controller's probe server is the
  * connection model. Its answers are one short write; ours include streams
@@ -40,7 +40,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/controller.h"
 #include "ui/ui_internal.h"
 #include "util/http.h"
 #include "util/random.h"
@@ -577,7 +576,7 @@ static int bind_listen(kft_ui *u, const char *listen_addr, kft_error *err)
 {
 	char host[256], portbuf[16];
 	int port;
-	int rc = kft_cm_parse_listen(listen_addr, host, sizeof(host), &port, err);
+	int rc = kft_http_parse_listen(listen_addr, host, sizeof(host), &port, err);
 	if (rc)
 		return rc;
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,

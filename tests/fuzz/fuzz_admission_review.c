@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "controller/admission.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/schema.h"
 

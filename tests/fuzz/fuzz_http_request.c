@@ -1,6 +1,6 @@
 /*
  * fuzz_http_request.c - libFuzzer target for the request-head parser of the
- * controller's health and metrics servers, kft_cm_http_parse
+ * controller's health and metrics servers, kft_http_request_line
  * (src/controller/httpd.c), which reads whatever a client on the network
  * sends.
  *
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kftrainer/controller.h"
+#include "util/http.h"
 
 #define HEAD_MAX 8192
 
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(head, data, size);
 	head[size] = '\0';
 	char method[16];
-	int rc = kft_cm_http_parse(head, method, path);
+	int rc = kft_http_request_line(head, method, path);
 	if (rc != 0 && rc != 400 && rc != 505)
 		fail("unexpected answer", head);
 	if (rc == 0) {

@@ -51,6 +51,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "controller/httpd.h"
+#include "controller/metrics.h"
+#include "controller/reconcile.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/kube.h"

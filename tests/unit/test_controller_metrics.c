@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "controller/httpd.h"
+#include "controller/metrics.h"
 #include "kftrainer/controller.h"
 
 static int sample(void *ctx, const char *controller, kft_queue_sample *out)
@@ -231,15 +233,15 @@ static void test_parse_listen(void **state)
 	(void)state;
 	char host[64];
 	int port = -1;
-	assert_int_equal(kft_cm_parse_listen(":8081", host, sizeof(host), &port, NULL), 0);
+	assert_int_equal(kft_http_parse_listen(":8081", host, sizeof(host), &port, NULL), 0);
 	assert_string_equal(host, "");
 	assert_int_equal(port, 8081);
-	assert_int_equal(kft_cm_parse_listen("[::1]:9", host, sizeof(host), &port, NULL), 0);
+	assert_int_equal(kft_http_parse_listen("[::1]:9", host, sizeof(host), &port, NULL), 0);
 	assert_string_equal(host, "::1");
 	assert_int_equal(port, 9);
-	assert_int_not_equal(kft_cm_parse_listen("1.2.3.4:99999", host, sizeof(host), &port, NULL),
-	                     0);
-	assert_int_not_equal(kft_cm_parse_listen("1.2.3.4:", host, sizeof(host), &port, NULL), 0);
+	assert_int_not_equal(
+	        kft_http_parse_listen("1.2.3.4:99999", host, sizeof(host), &port, NULL), 0);
+	assert_int_not_equal(kft_http_parse_listen("1.2.3.4:", host, sizeof(host), &port, NULL), 0);
 }
 
 /* ---- HTTP: the server's own edges (src/controller/httpd.c) ------------------------- */

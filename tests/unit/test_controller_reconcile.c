@@ -26,6 +26,7 @@
 #include "json_fixture.h"
 
 #include "kftrainer/conditions.h"
+#include "controller/reconcile.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/framework.h"
 

@@ -24,6 +24,9 @@
 #include <cmocka.h>
 #include <mbedtls/base64.h>
 
+#include "controller/admission.h"
+#include "controller/certs.h"
+#include "controller/httpd.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/schema.h"
 #include "util/cert.h"
