@@ -224,7 +224,7 @@ stop_all_and_remove() {
 	# makes a directory /tmp/hostpath_pv/UUID per claim and removes it when the claim goes. Those
 	# of claims still bound are removed here once the cluster is stopped; only paths of that
 	# exact shape, read from this cluster's own PersistentVolumes.
-	kubectl=$(cat "$STATE/bin-dir" 2>/dev/null)/kubectl
+	kubectl=$(cat "$STATE/bin-dir" 2>/dev/null || true)/kubectl
 	if [ "$(cat "$STATE/mode" 2>/dev/null)" = full ] && [ -x "$kubectl" ] && [ -f "$STATE/kubeconfig" ]; then
 		paths=$(timeout 10 "$kubectl" --kubeconfig "$STATE/kubeconfig" get pv \
 			-o jsonpath='{range .items[*]}{.spec.hostPath.path}{"\n"}{end}' 2>/dev/null |
