@@ -48,6 +48,7 @@ EOF
 }
 NODE_JOB='{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {containers: [{name: node, image: example.invalid/t:1}]}}}}}'
 runtime mpi-nolauncher '{numNodes: 1, mpi: {runLauncherAsNode: true, numProcPerNode: 1, mpiImplementation: OpenMPI, sshAuthMountPath: /root/.ssh}}' '' "[$NODE_JOB]" &&
+	runtime flux-rt '{numNodes: 1, flux: {numProcPerNode: 1}}' '' "[$NODE_JOB]" &&
 	runtime volcano-rt '{numNodes: 1, torch: {}}' '  podGroupPolicy: {volcano: {}}' \
 		"[{name: node, template: {metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}, spec: {template: {spec: {priorityClassName: kftrainer-test-missing, containers: [{name: node, image: example.invalid/t:1}]}}}}}]" || {
 	fail "controller webhooks $tag" "cannot install the test runtimes"
@@ -123,6 +124,11 @@ tj a TrainingRuntime/mpi-nolauncher 'trainer: {numNodes: 2}' |
 # --- XGBoost: DMLC_* env (xgboost.go Validate) ---
 tj a ClusterTrainingRuntime/xgboost-distributed 'trainer:' '  env: [{name: DMLC_NUM_WORKER, value: "3"}]' |
 	refused "XGBoost reserved DMLC env" validator.trainjob.trainer.kubeflow.org 'spec.trainer.env[0]: Forbidden: DMLC_NUM_WORKER is reserved for the XGBoost runtime'
+# --- Flux: the flux-installer init container is the plugin's (flux.go Validate) ---
+tj a TrainingRuntime/flux-rt 'runtimePatches:' '  - manager: kftrainer.test/flux' \
+	'    trainingRuntimeSpec: {template: {spec: {replicatedJobs: [{name: node, template: {spec: {template: {spec: {initContainers: [{name: flux-installer}]}}}}}]}}}' |
+	refused "Flux reserved flux-installer" validator.trainjob.trainer.kubeflow.org \
+		'spec.trainer.initContainers: Invalid value: "flux-installer": InitContainer '"'"'flux-installer'"'"' is reserved'
 # --- Volcano: a PriorityClass that does not exist (volcano.go Validate) ---
 tj a TrainingRuntime/volcano-rt | refused "Volcano PriorityClass" validator.trainjob.trainer.kubeflow.org \
 	'PriorityClass "kftrainer-test-missing" doesn'"'"'t exist'
