@@ -5,7 +5,7 @@
 # configurations (manifests/controller/webhook.yaml) by a loopback URL, and every case is a
 # `kubectl apply` the API server admits or refuses with the webhook's words. Each case pins a rule
 # of upstream's webhooks (pkg/webhooks) or of a plugin's CustomValidation (pkg/runtime/framework/
-# plugins/{torch,mpi,xgboost,jobset,volcano,plainml}) at admission, and the same rule is what
+# plugins/{torch,mpi,xgboost,flux,jobset,volcano,plainml}) at admission, and the same rule is what
 # `kftrainer validate`/`render` say offline (one code path). The certificate tests for our own
 # certificate management are in 92-controller-certs.sh.
 set -uo pipefail
