@@ -78,6 +78,7 @@
 #include "controller/httpd.h"
 #include "kftrainer/controller.h"
 #include "util/http.h"
+#include "util/clock.h"
 
 #define HEAD_MAX         8192
 #define HEAD_TIMEOUT_MS  5000
@@ -169,19 +170,12 @@ typedef struct answer {
 	int body_len_set;
 } answer;
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until fd is ready for `events`. 1 ready, 0 when the deadline
  * passed or the server is stopping, -1 on a poll error. */
 static int wait_fd(const conn *c, short events)
 {
 	for (;;) {
-		long long left = c->deadline - now_ms();
+		long long left = c->deadline - kft_clock_mono_ms();
 		if (left <= 0)
 			return 0;
 		struct pollfd p[2] = {{c->fd, events, 0}, {c->s->wake[0], POLLIN, 0}};
@@ -446,7 +440,7 @@ static void linger(conn *c)
 	char sink[4096];
 	size_t total = 0;
 	shutdown(c->fd, SHUT_WR);
-	c->deadline = now_ms() + LINGER_MS;
+	c->deadline = kft_clock_mono_ms() + LINGER_MS;
 	while (total < LINGER_MAX) {
 		int n = raw_recv(c, sink, sizeof(sink));
 		if (n <= 0)
@@ -569,7 +563,7 @@ static void exchange(conn *c)
 		return;
 	else if (!s->handler)
 		route(s, method, c->path, &a);
-	c->deadline = now_ms() + WRITE_TIMEOUT_MS;
+	c->deadline = kft_clock_mono_ms() + WRITE_TIMEOUT_MS;
 	int sent = send_answer(c, &a);
 	if (a.owned)
 		free(a.body);
@@ -698,7 +692,7 @@ static int accept_some(server *s, pending *idle, int *nidle)
 			return 0;
 		}
 		atomic_fetch_add(&s->open, 1);
-		idle[(*nidle)++] = (pending){fd, now_ms() + HEAD_TIMEOUT_MS};
+		idle[(*nidle)++] = (pending){fd, kft_clock_mono_ms() + HEAD_TIMEOUT_MS};
 	}
 	return 0;
 }
@@ -715,7 +709,7 @@ static void *serve(void *arg)
 	int nidle = 0;
 	for (;;) {
 		int room = atomic_load(&s->open) < MAX_CONNS;
-		long long now = now_ms(), next = now + 60000;
+		long long now = kft_clock_mono_ms(), next = now + 60000;
 		p[0] = (struct pollfd){s->wake[0], POLLIN, 0};
 		p[1] = (struct pollfd){room ? s->lfd : -1, POLLIN, 0};
 		for (int i = 0; i < nidle; i++) {
@@ -730,7 +724,7 @@ static void *serve(void *arg)
 			break;
 		if (n > 0 && p[0].revents)
 			break;
-		now = now_ms();
+		now = kft_clock_mono_ms();
 		int kept = 0;
 		for (int i = 0; i < nidle; i++) {
 			if (n > 0 && p[i + 2].revents) {

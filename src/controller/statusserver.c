@@ -53,6 +53,7 @@
 #include "api/statusreq.h"
 #include "controller/cm_internal.h"
 #include "controller/jwt.h"
+#include "util/clock.h"
 
 #define SA_TOKEN_FILE   "/var/run/secrets/kubernetes.io/serviceaccount/token"
 #define DISCOVERY_PATH  "/.well-known/openid-configuration"
@@ -86,13 +87,6 @@ struct kft_cm_status {
 	int stopping;
 };
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the issuer and its keys ------------------------------------------------------- */
 
 /* upstream's getClusterOIDCIssuerURL; NULL and no error when there is no
@@ -120,7 +114,7 @@ static int fetch_keys(kft_cm_status *st, kft_error *err)
 {
 	json_t *doc = NULL;
 	kft_jwks *keys = NULL;
-	st->keys_at = mono_ms();
+	st->keys_at = kft_clock_mono_ms();
 	int rc = kft_kube_request(st->kube, "GET", JWKS_PATH, NULL, NULL, 0, &doc, err);
 	if (!rc)
 		rc = kft_jwks_parse(doc, &keys, err);
@@ -193,7 +187,7 @@ static int signature_ok(kft_cm_status *st, const kft_jwt *t)
 {
 	pthread_mutex_lock(&st->keys_mu);
 	int ok = kft_jwt_signed_by(t, st->keys);
-	if (!ok && (!st->keys_at || mono_ms() - st->keys_at >= KEYS_REFRESH_MS)) {
+	if (!ok && (!st->keys_at || kft_clock_mono_ms() - st->keys_at >= KEYS_REFRESH_MS)) {
 		kft_error err = {0};
 		if (fetch_keys(st, &err) == 0)
 			ok = kft_jwt_signed_by(t, st->keys);

@@ -50,6 +50,8 @@
 #include "local/statusserver.h"
 #include "plugins/mpi.h"
 #include "util/rfc3339.h"
+#include "util/clock.h"
+#include "util/json.h"
 
 #define TICK_MS             100
 #define JOB_DIR_CHECK_TICKS 20
@@ -279,18 +281,6 @@ static int setup_model(engine *e, kft_error *err)
 	return 0;
 }
 
-static const json_t *find_jobset(const json_t *objects)
-{
-	size_t i;
-	const json_t *o;
-	json_array_foreach(objects, i, o)
-	{
-		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "JobSet") == 0)
-			return o;
-	}
-	return NULL;
-}
-
 /* Sets NAME=value in the base environment (under the pod's own env, which
  * wins), replacing the submitter's value when `replace`. */
 static int set_base_env(engine *e, const char *name, const char *value, bool replace)
@@ -420,7 +410,7 @@ static int load(engine *e, kft_error *err)
 		rc = kft_store_job_info(e->store, e->ns, e->name, &e->info, err);
 	if (rc)
 		return rc;
-	e->jobset = find_jobset(e->objects);
+	e->jobset = kft_json_find(e->objects, "kind", "JobSet");
 	e->gpus = kft_local_gpus_find(e->objects);
 	e->jobset_name = jstr(json_object_get(e->jobset, "metadata"), "name");
 	if (!e->jobset || !e->jobset_name)
@@ -691,7 +681,7 @@ static void settle_stopped(eng_rjob *rj, eng_pod *p, bool as_success)
  * here, and no pod is left to own it. */
 static void stop_pods(engine *e, eng_rjob *only, int only_replica, bool as_success)
 {
-	int64_t end = kft_local_mono_ms() + KFT_LOCAL_STOP_GRACE_MS;
+	int64_t end = kft_clock_mono_ms() + KFT_LOCAL_STOP_GRACE_MS;
 	for (size_t i = 0; i < e->n_rjobs; i++)
 		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++) {
 			eng_pod *p = &e->rjobs[i].pods[k];
@@ -704,7 +694,7 @@ static void stop_pods(engine *e, eng_rjob *only, int only_replica, bool as_succe
 			if (!selected(&e->rjobs[i], p, only, only_replica))
 				continue;
 			if (p->running) {
-				int64_t left = end - kft_local_mono_ms();
+				int64_t left = end - kft_clock_mono_ms();
 				kft_proc_stop(&p->proc, left > 0 ? (int)left : 0);
 				kft_proc_poll(&p->proc, NULL, &p->exit_code, &p->sig);
 				p->running = false;
@@ -765,7 +755,7 @@ static void schedule_restart(eng_pod *p)
 {
 	p->restarts++;
 	int shift = p->restarts < 9 ? p->restarts : 9;
-	p->restart_at = kft_local_mono_ms() + (RESTART_BACKOFF_MS << (shift - 1));
+	p->restart_at = kft_clock_mono_ms() + (RESTART_BACKOFF_MS << (shift - 1));
 	set_str(&p->reason, "CrashLoopBackOff");
 }
 
@@ -803,7 +793,7 @@ static void pod_exited(engine *e, eng_rjob *rj, eng_pod *p)
 /* Pods whose restart back-off has passed start again. */
 static void restart_due(engine *e)
 {
-	int64_t now = kft_local_mono_ms();
+	int64_t now = kft_clock_mono_ms();
 	for (size_t i = 0; i < e->n_rjobs; i++)
 		for (int k = 0; k < e->rjobs[i].replicas * e->rjobs[i].completions; k++) {
 			eng_pod *p = &e->rjobs[i].pods[k];

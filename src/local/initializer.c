@@ -39,6 +39,7 @@
 #include "local/fetch.h"
 #include "local/local.h"
 #include "local/local_internal.h"
+#include "util/clock.h"
 
 #define STORAGE_URI_ENV "STORAGE_URI"
 
@@ -141,7 +142,7 @@ static int progress(void *user, const char *name, uint64_t done, uint64_t total)
 	size_t dl = strlen(p->dest);
 	if (strncmp(name, p->dest, dl) == 0 && name[dl] == '/')
 		name += dl + 1;
-	int64_t now = kft_local_mono_ms();
+	int64_t now = kft_clock_mono_ms();
 	if (strcmp(name, p->file) != 0) {
 		snprintf(p->file, sizeof(p->file), "%s", name);
 		p->done_said = false;

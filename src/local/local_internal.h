@@ -60,9 +60,6 @@ int kft_local_kill_group(pid_t pgid, long long ticks);
  * program may take it before the job does), or -1. */
 int kft_local_free_port(void);
 
-/* Milliseconds on the monotonic clock. */
-int64_t kft_local_mono_ms(void);
-
 /* The job directory of ns/name under state_dir (malloc'd, NULL on ENOMEM). */
 char *kft_local_job_dir_of(const char *state_dir, const char *ns, const char *name);
 

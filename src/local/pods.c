@@ -14,19 +14,7 @@
 #include "kftrainer/quantity.h"
 #include "local/local.h"
 #include "local/podspec.h"
-
-static const json_t *find_rjob(const json_t *jobset, const char *name)
-{
-	const json_t *r;
-	size_t i;
-	json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i, r)
-	{
-		const char *n = json_string_value(json_object_get(r, "name"));
-		if (n && strcmp(n, name) == 0)
-			return r;
-	}
-	return NULL;
-}
+#include "util/json.h"
 
 static int completions_of(const json_t *rjob)
 {
@@ -106,7 +94,9 @@ static void canonical_quantities(json_t *podspec)
 static json_t *pod_of(const json_t *jobset, const kft_pod_record *r, int restart_attempt,
                       kft_error *err)
 {
-	const json_t *rjob = find_rjob(jobset, r->step);
+	const json_t *rjob =
+	        kft_json_find(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"),
+	                      "name", r->step);
 	if (!rjob)
 		return NULL; /* a record of a replicated job the JobSet no longer has */
 	int c = completions_of(rjob);

@@ -23,6 +23,7 @@
 #include "kftrainer/constants.h"
 #include "util/strbuf.h"
 #include "util/base64.h"
+#include "util/json.h"
 
 #define MAX_ITEMS 4096
 #define MAX_VALUE (1u << 20)
@@ -620,18 +621,6 @@ static int materialise(pod_ctx *p, const json_t *src, int secret, const char *di
 	return rc;
 }
 
-static const json_t *find_volume(const json_t *podspec, const char *name)
-{
-	const json_t *v;
-	size_t i;
-	json_array_foreach(json_object_get(podspec, "volumes"), i, v)
-	{
-		if (jstr(v, "name") && strcmp(jstr(v, "name"), name) == 0)
-			return v;
-	}
-	return NULL;
-}
-
 /* The JobSet controller adds a volume claiming "<template>-<jobset>" to every
  * pod that mounts a volumeClaimPolicies template by name; locally the claim's
  * directory is named after the template, so every pod of the job shares it. */
@@ -687,7 +676,8 @@ static int add_mount(pod_ctx *p, const json_t *vm, kft_error *err)
 {
 	const char *name = jstr(vm, "name"), *mp = jstr(vm, "mountPath");
 	const char *sub = jstr(vm, "subPath");
-	const json_t *vol = name ? find_volume(p->podspec, name) : NULL;
+	const json_t *vol =
+	        name ? kft_json_find(json_object_get(p->podspec, "volumes"), "name", name) : NULL;
 	kft_podspec_mount *m;
 	if (!vol && name)
 		vol = claim_template_volume(p, name);

@@ -24,6 +24,7 @@
 
 #include "local/local_internal.h"
 #include "util/strbuf.h"
+#include "util/clock.h"
 
 #define RMTREE_MAX_DEPTH 64
 
@@ -97,13 +98,6 @@ int kft_local_free_port(void)
 		port = ntohs(a.sin_port);
 	close(fd);
 	return port;
-}
-
-int64_t kft_local_mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 char *kft_local_job_dir_of(const char *state_dir, const char *ns, const char *name)
@@ -279,12 +273,12 @@ int kft_local_kill_by_env(const char *status_path)
 	closedir(d);
 	free(buf);
 	free(want);
-	int64_t end = kft_local_mono_ms() + 2000;
+	int64_t end = kft_clock_mono_ms() + 2000;
 	for (int i = 0; i < n; i++) {
 		long long t;
 		bool zombie = false;
 		while (kft_local_proc_ticks(killed[i], &t, &zombie) == 0 && !zombie &&
-		       kft_local_mono_ms() < end) {
+		       kft_clock_mono_ms() < end) {
 			struct timespec ts = {0, 5 * 1000000L};
 			nanosleep(&ts, NULL);
 		}
@@ -372,7 +366,7 @@ int kft_local_kill_descendants(void)
 {
 	pid_t self = getpid();
 	int total = 0, round;
-	int64_t end = kft_local_mono_ms() + 2000;
+	int64_t end = kft_clock_mono_ms() + 2000;
 	do {
 		round = kill_round(self);
 		total += round;
@@ -382,7 +376,7 @@ int kft_local_kill_descendants(void)
 			struct timespec ts = {0, 5 * 1000000L};
 			nanosleep(&ts, NULL);
 		}
-	} while (round && kft_local_mono_ms() < end);
+	} while (round && kft_clock_mono_ms() < end);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	return total;
@@ -390,11 +384,11 @@ int kft_local_kill_descendants(void)
 
 int kft_local_wait_gone(pid_t pid, long long ticks, int ms)
 {
-	int64_t end = kft_local_mono_ms() + ms;
+	int64_t end = kft_clock_mono_ms() + ms;
 	for (;;) {
 		if (!kft_local_proc_is(pid, ticks))
 			return 1;
-		if (kft_local_mono_ms() >= end)
+		if (kft_clock_mono_ms() >= end)
 			return 0;
 		struct timespec ts = {0, 10 * 1000000L};
 		nanosleep(&ts, NULL);

@@ -19,6 +19,7 @@
  * PATH of the child's environment, which is not ours.
  */
 #include "local/spawn.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -312,13 +313,6 @@ int kft_proc_wait(kft_proc *p, int *exit_code, int *signal)
 
 /* ---- stopping ------------------------------------------------------------- */
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -354,7 +348,7 @@ static int wait_group(kft_proc *p, long long deadline)
 		reap_group(p);
 		if (p->reaped && group_empty(p))
 			return 1;
-		if (now_ms() >= deadline)
+		if (kft_clock_mono_ms() >= deadline)
 			return 0;
 		sleep_ms(STOP_POLL_MS);
 	}
@@ -375,7 +369,7 @@ int kft_proc_stop(kft_proc *p, int grace_ms)
 		return KFT_EIO;
 	/* A stopped (SIGSTOP) group would never act on SIGTERM otherwise. */
 	signal_group(p, SIGCONT);
-	if (wait_group(p, now_ms() + grace_ms))
+	if (wait_group(p, kft_clock_mono_ms() + grace_ms))
 		return 0;
 	if (signal_group(p, SIGKILL) != 0)
 		return KFT_EIO;
@@ -384,7 +378,7 @@ int kft_proc_stop(kft_proc *p, int grace_ms)
 		kill(p->pid, SIGKILL);
 	if (!p->reaped && reap(p, 0) < 0)
 		return KFT_EIO;
-	return wait_group(p, now_ms() + AFTER_KILL_MS) ? 0 : KFT_EIO;
+	return wait_group(p, kft_clock_mono_ms() + AFTER_KILL_MS) ? 0 : KFT_EIO;
 }
 
 /* ---- log line prefixing --------------------------------------------------- */

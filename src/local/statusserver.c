@@ -38,6 +38,7 @@
 #include "local/local_internal.h"
 #include "util/cert.h"
 #include "util/random.h"
+#include "util/clock.h"
 
 #define MAX_CONNS   32
 #define DEADLINE_MS 10000 /* upstream's readTimeout and writeTimeout */
@@ -311,7 +312,7 @@ static void accept_all(kft_statusserver *s)
 		conn *c = take_slot(s);
 		c->fd = fd;
 		c->state = C_HANDSHAKE;
-		c->deadline = kft_local_mono_ms() + DEADLINE_MS;
+		c->deadline = kft_clock_mono_ms() + DEADLINE_MS;
 		mbedtls_ssl_init(&c->ssl);
 		if (mbedtls_ssl_setup(&c->ssl, &s->conf) != 0) {
 			conn_close(c);
@@ -464,7 +465,7 @@ json_t *kft_statusserver_serve(kft_statusserver *s, const struct pollfd *pfd, si
 {
 	if (!s)
 		return NULL;
-	int64_t now = kft_local_mono_ms();
+	int64_t now = kft_clock_mono_ms();
 	for (size_t i = 1; i < n; i++) {
 		conn *c = pfd[i].revents ? conn_of(s, pfd[i].fd) : NULL;
 		if (c)

@@ -23,6 +23,7 @@
 #include "kftrainer/constants.h"
 #include "plugins/builtin.h"
 #include "plugins/jobset_internal.h"
+#include "util/json.h"
 
 #define JOBSET_COMPLETED  "Completed"
 #define JOBSET_FAILED     "Failed"
@@ -30,24 +31,10 @@
 #define TRAINJOB_FAILED   "Failed"
 #define CONDITION_TRUE    "True"
 
-/* The first condition of `type` in a conditions list, or NULL. */
-static const json_t *find_condition(const json_t *conditions, const char *type)
-{
-	size_t i;
-	const json_t *c;
-	json_array_foreach(conditions, i, c)
-	{
-		const char *t = json_string_value(json_object_get(c, "type"));
-		if (t && strcmp(t, type) == 0)
-			return c;
-	}
-	return NULL;
-}
-
 static int condition_true(const json_t *conditions, const char *type)
 {
-	const char *s =
-	        json_string_value(json_object_get(find_condition(conditions, type), "status"));
+	const char *s = json_string_value(
+	        json_object_get(kft_json_find(conditions, "type", type), "status"));
 	return s && strcmp(s, CONDITION_TRUE) == 0;
 }
 
@@ -157,10 +144,11 @@ int kft_jobset_terminal_condition(const kft_plugin_ctx *ctx, const kft_trainjob 
 	const char *type = condition_true(conds, JOBSET_COMPLETED) ? TRAINJOB_COMPLETE
 	                   : condition_true(conds, JOBSET_FAILED)  ? TRAINJOB_FAILED
 	                                                           : NULL;
-	const json_t *from = !type ? NULL
-	                           : find_condition(conds, strcmp(type, TRAINJOB_COMPLETE) == 0
-	                                                           ? JOBSET_COMPLETED
-	                                                           : JOBSET_FAILED);
+	const json_t *from =
+	        !type ? NULL
+	              : kft_json_find(conds, "type",
+	                              strcmp(type, TRAINJOB_COMPLETE) == 0 ? JOBSET_COMPLETED
+	                                                                   : JOBSET_FAILED);
 	int rc = 0;
 	if (from && !(*condition = renamed_condition(from, type)))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");

@@ -29,6 +29,7 @@
 
 #include "kftrainer/decode.h"
 #include "ui/ui_internal.h"
+#include "util/json.h"
 
 #define WATCH_TICK_MS  1000
 #define HEARTBEAT_MS   15000
@@ -150,26 +151,14 @@ static void redact(json_t *objects)
 	}
 }
 
-static const json_t *find_kind(const json_t *objects, const char *kind)
-{
-	size_t i;
-	const json_t *o;
-	json_array_foreach(objects, i, o)
-	{
-		const char *k = json_string_value(json_object_get(o, "kind"));
-		if (k && strcmp(k, kind) == 0)
-			return o;
-	}
-	return NULL;
-}
-
 /* What each step's containers run: [{step, container, command, args,
  * workingDir}], from the JobSet the job runs. */
 json_t *kft_ui_step_commands(const json_t *objects)
 {
 	json_t *out = json_array();
-	const json_t *rjobs = json_object_get(json_object_get(find_kind(objects, "JobSet"), "spec"),
-	                                      "replicatedJobs");
+	const json_t *rjobs =
+	        json_object_get(json_object_get(kft_json_find(objects, "kind", "JobSet"), "spec"),
+	                        "replicatedJobs");
 	size_t i, k;
 	const json_t *r, *ct;
 	json_array_foreach(rjobs, i, r)

@@ -43,6 +43,7 @@
 #include "ui/ui_internal.h"
 #include "util/http.h"
 #include "util/random.h"
+#include "util/clock.h"
 
 #define HEAD_MAX     16384
 #define HEAD_TIMEOUT 10000 /* ms for the head and a body to arrive */
@@ -70,13 +71,6 @@ struct kft_ui {
 	bool loopback;
 };
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void hex_token(char *out, size_t bytes)
 {
 	unsigned char raw[32];
@@ -103,7 +97,7 @@ static bool same_secret(const char *given, const char *want)
 static int wait_for(kft_ui_conn *c, short events, long long deadline)
 {
 	for (;;) {
-		long long left = deadline - now_ms();
+		long long left = deadline - kft_clock_mono_ms();
 		if (left <= 0 || atomic_load(&c->ui->stopping))
 			return 0;
 		struct pollfd p[2] = {{c->fd, events, 0}, {c->ui->wake[0], POLLIN, 0}};
@@ -120,7 +114,7 @@ static int wait_for(kft_ui_conn *c, short events, long long deadline)
 int kft_ui_send(kft_ui_conn *c, const void *buf, size_t len)
 {
 	const char *p = buf;
-	long long deadline = now_ms() + SEND_TIMEOUT;
+	long long deadline = kft_clock_mono_ms() + SEND_TIMEOUT;
 	while (len > 0) {
 		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
@@ -139,11 +133,11 @@ int kft_ui_send(kft_ui_conn *c, const void *buf, size_t len)
 
 int kft_ui_wait(kft_ui_conn *c, int ms)
 {
-	long long deadline = now_ms() + ms;
+	long long deadline = kft_clock_mono_ms() + ms;
 	for (;;) {
 		if (atomic_load(&c->ui->stopping))
 			return -1;
-		long long left = deadline - now_ms();
+		long long left = deadline - kft_clock_mono_ms();
 		if (left <= 0)
 			return 0;
 		struct pollfd p[2] = {{c->fd, POLLIN | POLLRDHUP, 0}, {c->ui->wake[0], POLLIN, 0}};
@@ -397,7 +391,7 @@ static void serve_asset(kft_ui_conn *c)
 static void answer(kft_ui_conn *c, char *buf)
 {
 	size_t got = 0;
-	long long deadline = now_ms() + HEAD_TIMEOUT;
+	long long deadline = kft_clock_mono_ms() + HEAD_TIMEOUT;
 	long end = read_head(c, buf, &got, deadline);
 	if (end == -431) {
 		kft_ui_respond(c, 431, "text/plain; charset=utf-8", "", 0, NULL);
@@ -441,8 +435,8 @@ static void linger_close(int fd)
 {
 	char junk[4096];
 	shutdown(fd, SHUT_WR);
-	long long deadline = now_ms() + 500;
-	while (now_ms() < deadline) {
+	long long deadline = kft_clock_mono_ms() + 500;
+	while (kft_clock_mono_ms() < deadline) {
 		struct pollfd p = {fd, POLLIN, 0};
 		if (poll(&p, 1, 100) <= 0)
 			continue;

@@ -1,0 +1,13 @@
+/*
+ * clock.c - the monotonic clock in milliseconds; see clock.h.
+ */
+#include "util/clock.h"
+
+#include <time.h>
+
+long long kft_clock_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
