@@ -16,91 +16,12 @@
 #include <string.h>
 
 #include "kftrainer/objectmeta.h"
+#include "util/base64.h"
 #include "util/strbuf.h"
 
 #define MAX_DATA_SIZE  (1024 * 1024) /* core.MaxSecretSize, also ConfigMaps' limit */
 #define MAX_ENV_DEPTH  64
 #define REDACTED_VALUE "<secret contents redacted>"
-
-/* ---- base64 as Go decodes it -------------------------------------------- */
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-static int is_newline(unsigned char c)
-{
-	return c == '\n' || c == '\r';
-}
-
-/* One 4-character quantum from s[*si]; Go's decodeQuantum. Returns -1 when
- * fine (*decoded gets the bytes it yields, *done when input ended), else the
- * offset Go's CorruptInputError names. */
-static long b64_quantum(const unsigned char *s, size_t n, size_t *si, size_t *decoded, int *done)
-{
-	for (size_t j = 0; j < 4; j++) {
-		if (*si == n) {
-			if (j == 0) {
-				*done = 1;
-				return -1;
-			}
-			return (long)(*si - j); /* padding is required */
-		}
-		unsigned char c = s[(*si)++];
-		if (b64_value(c) >= 0)
-			continue;
-		if (is_newline(c)) {
-			j--; /* wraps to SIZE_MAX at j == 0; the loop's j++ brings it back */
-			continue;
-		}
-		if (c != '=' || j < 2)
-			return (long)(*si - 1);
-		if (j == 2) { /* "==" expected, the first one read */
-			while (*si < n && is_newline(s[*si]))
-				(*si)++;
-			if (*si == n)
-				return (long)n;
-			if (s[*si] != '=')
-				return (long)(*si - 1);
-			(*si)++;
-		}
-		while (*si < n && is_newline(s[*si]))
-			(*si)++;
-		if (*si < n)
-			return (long)*si; /* trailing garbage */
-		*decoded += j - 1;
-		*done = 1;
-		return -1;
-	}
-	*decoded += 3;
-	return -1;
-}
-
-/* -1 when s is valid, else the byte offset of the error; *decoded gets the
- * decoded length. */
-static long b64_check(const char *s, size_t n, size_t *decoded)
-{
-	size_t si = 0;
-	int done = 0;
-	*decoded = 0;
-	while (!done) {
-		long bad = b64_quantum((const unsigned char *)s, n, &si, decoded, &done);
-		if (bad >= 0)
-			return bad;
-	}
-	return -1;
-}
 
 /* ---- decoding ----------------------------------------------------------- */
 
@@ -176,7 +97,8 @@ static int decode_map(const json_t *obj, const char *kind, const char *field, in
 			                  bytes ? "[]uint8" : "string");
 		} else if (bytes) {
 			size_t len;
-			long bad = b64_check(json_string_value(v), json_string_length(v), &len);
+			long bad =
+			        kft_base64_check(json_string_value(v), json_string_length(v), &len);
 			if (bad < 0)
 				continue;
 			kft_strbuf_printf(&m, "illegal base64 data at input byte %ld", bad);
@@ -301,7 +223,7 @@ static size_t bytes_size(const json_t *v)
 {
 	size_t len = 0;
 	if (json_is_string(v))
-		b64_check(json_string_value(v), json_string_length(v), &len);
+		kft_base64_check(json_string_value(v), json_string_length(v), &len);
 	return len;
 }
 

@@ -130,3 +130,81 @@ char *kft_base64url_encode(const unsigned char *in, size_t len, size_t *out_len)
 {
 	return encode(&raw_url_encoding, in, len, out_len);
 }
+
+/* ---- validating as Go reports it -------------------------------------------- */
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+static int is_newline(unsigned char c)
+{
+	return c == '\n' || c == '\r';
+}
+
+/* One 4-character quantum from s[*si]; Go's decodeQuantum. Returns -1 when
+ * fine (*decoded gets the bytes it yields, *done when input ended), else the
+ * offset Go's CorruptInputError names. */
+static long b64_quantum(const unsigned char *s, size_t n, size_t *si, size_t *decoded, int *done)
+{
+	for (size_t j = 0; j < 4; j++) {
+		if (*si == n) {
+			if (j == 0) {
+				*done = 1;
+				return -1;
+			}
+			return (long)(*si - j); /* padding is required */
+		}
+		unsigned char c = s[(*si)++];
+		if (b64_value(c) >= 0)
+			continue;
+		if (is_newline(c)) {
+			j--; /* wraps to SIZE_MAX at j == 0; the loop's j++ brings it back */
+			continue;
+		}
+		if (c != '=' || j < 2)
+			return (long)(*si - 1);
+		if (j == 2) { /* "==" expected, the first one read */
+			while (*si < n && is_newline(s[*si]))
+				(*si)++;
+			if (*si == n)
+				return (long)n;
+			if (s[*si] != '=')
+				return (long)(*si - 1);
+			(*si)++;
+		}
+		while (*si < n && is_newline(s[*si]))
+			(*si)++;
+		if (*si < n)
+			return (long)*si; /* trailing garbage */
+		*decoded += j - 1;
+		*done = 1;
+		return -1;
+	}
+	*decoded += 3;
+	return -1;
+}
+
+long kft_base64_check(const char *s, size_t n, size_t *decoded)
+{
+	size_t si = 0;
+	int done = 0;
+	*decoded = 0;
+	while (!done) {
+		long bad = b64_quantum((const unsigned char *)s, n, &si, decoded, &done);
+		if (bad >= 0)
+			return bad;
+	}
+	return -1;
+}

@@ -41,4 +41,10 @@ unsigned char *kft_base64url_decode(const char *in, size_t len, size_t *out_len)
  * out of memory. */
 char *kft_base64url_encode(const unsigned char *in, size_t len, size_t *out_len);
 
+/* Checks s[0..n) as StdEncoding the way Go's decoder walks it (decodeQuantum):
+ * -1 when valid, with *decoded its decoded length, else the byte offset Go's
+ * CorruptInputError names ("illegal base64 data at input byte N"), which
+ * the API server's messages quote. */
+long kft_base64_check(const char *s, size_t n, size_t *decoded);
+
 #endif
