@@ -290,6 +290,9 @@ static int new_informer(kft_cm *cm, const kft_gvr *gvr, const kft_informer_handl
 	if (trim) {
 		o.transform = kft_cm_trim_object;
 		o.transform_ctx = cm;
+		/* ConfigMaps and Secrets: metadata only (trim.c) */
+		o.metadata_only = !gvr->group[0] && (strcmp(gvr->kind, "ConfigMap") == 0 ||
+		                                     strcmp(gvr->kind, "Secret") == 0);
 	}
 	int rc = kft_informer_new(cm->kube, &o, out, err);
 	if (rc == 0)
@@ -420,7 +423,8 @@ static int add_watch(kft_cm *cm, const char *av, const char *kind, const kft_inf
 	if (cm->n_children == KFT_CM_MAX_CHILD_KINDS)
 		return kft_error_set(err, KFT_ELIMIT, "more than %d child kinds to watch",
 		                     KFT_CM_MAX_CHILD_KINDS);
-	kft_informer_opts o = {.gvr = gvr, .page_size = 100, .transform = keep_metadata};
+	kft_informer_opts o = {
+	        .gvr = gvr, .page_size = 100, .transform = keep_metadata, .metadata_only = 1};
 	kft_cm_child *c = &cm->children[cm->n_children];
 	int rc = kft_informer_new(cm->kube, &o, &c->inf, err);
 	if (rc == 0)
@@ -432,6 +436,30 @@ static int add_watch(kft_cm *cm, const char *av, const char *kind, const kft_inf
 	}
 	c->gvr = gvr;
 	c->optional = 1;
+	cm->n_children++;
+	return 0;
+}
+
+/* The webhook certificate Secret, whole, by name in every namespace (as
+ * the TrainJobStatus plugin reads it), beside the metadata-only informer
+ * of every Secret. Only when some plugin watches Secrets at all. */
+static int add_cert_secret(kft_cm *cm, kft_error *err)
+{
+	const kft_gvr *gvr = kft_gvr_lookup("v1", "Secret");
+	if (!gvr || !child_known(cm, gvr) || !cm->cfg->cert_webhook_secret)
+		return 0;
+	if (cm->n_children == KFT_CM_MAX_CHILD_KINDS)
+		return kft_error_set(err, KFT_ELIMIT, "more than %d child kinds to watch",
+		                     KFT_CM_MAX_CHILD_KINDS);
+	char selector[320];
+	snprintf(selector, sizeof(selector), "metadata.name=%s", cm->cfg->cert_webhook_secret);
+	kft_informer_opts o = {.gvr = gvr, .page_size = 100, .field_selector = selector};
+	kft_cm_child *c = &cm->children[cm->n_children];
+	int rc = kft_informer_new(cm->kube, &o, &c->inf, err);
+	if (rc)
+		return rc;
+	c->gvr = gvr;
+	c->only_name = cm->cfg->cert_webhook_secret;
 	cm->n_children++;
 	return 0;
 }
@@ -476,6 +504,8 @@ static int setup_informers(kft_cm *cm, kft_error *err)
 	/* The runtime snapshots are ConfigMaps, whatever the plugins watch. */
 	if (!rc)
 		rc = add_child(cm, "v1/ConfigMap", err);
+	if (!rc)
+		rc = add_cert_secret(cm, err);
 	if (!rc)
 		rc = add_podgroup_watches(cm, err);
 	return rc;
