@@ -159,6 +159,16 @@ void kft_workqueue_free(kft_workqueue *q);
 int kft_workqueue_add(kft_workqueue *q, const char *key);
 
 /*
+ * Queues key behind every key the other adds queue: it is handed out only
+ * when none of those is ready (FIFO among themselves). A key already queued
+ * keeps its place; a key queued low and then added with kft_workqueue_add
+ * (or made ready by a delay) moves ahead. For work that may wait while the
+ * queue is busy, such as a child's status change to be copied to its owner
+ * during a burst of new owners. Errors as kft_workqueue_add.
+ */
+int kft_workqueue_add_low(kft_workqueue *q, const char *key);
+
+/*
  * Queues key after delay_s seconds (<= 0: now, as kft_workqueue_add). When
  * the key is already waiting, the earlier of the two times wins; when it is
  * already ready, nothing changes. Counts a retry when delay_s > 0.

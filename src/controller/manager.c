@@ -97,9 +97,12 @@ static void notify_runtime(kft_cm *cm, const json_t *job)
 static void trainjob_add(void *ctx, const json_t *obj, int initial)
 {
 	kft_cm *cm = ctx;
-	(void)initial;
+	char key[KFT_CACHE_KEY_MAX];
 	log_trainjob_event(cm, "TrainJob create event", obj);
-	enqueue_key(cm->ctl[0].queue, obj);
+	/* What the first list finds waits behind what changes after it, as
+	 * controller-runtime's priority queue orders them. */
+	if (kft_cache_key(obj, key, sizeof(key)) == 0)
+		(initial ? kft_workqueue_add_low : kft_workqueue_add)(cm->ctl[0].queue, key);
 	notify_runtime(cm, obj);
 }
 
@@ -122,31 +125,35 @@ static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
 }
 
 /* Children enqueue the TrainJob that controls them (EnqueueRequestForOwner
- * with OnlyControllerOwner). */
-static void enqueue_owner(kft_cm *cm, const json_t *obj)
+ * with OnlyControllerOwner). A child's change (a JobSet's status, mostly)
+ * queues its TrainJob behind the TrainJobs that changed themselves: in a
+ * burst of new TrainJobs each gets its JobSet and first status before the
+ * earlier ones' JobSet status is copied (the API server and the client's
+ * rate limit serve the first ones first). A child that appears or goes is
+ * queued as ever. */
+static void enqueue_owner(kft_cm *cm, const json_t *obj, int low)
 {
 	char key[KFT_CACHE_KEY_MAX];
 	if (obj && kft_cache_controller_owner_key(obj, KFT_GROUP, KFT_KIND_TRAINJOB, key,
 	                                          sizeof(key)) == 0)
-		kft_workqueue_add(cm->ctl[0].queue, key);
+		(low ? kft_workqueue_add_low : kft_workqueue_add)(cm->ctl[0].queue, key);
 }
 
 static void child_add(void *ctx, const json_t *obj, int initial)
 {
-	(void)initial;
-	enqueue_owner(ctx, obj);
+	enqueue_owner(ctx, obj, initial);
 }
 
 static void child_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
 {
-	enqueue_owner(ctx, old_obj);
-	enqueue_owner(ctx, new_obj);
+	enqueue_owner(ctx, old_obj, 1);
+	enqueue_owner(ctx, new_obj, 1);
 }
 
 static void child_delete(void *ctx, const json_t *obj, int unknown)
 {
 	(void)unknown;
-	enqueue_owner(ctx, obj);
+	enqueue_owner(ctx, obj, 0);
 }
 
 static void runtime_add(void *ctx, const json_t *obj, int initial)

@@ -3,13 +3,16 @@
  * controller's memory grows slowly with the number of TrainJobs (it is
  * benchmarked against upstream's with 1,000 of them).
  *
- *   - JobSets: identity and owner metadata, spec.suspend,
- *     spec.volumeClaimPolicies, and status.conditions and
- *     replicatedJobsStatus. The reconciler reads a JobSet only for its
- *     status (PostExecution), whether it is suspended (the JobSet plugin
- *     rebuilds only a suspended JobSet) and its immutable claim policies
- *     (sent back unchanged on that rebuild); the pod templates are most of
- *     a JobSet and nobody reads them back.
+ *   - JobSets: name, namespace, resourceVersion, deletionTimestamp,
+ *     labels, annotations and ownerReferences, spec.suspend,
+ *     spec.volumeClaimPolicies, status.replicatedJobsStatus and the
+ *     Completed and Failed conditions. The reconciler reads a JobSet only
+ *     for its status (PostExecution: those two conditions and the jobs'
+ *     counts), whether it is suspended (the JobSet plugin rebuilds only a
+ *     suspended JobSet) and its immutable claim policies (sent back
+ *     unchanged on that rebuild); the pod templates are most of a JobSet
+ *     and nobody reads them back, nor its uid, generation or creation
+ *     time.
  *   - Secrets and ConfigMaps: metadata only. Their informers ask the API
  *     server for metadata alone (PartialObjectMetadata), so a cluster's
  *     unrelated ConfigMaps and Secrets, however many and large, cost little
@@ -56,22 +59,33 @@ static void keep_only(json_t *obj, const char *const *keep)
 	}
 }
 
+/* What every cached object's metadata keeps: its identity, the owners that
+ * route its events, what an apply sets (compared for a no-op), and what the
+ * cache's own bookkeeping needs. */
+static const char *const meta_kept[] = {"name",       "namespace",         "resourceVersion",
+                                        "labels",     "annotations",       "ownerReferences",
+                                        "finalizers", "deletionTimestamp", NULL};
+
+/* Only the JobSet conditions the TrainJob's status is made of. */
+static void keep_terminal_conditions(json_t *status)
+{
+	json_t *conds = json_object_get(status, "conditions");
+	for (size_t i = json_array_size(conds); i-- > 0;) {
+		const char *t =
+		        json_string_value(json_object_get(json_array_get(conds, i), "type"));
+		if (!t || (strcmp(t, "Completed") != 0 && strcmp(t, "Failed") != 0))
+			json_array_remove(conds, i);
+	}
+}
+
 static void trim_jobset(json_t *obj)
 {
-	static const char *const meta[] = {"name",
-	                                   "namespace",
-	                                   "uid",
-	                                   "resourceVersion",
-	                                   "generation",
-	                                   "creationTimestamp",
-	                                   "deletionTimestamp",
-	                                   "ownerReferences",
-	                                   NULL};
 	static const char *const spec[] = {"suspend", "volumeClaimPolicies", NULL};
 	static const char *const status[] = {"conditions", "replicatedJobsStatus", NULL};
-	keep_only(json_object_get(obj, "metadata"), meta);
+	keep_only(json_object_get(obj, "metadata"), meta_kept);
 	keep_only(json_object_get(obj, "spec"), spec);
 	keep_only(json_object_get(obj, "status"), status);
+	keep_terminal_conditions(json_object_get(obj, "status"));
 }
 
 static const char *const type_and_metadata[] = {"apiVersion", "kind", "metadata", NULL};
@@ -103,8 +117,11 @@ void kft_cm_trim_object(json_t *obj, void *ctx)
 	const char *k = json_string_value(kind), *a = json_string_value(av);
 	if (strcmp(k, "JobSet") == 0 && strncmp(a, "jobset.x-k8s.io/", 16) == 0)
 		trim_jobset(obj);
-	else if (core_kind(a, k) && !(strcmp(k, "ConfigMap") == 0 && owned_by_trainjob(obj)))
-		keep_only(obj, type_and_metadata);
+	else if (core_kind(a, k)) {
+		if (!(strcmp(k, "ConfigMap") == 0 && owned_by_trainjob(obj)))
+			keep_only(obj, type_and_metadata);
+		keep_only(json_object_get(obj, "metadata"), meta_kept);
+	}
 }
 
 void kft_cm_trim_projection(json_t *obj)

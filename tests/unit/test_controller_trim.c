@@ -57,14 +57,20 @@ static void test_jobset(void **state)
 {
 	json_t *js = parse("{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\","
 	                   "\"metadata\":{\"name\":\"job\",\"labels\":{\"a\":\"b\"},"
+	                   "\"uid\":\"u\",\"generation\":3,\"creationTimestamp\":\"t\","
 	                   "\"annotations\":{\"kubectl.kubernetes.io/"
 	                   "last-applied-configuration\":\"{...}\"}},"
 	                   "\"spec\":{\"suspend\":true,\"replicatedJobs\":[{\"name\":\"node\"}]},"
-	                   "\"status\":{\"conditions\":[],\"restarts\":2}}");
+	                   "\"status\":{\"conditions\":[{\"type\":\"Suspended\"},{\"type\":"
+	                   "\"Completed\"},{\"type\":\"StartupPolicyCompleted\"},{\"type\":"
+	                   "\"Failed\"}],\"restarts\":2}}");
 	kft_cm_trim_object(js, *state);
+	/* jobset_status.c reads the Completed and Failed conditions only */
 	json_t *want = parse("{\"apiVersion\":\"jobset.x-k8s.io/v1alpha2\",\"kind\":\"JobSet\","
-	                     "\"metadata\":{\"name\":\"job\"},\"spec\":{\"suspend\":true},"
-	                     "\"status\":{\"conditions\":[]}}");
+	                     "\"metadata\":{\"name\":\"job\",\"labels\":{\"a\":\"b\"}},"
+	                     "\"spec\":{\"suspend\":true},"
+	                     "\"status\":{\"conditions\":[{\"type\":\"Completed\"},{\"type\":"
+	                     "\"Failed\"}]}}");
 	assert_true(json_equal(js, want));
 	assert_true(kft_cm_trimmed_kind(js));
 	json_decref(want);
