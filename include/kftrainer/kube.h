@@ -271,6 +271,10 @@ typedef struct kft_list_opts {
 	 * within about a second with KFT_EUNAVAILABLE, even mid-request or in
 	 * a retry's backoff, as kft_kube_cancel does for the whole client. */
 	const atomic_int *stop;
+	/* Ask for metadata only (PartialObjectMetadataList; JSON of the whole
+	 * objects from a server that cannot): items come with the kind's
+	 * apiVersion and kind and no spec, status or data. */
+	int metadata_only;
 } kft_list_opts;
 
 /*
@@ -400,6 +404,8 @@ typedef struct kft_watch_opts {
 	/* No byte for this long means the connection is dead; 0: timeout_seconds + 60,
 	 * or 360 without a timeout. BOOKMARKs keep a quiet watch alive. */
 	long idle_timeout_sec;
+	/* Events carry metadata only (PartialObjectMetadata), as for lists. */
+	int metadata_only;
 } kft_watch_opts;
 
 /*

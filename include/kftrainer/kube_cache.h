@@ -161,6 +161,16 @@ KFT_EXPORT void kft_workqueue_free(kft_workqueue *q);
 KFT_EXPORT int kft_workqueue_add(kft_workqueue *q, const char *key);
 
 /*
+ * Queues key behind every key the other adds queue: it is handed out only
+ * when none of those is ready (FIFO among themselves). A key already queued
+ * keeps its place; a key queued low and then added with kft_workqueue_add
+ * (or made ready by a delay) moves ahead. For work that may wait while the
+ * queue is busy, such as a child's status change to be copied to its owner
+ * during a burst of new owners. Errors as kft_workqueue_add.
+ */
+int kft_workqueue_add_low(kft_workqueue *q, const char *key);
+
+/*
  * Queues key after delay_s seconds (<= 0: now, as kft_workqueue_add). When
  * the key is already waiting, the earlier of the two times wins; when it is
  * already ready, nothing changes. Counts a retry when delay_s > 0.
@@ -291,6 +301,11 @@ typedef struct kft_informer_opts {
 	 * least memory); 1: store one tree per object, shared with readers
 	 * (no decoding; for a few objects read on every reconcile). */
 	int keep_trees;
+	/* 1: list and watch metadata only (PartialObjectMetadata): the server
+	 * sends no spec, status or data, so objects of this kind cost the
+	 * controller little however large they are; the cached objects carry
+	 * the kind's apiVersion and kind and only their metadata. */
+	int metadata_only;
 } kft_informer_opts;
 
 /*
@@ -339,6 +354,21 @@ KFT_EXPORT void kft_informer_stop(kft_informer *inf);
 
 /* Stops (if running) and frees everything. NULL is ignored. */
 KFT_EXPORT void kft_informer_free(kft_informer *inf);
+
+/*
+ * Caches obj (borrowed), an object of the informer's kind the caller read
+ * or wrote (a GET, a write's answer), transformed as a listed one, so that
+ * readers find it before its watch event arrives -- and, for a
+ * metadata-only informer, find its body without asking the server again.
+ * Taken only when the cache holds no version of it yet or holds this very
+ * resourceVersion; the watch event of that resourceVersion then changes
+ * nothing (and calls no handler: the caller knows of the object), and the
+ * next version replaces it (as metadata, for a metadata-only informer). No
+ * handler is called. Returns 0 when taken, 1 when the cache holds another
+ * version (obj may be stale), KFT_EINVAL (no name or resourceVersion),
+ * KFT_ENOMEM.
+ */
+int kft_informer_supply(kft_informer *inf, const json_t *obj);
 
 /*
  * Looks up one object. ns is NULL or "" for cluster-scoped kinds.

@@ -63,6 +63,9 @@ typedef struct kft_cm_controller {
 typedef struct kft_cm_child {
 	const kft_gvr *gvr;
 	kft_informer *inf;
+	/* Non-NULL: this informer holds the one object of this name (whole),
+	 * for lookups of it; the kind's other informer holds the rest. */
+	const char *only_name;
 	/* Not waited for before the workers start (the LimitRange and
 	 * RuntimeClass watches): without the permission to list them the
 	 * controller still runs, only without their requeues. */
@@ -152,7 +155,13 @@ void kft_cm_certs_free(kft_cm_certs *c);
 /* trim.c */
 /* The informers' transform (ctx is the kft_cm). */
 void kft_cm_trim_object(json_t *obj, void *ctx);
-/* 1 for kinds whose cached copy lacks most of the spec (JobSets). */
+/* 1 for kinds whose cached copy lacks most of the spec (JobSets, and the
+ * metadata-only kinds). */
 int kft_cm_trimmed_kind(const json_t *obj);
+/* 1 for the kinds cached as metadata (v1 ConfigMap and Secret). */
+int kft_cm_metadata_kind(const json_t *obj);
+/* A desired object cut to what the cache keeps of every object of its kind,
+ * for comparing with the cached copy. */
+void kft_cm_trim_projection(json_t *obj);
 
 #endif

@@ -97,9 +97,12 @@ static void notify_runtime(kft_cm *cm, const json_t *job)
 static void trainjob_add(void *ctx, const json_t *obj, int initial)
 {
 	kft_cm *cm = ctx;
-	(void)initial;
+	char key[KFT_CACHE_KEY_MAX];
 	log_trainjob_event(cm, "TrainJob create event", obj);
-	enqueue_key(cm->ctl[0].queue, obj);
+	/* What the first list finds waits behind what changes after it, as
+	 * controller-runtime's priority queue orders them. */
+	if (kft_cache_key(obj, key, sizeof(key)) == 0)
+		(initial ? kft_workqueue_add_low : kft_workqueue_add)(cm->ctl[0].queue, key);
 	notify_runtime(cm, obj);
 }
 
@@ -122,31 +125,35 @@ static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
 }
 
 /* Children enqueue the TrainJob that controls them (EnqueueRequestForOwner
- * with OnlyControllerOwner). */
-static void enqueue_owner(kft_cm *cm, const json_t *obj)
+ * with OnlyControllerOwner). A child's change (a JobSet's status, mostly)
+ * queues its TrainJob behind the TrainJobs that changed themselves: in a
+ * burst of new TrainJobs each gets its JobSet and first status before the
+ * earlier ones' JobSet status is copied (the API server and the client's
+ * rate limit serve the first ones first). A child that appears or goes is
+ * queued as ever. */
+static void enqueue_owner(kft_cm *cm, const json_t *obj, int low)
 {
 	char key[KFT_CACHE_KEY_MAX];
 	if (obj && kft_cache_controller_owner_key(obj, KFT_GROUP, KFT_KIND_TRAINJOB, key,
 	                                          sizeof(key)) == 0)
-		kft_workqueue_add(cm->ctl[0].queue, key);
+		(low ? kft_workqueue_add_low : kft_workqueue_add)(cm->ctl[0].queue, key);
 }
 
 static void child_add(void *ctx, const json_t *obj, int initial)
 {
-	(void)initial;
-	enqueue_owner(ctx, obj);
+	enqueue_owner(ctx, obj, initial);
 }
 
 static void child_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
 {
-	enqueue_owner(ctx, old_obj);
-	enqueue_owner(ctx, new_obj);
+	enqueue_owner(ctx, old_obj, 1);
+	enqueue_owner(ctx, new_obj, 1);
 }
 
 static void child_delete(void *ctx, const json_t *obj, int unknown)
 {
 	(void)unknown;
-	enqueue_owner(ctx, obj);
+	enqueue_owner(ctx, obj, 0);
 }
 
 static void runtime_add(void *ctx, const json_t *obj, int initial)
@@ -290,6 +297,9 @@ static int new_informer(kft_cm *cm, const kft_gvr *gvr, const kft_informer_handl
 	if (trim) {
 		o.transform = kft_cm_trim_object;
 		o.transform_ctx = cm;
+		/* ConfigMaps and Secrets: metadata only (trim.c) */
+		o.metadata_only = !gvr->group[0] && (strcmp(gvr->kind, "ConfigMap") == 0 ||
+		                                     strcmp(gvr->kind, "Secret") == 0);
 	}
 	int rc = kft_informer_new(cm->kube, &o, out, err);
 	if (rc == 0)
@@ -420,7 +430,8 @@ static int add_watch(kft_cm *cm, const char *av, const char *kind, const kft_inf
 	if (cm->n_children == KFT_CM_MAX_CHILD_KINDS)
 		return kft_error_set(err, KFT_ELIMIT, "more than %d child kinds to watch",
 		                     KFT_CM_MAX_CHILD_KINDS);
-	kft_informer_opts o = {.gvr = gvr, .page_size = 100, .transform = keep_metadata};
+	kft_informer_opts o = {
+	        .gvr = gvr, .page_size = 100, .transform = keep_metadata, .metadata_only = 1};
 	kft_cm_child *c = &cm->children[cm->n_children];
 	int rc = kft_informer_new(cm->kube, &o, &c->inf, err);
 	if (rc == 0)
@@ -432,6 +443,30 @@ static int add_watch(kft_cm *cm, const char *av, const char *kind, const kft_inf
 	}
 	c->gvr = gvr;
 	c->optional = 1;
+	cm->n_children++;
+	return 0;
+}
+
+/* The webhook certificate Secret, whole, by name in every namespace (as
+ * the TrainJobStatus plugin reads it), beside the metadata-only informer
+ * of every Secret. Only when some plugin watches Secrets at all. */
+static int add_cert_secret(kft_cm *cm, kft_error *err)
+{
+	const kft_gvr *gvr = kft_gvr_lookup("v1", "Secret");
+	if (!gvr || !child_known(cm, gvr) || !cm->cfg->cert_webhook_secret)
+		return 0;
+	if (cm->n_children == KFT_CM_MAX_CHILD_KINDS)
+		return kft_error_set(err, KFT_ELIMIT, "more than %d child kinds to watch",
+		                     KFT_CM_MAX_CHILD_KINDS);
+	char selector[320];
+	snprintf(selector, sizeof(selector), "metadata.name=%s", cm->cfg->cert_webhook_secret);
+	kft_informer_opts o = {.gvr = gvr, .page_size = 100, .field_selector = selector};
+	kft_cm_child *c = &cm->children[cm->n_children];
+	int rc = kft_informer_new(cm->kube, &o, &c->inf, err);
+	if (rc)
+		return rc;
+	c->gvr = gvr;
+	c->only_name = cm->cfg->cert_webhook_secret;
 	cm->n_children++;
 	return 0;
 }
@@ -476,6 +511,8 @@ static int setup_informers(kft_cm *cm, kft_error *err)
 	/* The runtime snapshots are ConfigMaps, whatever the plugins watch. */
 	if (!rc)
 		rc = add_child(cm, "v1/ConfigMap", err);
+	if (!rc)
+		rc = add_cert_secret(cm, err);
 	if (!rc)
 		rc = add_podgroup_watches(cm, err);
 	return rc;

@@ -12,7 +12,9 @@
  * A child is applied only when what we would send differs from the cached
  * object (kft_cm_apply_is_noop) or from what this process applied last
  * (a hash per object in a bounded table): a reconcile of an unchanged
- * TrainJob costs no write at all.
+ * TrainJob costs no write at all. What an apply answers is put in the
+ * child's cache at once (kft_informer_supply), so the next reconcile reads
+ * neither the child nor a runtime snapshot from the API server.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -174,8 +176,17 @@ json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, con
 {
 	kft_cm *cm = self;
 	const kft_gvr *gvr = kft_gvr_lookup(api_version, kind);
+	for (size_t i = 0; gvr && name && i < cm->n_children; i++) {
+		const kft_cm_child *c = &cm->children[i];
+		json_t *obj = NULL;
+		if (c->gvr == gvr && c->only_name && strcmp(c->only_name, name) == 0)
+			return kft_informer_get(c->inf, gvr->namespaced ? ns : NULL, name, &obj) ==
+			                       0
+			               ? obj
+			               : NULL;
+	}
 	for (size_t i = 0; gvr && i < cm->n_children; i++) {
-		if (cm->children[i].gvr != gvr)
+		if (cm->children[i].gvr != gvr || cm->children[i].only_name)
 			continue;
 		json_t *obj = NULL;
 		if (kft_informer_get(cm->children[i].inf, gvr->namespaced ? ns : NULL, name,
@@ -205,7 +216,21 @@ static int from_snapshot(kft_cm *cm, const json_t *job, int cluster, json_t **rt
 	    kft_informer_get(cm->configmaps, meta(job, "namespace"), name, &cm_obj) != 0)
 		return KFT_ENOTFOUND;
 	kft_error e = {0};
-	int rc = kft_cm_snapshot_runtime(job, cm_obj, rt, &e);
+	int rc = 0;
+	if (!json_object_get(cm_obj, "data")) {
+		/* Cached as metadata (listed or changed since we last read it):
+		 * read it whole once, and keep it. */
+		json_decref(cm_obj);
+		cm_obj = NULL;
+		rc = kft_kube_get(cm->kube, kft_gvr_lookup("v1", "ConfigMap"),
+		                  meta(job, "namespace"), name, &cm_obj, &e);
+		if (rc == KFT_ENOTFOUND)
+			return rc;
+		if (rc == 0)
+			kft_informer_supply(cm->configmaps, cm_obj);
+	}
+	if (rc == 0)
+		rc = kft_cm_snapshot_runtime(job, cm_obj, rt, &e);
 	json_decref(cm_obj);
 	if (rc)
 		return kft_error_set(err, rc, "%s: %s",
@@ -284,14 +309,18 @@ static int apply_one(kft_cm *cm, const json_t *obj, kft_error *err)
 	uint64_t last = applied_get(&cm->applied, key);
 	json_t *live = kft_cm_lookup(cm, json_string_value(json_object_get(obj, "apiVersion")),
 	                             gvr->kind, meta(obj, "namespace"), meta(obj, "name"));
+	int by_version = kft_cm_metadata_kind(obj);
 	int skip = 0;
 	if (live && kft_cm_trimmed_kind(obj)) {
 		/* The cache keeps little of it: compare what it keeps, and trust
-		 * the rest only when this process applied exactly this before. */
+		 * the rest only when this process applied exactly this before --
+		 * for ConfigMaps and Secrets, which nobody else writes, only while
+		 * the object is still at the version that apply made. */
 		json_t *proj = json_deep_copy(obj);
 		if (proj)
-			kft_cm_trim_object(proj, cm);
-		skip = proj && last == hash && kft_cm_apply_is_noop(proj, live);
+			kft_cm_trim_projection(proj);
+		uint64_t want = by_version ? fnv1a(meta(live, "resourceVersion"), hash) : hash;
+		skip = proj && last == want && kft_cm_apply_is_noop(proj, live);
 		json_decref(proj);
 	} else if (live) {
 		skip = (last == 0 || last == hash) && kft_cm_apply_is_noop(obj, live);
@@ -299,9 +328,19 @@ static int apply_one(kft_cm *cm, const json_t *obj, kft_error *err)
 	json_decref(live);
 	if (skip)
 		return 0;
-	int rc = kft_kube_apply(cm->kube, gvr, obj, KFT_CM_FIELD_MANAGER, 1, NULL, err);
+	json_t *out = NULL;
+	int rc = kft_kube_apply(cm->kube, gvr, obj, KFT_CM_FIELD_MANAGER, 1, &out, err);
 	if (rc == 0)
-		applied_put(&cm->applied, key, hash);
+		applied_put(&cm->applied, key,
+		            by_version ? fnv1a(meta(out, "resourceVersion"), hash) : hash);
+	/* The object as written goes to its cache at once: the TrainJob's next
+	 * reconcile, often sooner than the watch event, finds it there instead
+	 * of reading it from the API server (and finds a runtime snapshot's
+	 * body, which the ConfigMap watch does not carry). */
+	for (size_t i = 0; rc == 0 && out && i < cm->n_children; i++)
+		if (cm->children[i].gvr == gvr && !cm->children[i].only_name)
+			kft_informer_supply(cm->children[i].inf, out);
+	json_decref(out);
 	return rc;
 }
 

@@ -534,10 +534,10 @@ static void add_header(struct curl_slist **l, const char *line)
 }
 
 int kft_kube_handle_setup(kft_kube *k, CURL *h, const char *url, const char *content_type,
-                          struct curl_slist **headers, kft_error *err)
+                          const char *accept, struct curl_slist **headers, kft_error *err)
 {
 	char *auth = auth_header(k);
-	char ct[256];
+	char ct[256], acc[256];
 	set_transport(k, h, url);
 	set_tls(k, h);
 	if (k->connect_to) /* read-only, lives as long as the client */
@@ -549,7 +549,8 @@ int kft_kube_handle_setup(kft_kube *k, CURL *h, const char *url, const char *con
 	}
 	/* JSON first, anything else after it, as kubectl asks: the issuer's key
 	 * set (/openid/v1/jwks) is served only as application/jwk-set+json */
-	struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json, */*");
+	snprintf(acc, sizeof(acc), "Accept: %s", accept ? accept : KFT_KUBE_ACCEPT_JSON);
+	struct curl_slist *l = curl_slist_append(NULL, acc);
 	add_header(&l, "Expect:"); /* no 100-continue round trip before bodies */
 	if (content_type) {
 		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);

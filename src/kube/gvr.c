@@ -70,6 +70,13 @@ void kft_kube_set_type(json_t *obj, const kft_gvr *gvr)
 	char av[256];
 	if (!json_is_object(obj))
 		return;
+	/* A metadata-only answer's objects are the kind's, without their body. */
+	const char *k = json_string_value(json_object_get(obj, "kind"));
+	const char *a = json_string_value(json_object_get(obj, "apiVersion"));
+	if (k && a && strcmp(k, "PartialObjectMetadata") == 0 && strcmp(a, "meta.k8s.io/v1") == 0) {
+		json_object_del(obj, "apiVersion");
+		json_object_del(obj, "kind");
+	}
 	if (!json_string_value(json_object_get(obj, "apiVersion")))
 		json_object_set_new(obj, "apiVersion",
 		                    json_string(kft_gvr_api_version(gvr, av, sizeof(av))));

@@ -94,6 +94,7 @@ struct kft_informer {
 	double max_backoff_s;
 	void (*transform)(json_t *obj, void *ctx);
 	void *transform_ctx;
+	int metadata_only;
 	int keep_trees;
 
 	kft_informer_handlers handlers[MAX_HANDLERS];
@@ -811,7 +812,8 @@ static int do_list(kft_informer *inf, int initial, kft_error *err)
 	kft_list_opts lo = {.label_selector = inf->label_selector,
 	                    .field_selector = inf->field_selector,
 	                    .page_size = inf->page_size,
-	                    .stop = &inf->stop};
+	                    .stop = &inf->stop,
+	                    .metadata_only = inf->metadata_only};
 	char *rv = NULL;
 	int rc = kft_kube_list_each(inf->kube, inf->gvr, inf->ns, &lo, on_list_item, &lc, &rv, err);
 	if (rc == 0 && lc.failed)
@@ -842,6 +844,10 @@ typedef struct watch_ctx {
 static int apply_event(kft_informer *inf, const char *type, json_t *obj, const char *key)
 {
 	int deleted = strcmp(type, "DELETED") == 0, rc = 0;
+	/* The version the cache holds already (kft_informer_supply; for a
+	 * metadata-only informer, with its body): nothing changed. */
+	if (!deleted && cached_at(inf, key, meta_str(obj, "resourceVersion")))
+		return 0;
 	void *item = deleted ? NULL : item_make(inf, obj); /* encoded outside the lock */
 	void *old_item = NULL;
 	if (!deleted && !item)
@@ -914,7 +920,8 @@ static int do_watch(kft_informer *inf, uint64_t *events, kft_error *err)
 	                     .label_selector = inf->label_selector,
 	                     .field_selector = inf->field_selector,
 	                     .allow_bookmarks = 1,
-	                     .timeout_seconds = timeout};
+	                     .timeout_seconds = timeout,
+	                     .metadata_only = inf->metadata_only};
 	count(inf, &inf->stats.watches);
 	double t0 = mono_s();
 	int rc = kft_kube_watch(inf->kube, inf->gvr, inf->ns, &wo, on_watch_event, &wc, &inf->stop,
@@ -922,6 +929,35 @@ static int do_watch(kft_informer *inf, uint64_t *events, kft_error *err)
 	if (rc == 0 && wc.events == 0 && mono_s() - t0 < 1.0 && !atomic_load(&inf->stop))
 		rc = kft_error_set(err, KFT_EUNAVAILABLE, "watch ended at once with no event");
 	*events = wc.events;
+	return rc;
+}
+
+int kft_informer_supply(kft_informer *inf, const json_t *obj)
+{
+	char key[KFT_CACHE_KEY_MAX];
+	const char *rv = meta_str(obj, "resourceVersion");
+	if (!inf || !rv || !rv[0] || kft_cache_key(obj, key, sizeof(key)) != 0)
+		return KFT_EINVAL;
+	json_t *copy = copy_in(inf, obj);
+	void *item = copy ? item_make(inf, copy) : NULL;
+	if (!item) {
+		json_decref(copy);
+		return KFT_ENOMEM;
+	}
+	void *old_item = NULL;
+	int rc = 1;
+	pthread_rwlock_wrlock(&inf->lock);
+	const void *cur = kft_cache_map_get(&inf->items, key);
+	if (!cur || strcmp(item_rv(inf, cur), rv) == 0) {
+		rc = cache_put(inf, key, item, inf->nindexes ? copy : NULL, &old_item);
+		item = NULL;
+	}
+	pthread_rwlock_unlock(&inf->lock);
+	if (item)
+		item_free(inf, item);
+	if (old_item)
+		item_free(inf, old_item);
+	json_decref(copy);
 	return rc;
 }
 
@@ -1054,6 +1090,7 @@ int kft_informer_new(struct kft_kube *kube, const kft_informer_opts *opts, kft_i
 		inf->max_backoff_s = 0.001;
 	inf->transform = opts->transform;
 	inf->transform_ctx = opts->transform_ctx;
+	inf->metadata_only = opts->metadata_only;
 	inf->keep_trees = opts->keep_trees;
 	inf->seed = (unsigned int)time(NULL) ^ (unsigned int)(uintptr_t)inf;
 	pthread_rwlock_init(&inf->lock, NULL);

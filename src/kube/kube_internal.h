@@ -218,7 +218,16 @@ typedef struct kft_kube_req {
 	 * retried: the caller has seen part of it. */
 	int (*sink)(void *ctx, const char *data, size_t len);
 	void *sink_ctx;
+	const char *accept; /* NULL: JSON (KFT_KUBE_ACCEPT_JSON) */
 } kft_kube_req;
+
+/* Accept headers: plain JSON, and metadata only for lists and watches
+ * (with JSON as the fallback of a server that cannot). */
+#define KFT_KUBE_ACCEPT_JSON "application/json, */*"
+#define KFT_KUBE_ACCEPT_META_LIST                                                                  \
+	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"
+#define KFT_KUBE_ACCEPT_META                                                                       \
+	"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json"
 
 /*
  * Performs req with rate limiting, auth, retries and error mapping; on 2xx
@@ -235,7 +244,7 @@ void kft_kube_handle_put(kft_kube *kube, CURL *h);
 /* Sets TLS, auth, user agent and proxy options on h; *headers gets the list
  * to free with curl_slist_free_all after the transfer. */
 int kft_kube_handle_setup(kft_kube *kube, CURL *h, const char *url, const char *content_type,
-                          struct curl_slist **headers, kft_error *err);
+                          const char *accept, struct curl_slist **headers, kft_error *err);
 
 /* Makes the next request read the token file again (after a 401). */
 void kft_kube_token_expire(kft_kube *kube);
@@ -276,7 +285,8 @@ char *kft_kube_path(const kft_gvr *gvr, const char *ns, const char *name, const 
 struct kft_strbuf;
 void kft_kube_query(struct kft_strbuf *b, const char *key, const char *value);
 
-/* Sets apiVersion and kind from gvr on obj when they are missing. */
+/* Sets apiVersion and kind from gvr on obj when they are missing, or when
+ * they are a metadata-only answer's (meta.k8s.io/v1 PartialObjectMetadata). */
 void kft_kube_set_type(json_t *obj, const kft_gvr *gvr);
 
 /* Frees the event cache (events.c). */

@@ -123,7 +123,7 @@ static int send_once(kft_kube *k, const kft_kube_req *req, const char *url, atte
 	CURL *h = kft_kube_handle_get(k);
 	if (!h)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	int rc = kft_kube_handle_setup(k, h, url, req->content_type, &headers, err);
+	int rc = kft_kube_handle_setup(k, h, url, req->content_type, req->accept, &headers, err);
 	if (rc) {
 		kft_kube_handle_put(k, h);
 		return rc;

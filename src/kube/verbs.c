@@ -522,7 +522,8 @@ static int take_page(kft_kube *k, const kft_gvr *gvr, const char *path, const kf
 	                    .path = path,
 	                    .stop = o ? o->stop : NULL,
 	                    .sink = page_sink,
-	                    .sink_ctx = &ls};
+	                    .sink_ctx = &ls,
+	                    .accept = o && o->metadata_only ? KFT_KUBE_ACCEPT_META_LIST : NULL};
 	json_t *md = NULL;
 	int rc = kft_kube_do(k, &req, NULL, err);
 	if (rc) {

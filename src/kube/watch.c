@@ -272,7 +272,9 @@ static int run_watch(kft_kube *k, wstate *w, const char *url, const kft_watch_op
 	w->h = kft_kube_handle_get(k);
 	if (!w->h)
 		return kft_error_set(w->err, KFT_ENOMEM, "out of memory");
-	int rc = kft_kube_handle_setup(k, w->h, url, NULL, &headers, w->err);
+	int rc = kft_kube_handle_setup(k, w->h, url, NULL,
+	                               opts && opts->metadata_only ? KFT_KUBE_ACCEPT_META : NULL,
+	                               &headers, w->err);
 	if (rc == 0) {
 		set_stream(w, opts, errbuf);
 		CURLcode cc = curl_easy_perform(w->h);

@@ -12,6 +12,12 @@
  * both guarantees controllers rely on: a key is queued at most once, and two
  * workers never hold the same key. A record with no reason left is freed.
  *
+ * Two FIFOs: keys added with kft_workqueue_add_low wait in the second one,
+ * handed out only when the first is empty. A low key added again normally
+ * moves to the first FIFO; its entry left in the second is stale, counted
+ * on the record (which is not freed while it has any) and skipped when it
+ * comes up: a record's stale entries are always ahead of its live one.
+ *
  * Delays need no timer thread: whoever takes the lock first moves the keys
  * whose time has come from the heap to the FIFO, and a blocked get() sleeps
  * only until the earliest ready_at. That keeps an idle queue at zero threads.
@@ -36,6 +42,8 @@ typedef struct wq_item {
 	const char *key; /* the map entry's key */
 	unsigned flags;
 	int failures;
+	unsigned char low; /* DIRTY through add_low only: its entry is in the low FIFO */
+	unsigned stale;    /* its entries in the low FIFO that are no longer live */
 	size_t heap_idx;
 	double ready_at;                       /* when WAITING */
 	double added_at;                       /* when it last became DIRTY; < 0: unset */
@@ -48,9 +56,13 @@ struct kft_workqueue {
 	pthread_cond_t cond;
 	kft_workqueue_opts opts;
 	kft_cache_map items;
-	/* The ready FIFO, a ring of DIRTY and not PROCESSING items. */
-	wq_item **ring;
-	size_t ring_cap, ring_head, ring_len;
+	/* The ready FIFOs (normal, low), rings of DIRTY and not PROCESSING
+	 * items, the low one with stale entries among them. */
+	struct wq_ring {
+		wq_item **items;
+		size_t cap, head, len;
+	} ready[2];
+	size_t stale; /* stale entries in ready[1] */
 	/* The delay heap, ordered by ready_at. */
 	wq_item **heap;
 	size_t heap_len, heap_cap;
@@ -101,33 +113,39 @@ static int valid_key(const char *key)
 
 /* ---- the ready FIFO ---------------------------------------------------- */
 
-static int ring_push(kft_workqueue *q, wq_item *it)
+static int ring_push(struct wq_ring *r, wq_item *it)
 {
-	if (q->ring_len == q->ring_cap) {
-		size_t ncap = q->ring_cap ? q->ring_cap * 2 : 64;
+	if (r->len == r->cap) {
+		size_t ncap = r->cap ? r->cap * 2 : 64;
 		wq_item **n = malloc(ncap * sizeof(*n));
 		if (!n)
 			return KFT_ENOMEM;
-		for (size_t i = 0; i < q->ring_len; i++)
-			n[i] = q->ring[(q->ring_head + i) % q->ring_cap];
-		free(q->ring);
-		q->ring = n;
-		q->ring_cap = ncap;
-		q->ring_head = 0;
+		for (size_t i = 0; i < r->len; i++)
+			n[i] = r->items[(r->head + i) % r->cap];
+		free(r->items);
+		r->items = n;
+		r->cap = ncap;
+		r->head = 0;
 	}
-	q->ring[(q->ring_head + q->ring_len) % q->ring_cap] = it;
-	q->ring_len++;
+	r->items[(r->head + r->len) % r->cap] = it;
+	r->len++;
 	return 0;
 }
 
-static wq_item *ring_pop(kft_workqueue *q)
+static wq_item *ring_pop(struct wq_ring *r)
 {
-	if (q->ring_len == 0)
+	if (r->len == 0)
 		return NULL;
-	wq_item *it = q->ring[q->ring_head];
-	q->ring_head = (q->ring_head + 1) % q->ring_cap;
-	q->ring_len--;
+	wq_item *it = r->items[r->head];
+	r->head = (r->head + 1) % r->cap;
+	r->len--;
 	return it;
+}
+
+/* How many keys are ready to be handed out. */
+static size_t ready_len(const kft_workqueue *q)
+{
+	return q->ready[0].len + q->ready[1].len - q->stale;
 }
 
 /* ---- the delay heap ----------------------------------------------------- */
@@ -221,22 +239,36 @@ static wq_item *item_get(kft_workqueue *q, const char *key, int create)
 /* Frees the record once nothing refers to it any more. */
 static void item_maybe_free(kft_workqueue *q, wq_item *it)
 {
-	if (it->flags || it->failures)
+	if (it->flags || it->failures || it->stale)
 		return;
 	kft_cache_map_remove(&q->items, it->key);
 	free(it);
 }
 
-/* Marks it DIRTY (the add path shared by add, delays and done). */
-static int make_dirty(kft_workqueue *q, wq_item *it, double now)
+/* Marks it DIRTY (the add path shared by add, add_low, delays and done). */
+static int make_dirty(kft_workqueue *q, wq_item *it, double now, int low)
 {
-	if (it->flags & F_DIRTY)
+	if (it->flags & F_DIRTY) {
+		if (low || !it->low)
+			return 0;
+		/* moves ahead: its low entry, if queued, goes stale */
+		if (!(it->flags & F_PROCESSING)) {
+			int rc = ring_push(&q->ready[0], it);
+			if (rc)
+				return rc;
+			it->stale++;
+			q->stale++;
+			pthread_cond_signal(&q->cond);
+		}
+		it->low = 0;
 		return 0;
+	}
 	if (!(it->flags & F_PROCESSING)) {
-		int rc = ring_push(q, it);
+		int rc = ring_push(&q->ready[low ? 1 : 0], it);
 		if (rc)
 			return rc;
 	}
+	it->low = low ? 1 : 0;
 	it->flags |= F_DIRTY;
 	q->ndirty++;
 	q->adds++;
@@ -253,7 +285,7 @@ static void promote(kft_workqueue *q, double now)
 		wq_item *it = q->heap[0];
 		heap_remove(q, it);
 		it->flags &= ~(unsigned)F_WAITING;
-		if (make_dirty(q, it, now) != 0)
+		if (make_dirty(q, it, now, 0) != 0)
 			item_maybe_free(q, it); /* out of memory: the add is lost */
 	}
 }
@@ -306,14 +338,15 @@ void kft_workqueue_free(kft_workqueue *q)
 	     e = kft_cache_map_next(&q->items, &iter))
 		free(e->value);
 	kft_cache_map_clear(&q->items);
-	free(q->ring);
+	free(q->ready[0].items);
+	free(q->ready[1].items);
 	free(q->heap);
 	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }
 
-static int add_locked(kft_workqueue *q, const char *key, double now)
+static int add_locked(kft_workqueue *q, const char *key, double now, int low)
 {
 	wq_item *it = item_get(q, key, 1);
 	if (!it)
@@ -322,13 +355,13 @@ static int add_locked(kft_workqueue *q, const char *key, double now)
 		heap_remove(q, it);
 		it->flags &= ~(unsigned)F_WAITING;
 	}
-	int rc = make_dirty(q, it, now);
+	int rc = make_dirty(q, it, now, low);
 	if (rc)
 		item_maybe_free(q, it);
 	return rc;
 }
 
-int kft_workqueue_add(kft_workqueue *q, const char *key)
+static int add_now(kft_workqueue *q, const char *key, int low)
 {
 	if (!valid_key(key))
 		return KFT_EINVAL;
@@ -337,10 +370,20 @@ int kft_workqueue_add(kft_workqueue *q, const char *key)
 	if (!q->shutting_down) {
 		double now = now_s();
 		promote(q, now);
-		rc = add_locked(q, key, now);
+		rc = add_locked(q, key, now, low);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return rc;
+}
+
+int kft_workqueue_add(kft_workqueue *q, const char *key)
+{
+	return add_now(q, key, 0);
+}
+
+int kft_workqueue_add_low(kft_workqueue *q, const char *key)
+{
+	return add_now(q, key, 1);
 }
 
 /* The delay path of add_after and add_rate_limited; the lock is held. */
@@ -416,7 +459,7 @@ static int add_delayed(kft_workqueue *q, const char *key, double delay, int rate
 	}
 	if (rate_limited)
 		delay = rate_limit_delay(q, it, now);
-	rc = delay > 0 ? delay_locked(q, it, now, delay) : make_dirty(q, it, now);
+	rc = delay > 0 ? delay_locked(q, it, now, delay) : make_dirty(q, it, now, 0);
 	item_maybe_free(q, it);
 out:
 	pthread_mutex_unlock(&q->mu);
@@ -459,14 +502,30 @@ int kft_workqueue_num_requeues(kft_workqueue *q, const char *key)
 	return n;
 }
 
-/* Hands out the FIFO's head: the record becomes PROCESSING. */
+/* Drops the stale entries at the low FIFO's head. */
+static void skip_stale(kft_workqueue *q)
+{
+	struct wq_ring *r = &q->ready[1];
+	while (r->len && r->items[r->head]->stale) {
+		wq_item *it = ring_pop(r);
+		it->stale--;
+		q->stale--;
+		item_maybe_free(q, it);
+	}
+}
+
+/* Hands out the head of the first FIFO that has a key (ready_len > 0): the
+ * record becomes PROCESSING. */
 static int take(kft_workqueue *q, double now, char **key)
 {
-	wq_item *it = q->ring[q->ring_head];
+	skip_stale(q);
+	struct wq_ring *r = &q->ready[q->ready[0].len ? 0 : 1];
+	wq_item *it = r->items[r->head];
 	char *copy = strdup(it->key);
 	if (!copy)
 		return KFT_ENOMEM; /* the key stays queued */
-	ring_pop(q);
+	ring_pop(r);
+	it->low = 0;
 	it->flags &= ~(unsigned)F_DIRTY;
 	it->flags |= F_PROCESSING;
 	q->ndirty--;
@@ -501,7 +560,7 @@ static int get_until(kft_workqueue *q, double deadline, char **key)
 	for (;;) {
 		double now = now_s();
 		promote(q, now);
-		if (q->ring_len) {
+		if (ready_len(q)) {
 			rc = take(q, now, key);
 			break;
 		}
@@ -525,7 +584,7 @@ static int get_until(kft_workqueue *q, double deadline, char **key)
 		}
 	}
 	/* Pass the wake-up on: another getter may be due the next key. */
-	if (rc == 0 && q->ring_len)
+	if (rc == 0 && ready_len(q))
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->mu);
 	return rc;
@@ -562,7 +621,7 @@ void kft_workqueue_done(kft_workqueue *q, const char *key)
 			it->proc_next->proc_prev = it->proc_prev;
 		it->flags &= ~(unsigned)F_PROCESSING;
 		q->nprocessing--;
-		if ((it->flags & F_DIRTY) && ring_push(q, it) != 0) {
+		if ((it->flags & F_DIRTY) && ring_push(&q->ready[it->low], it) != 0) {
 			/* Out of memory: drop the re-add rather than lose the record. */
 			it->flags &= ~(unsigned)F_DIRTY;
 			q->ndirty--;
@@ -604,7 +663,7 @@ size_t kft_workqueue_len(kft_workqueue *q)
 {
 	pthread_mutex_lock(&q->mu);
 	promote(q, now_s());
-	size_t n = q->ring_len;
+	size_t n = ready_len(q);
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }

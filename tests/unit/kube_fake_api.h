@@ -63,6 +63,7 @@ typedef struct fake_api {
 	int lists, list_pages, watches, lease_puts, lease_posts, lease_gets, conflicts;
 	char watch_rvs[FAKE_MAX_WATCH_RVS][32];
 	char last_label_selector[128];
+	int meta_lists, meta_watches; /* asked for PartialObjectMetadata */
 } fake_api;
 
 /* One open watch stream. */
@@ -71,6 +72,7 @@ typedef struct fake_watch {
 	size_t pos; /* next log entry to consider */
 	long from_rv;
 	int gen, bookmarks, finish;
+	int meta; /* send PartialObjectMetadata objects */
 	char *pending;
 	size_t off, len;
 } fake_watch;
@@ -212,6 +214,39 @@ FAKE_FN int fake_count(fake_api *f, const int *field)
 
 /* ---- HTTP plumbing ----------------------------------------------------- */
 
+/* Whether the request's Accept header asks for this metadata-only form
+ * first ("PartialObjectMetadata" or "PartialObjectMetadataList"). */
+FAKE_FN int fake_accepts(struct MHD_Connection *c, const char *as)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+	char want[96];
+	snprintf(want, sizeof(want), "application/json;as=%s;g=meta.k8s.io;v=v1", as);
+	return a && strncmp(a, want, strlen(want)) == 0 &&
+	       (a[strlen(want)] == ',' || a[strlen(want)] == '\0');
+}
+
+/* obj as kube-apiserver sends it to a metadata-only client (new reference). */
+FAKE_FN json_t *fake_partial(const json_t *obj)
+{
+	return json_pack("{s:s,s:s,s:O}", "kind", "PartialObjectMetadata", "apiVersion",
+	                 "meta.k8s.io/v1", "metadata", json_object_get(obj, "metadata"));
+}
+
+/* An event line with its object cut to metadata (malloc'd, with '\n'). */
+FAKE_FN char *fake_partial_line(const char *line)
+{
+	json_t *ev = json_loads(line, 0, NULL);
+	json_t *obj = json_object_get(ev, "object");
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	if (obj && kind && strcmp(kind, "Status") != 0)
+		json_object_set_new(ev, "object", fake_partial(obj));
+	char *body = json_dumps(ev, JSON_COMPACT);
+	json_decref(ev);
+	char *out = fake_strdup_printf("%s\n", body);
+	free(body);
+	return out;
+}
+
 FAKE_FN enum MHD_Result fake_reply(struct MHD_Connection *c, int code, json_t *body)
 {
 	char *text = json_dumps(body, JSON_COMPACT);
@@ -274,7 +309,7 @@ FAKE_FN ssize_t fake_watch_read(void *cls, uint64_t pos, char *buf, size_t max)
 			if (e->rv < w->from_rv || (e->rv == w->from_rv && !e->bookmark) ||
 			    (e->bookmark && !w->bookmarks))
 				continue;
-			w->pending = strdup(e->line);
+			w->pending = w->meta ? fake_partial_line(e->line) : strdup(e->line);
 			w->off = 0;
 			w->len = strlen(w->pending);
 			continue;
@@ -302,7 +337,9 @@ FAKE_FN enum MHD_Result fake_start_watch(fake_api *f, struct MHD_Connection *c, 
 {
 	fake_watch *w = calloc(1, sizeof(*w));
 	w->f = f;
+	w->meta = fake_accepts(c, "PartialObjectMetadata");
 	pthread_mutex_lock(&f->mu);
+	f->meta_watches += w->meta;
 	if (f->watches < FAKE_MAX_WATCH_RVS)
 		snprintf(f->watch_rvs[f->watches], sizeof(f->watch_rvs[0]), "%s", rv ? rv : "");
 	f->watches++;
@@ -388,10 +425,21 @@ FAKE_FN enum MHD_Result fake_configmaps(fake_api *f, struct MHD_Connection *c, c
 	if (!cont || !cont[0])
 		f->lists++;
 	int fail = f->list_fail_code;
+	int meta = fake_accepts(c, "PartialObjectMetadataList");
+	f->meta_lists += meta;
 	json_t *list = fail ? NULL
 	                    : fake_list_locked(f, ns, limit ? atol(limit) : 0,
 	                                       cont && cont[0] ? atol(cont) : 0);
 	pthread_mutex_unlock(&f->mu);
+	if (list && meta) {
+		json_t *items = json_array(), *it;
+		size_t i;
+		json_array_foreach(json_object_get(list, "items"), i, it)
+		        json_array_append_new(items, fake_partial(it));
+		json_object_set_new(list, "items", items);
+		json_object_set_new(list, "kind", json_string("PartialObjectMetadataList"));
+		json_object_set_new(list, "apiVersion", json_string("meta.k8s.io/v1"));
+	}
 	if (fail)
 		return fake_reply(c, fail,
 		                  fake_status(fail, "Forbidden", "configmaps is forbidden"));

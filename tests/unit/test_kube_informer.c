@@ -486,6 +486,84 @@ static void test_transform_and_selector(void **state)
 	json_decref(cm);
 }
 
+static const char *data_of(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(json_object_get(o, "data"), k));
+}
+
+/* A metadata-only informer asks the server for PartialObjectMetadata in its
+ * lists and watches (kube-apiserver's metadata transformation, as
+ * client-go's metadata informers do) and caches each object typed as its
+ * kind, without a body. A whole object the caller supplies at the cached
+ * resourceVersion is kept, also when the watch event of that version
+ * arrives; the next version replaces it with metadata again. */
+static void test_metadata_only(void **state)
+{
+	fx *x = *state;
+	kft_error err;
+	kft_informer_opts o = {.gvr = kft_gvr_lookup("v1", "ConfigMap"),
+	                       .page_size = 2,
+	                       .max_backoff_s = 0.2,
+	                       .metadata_only = 1};
+	assert_int_equal(kft_informer_new(x->kube, &o, &x->inf, &err), 0);
+	kft_informer_handlers h = {on_add, on_update, on_delete, &x->rec};
+	assert_int_equal(kft_informer_add_handlers(x->inf, &h, &err), 0);
+	assert_int_equal(kft_informer_start(x->inf, &err), 0);
+	assert_int_equal(kft_informer_wait_synced(x->inf, 10, &err), 0);
+	wait_watches(x, 1);
+	assert_true(fake_count(x->f, &x->f->meta_lists) >= 2); /* two pages */
+	assert_true(fake_count(x->f, &x->f->meta_watches) >= 1);
+	json_t *cm = NULL;
+	assert_int_equal(kft_informer_get(x->inf, "a", "one", &cm), 0);
+	assert_string_equal(json_string_value(json_object_get(cm, "kind")), "ConfigMap");
+	assert_string_equal(json_string_value(json_object_get(cm, "apiVersion")), "v1");
+	assert_null(json_object_get(cm, "data"));
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_object_get(json_object_get(cm, "metadata"), "labels"), "app")),
+	        "web");
+	json_decref(cm);
+
+	/* Whole at the cached version: kept. Another version: refused. */
+	json_t *whole = fake_configmap("a", "one", "web");
+	json_object_set_new(json_object_get(whole, "metadata"), "resourceVersion",
+	                    json_string("101"));
+	assert_int_equal(kft_informer_supply(x->inf, whole), 0);
+	json_object_set_new(json_object_get(whole, "metadata"), "resourceVersion",
+	                    json_string("99"));
+	assert_int_equal(kft_informer_supply(x->inf, whole), 1);
+	json_decref(whole);
+	assert_int_equal(kft_informer_get(x->inf, "a", "one", &cm), 0);
+	assert_string_equal(data_of(cm, "k"), "v");
+	json_decref(cm);
+
+	/* A new object supplied before its watch event (a write's answer):
+	 * the metadata event of the same version keeps the body. */
+	json_t *fresh = fake_configmap("a", "five", "db");
+	fake_hold(x->f, 1);
+	fake_put(x->f, json_incref(fresh)); /* rv 105 */
+	assert_int_equal(kft_informer_supply(x->inf, fresh), 0);
+	json_decref(fresh);
+	fake_hold(x->f, 0);
+	fake_put(x->f, fake_configmap("b", "marker", "db"));
+	wait_line(&x->rec, "add b/marker");
+	assert_int_equal(kft_informer_get(x->inf, "a", "five", &cm), 0);
+	assert_string_equal(data_of(cm, "k"), "v");
+	json_decref(cm);
+
+	/* The next version comes as metadata: the body is gone. */
+	fake_put(x->f, fake_configmap("a", "five", "web"));
+	wait_line(&x->rec, "update a/five 105->107");
+	assert_int_equal(kft_informer_get(x->inf, "a", "five", &cm), 0);
+	assert_null(json_object_get(cm, "data"));
+	json_decref(cm);
+
+	/* An object without a resourceVersion is no version of anything. */
+	assert_int_equal(kft_informer_supply(x->inf, fresh = fake_configmap("a", "x", "web")),
+	                 KFT_EINVAL);
+	json_decref(fresh);
+}
+
 /* Compact storage (the default) decodes a private tree per read, equal to
  * what a kept tree gives; keep_trees hands every reader the same tree. The
  * watch then updates both the same way. */
@@ -517,11 +595,6 @@ static json_t *big_configmap(const char *ns, const char *name, const char *big)
 	json_t *data = json_object_get(o, "data");
 	json_object_set_new(data, "runtime", json_string(big));
 	return o;
-}
-
-static const char *data_of(const json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(json_object_get(o, "data"), k));
 }
 
 /* Many ConfigMaps carrying the same large data (the runtime snapshots of
@@ -774,6 +847,7 @@ int main(void)
 	        T(test_not_synced_when_denied),
 	        T(test_transform_and_selector),
 	        T(test_owner_index),
+	        T(test_metadata_only),
 	        T(test_storage_modes),
 	        T(test_shared_members),
 	        T(test_relist_copies_only_changes),

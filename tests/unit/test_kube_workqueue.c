@@ -74,6 +74,52 @@ static void expect_nothing(kft_workqueue *q, double wait_s)
 	assert_null(k);
 }
 
+/* add_low (ours; the shape of controller-runtime's priority queue, whose
+ * initial-list adds wait behind later events): low keys come after every
+ * normal one, in their own FIFO order; a queued key keeps its place; a low
+ * key added normally moves ahead and is handed out once; its entry left
+ * behind is skipped, and the record outlives it. */
+static void test_low_priority(void **state)
+{
+	(void)state;
+	kft_workqueue *q = new_queue(NULL);
+	assert_int_equal(kft_workqueue_add_low(q, "ns/l1"), 0);
+	assert_int_equal(kft_workqueue_add_low(q, "ns/l2"), 0);
+	assert_int_equal(kft_workqueue_add_low(q, "ns/l3"), 0);
+	assert_int_equal(kft_workqueue_add(q, "ns/n1"), 0);
+	assert_int_equal(kft_workqueue_add_low(q, "ns/n1"), 0); /* stays ahead */
+	assert_int_equal(kft_workqueue_add(q, "ns/l2"), 0);     /* moves ahead */
+	assert_int_equal(kft_workqueue_add(q, "ns/l2"), 0);     /* once */
+	assert_int_equal(kft_workqueue_len(q), 4);
+	expect_get(q, "ns/n1");
+	expect_get(q, "ns/l2");
+	/* l2 is processing; re-added low meanwhile, it comes back after done,
+	 * low, behind l1 and l3, and its stale entry does not hand it out twice */
+	assert_int_equal(kft_workqueue_add_low(q, "ns/l2"), 0);
+	kft_workqueue_done(q, "ns/n1");
+	kft_workqueue_done(q, "ns/l2");
+	assert_int_equal(kft_workqueue_len(q), 3);
+	expect_get(q, "ns/l1");
+	expect_get(q, "ns/l3");
+	expect_get(q, "ns/l2");
+	expect_nothing(q, 0.05);
+	kft_workqueue_done(q, "ns/l1");
+	kft_workqueue_done(q, "ns/l3");
+	kft_workqueue_done(q, "ns/l2");
+	/* a normal add that comes later still goes first */
+	assert_int_equal(kft_workqueue_add_low(q, "ns/l1"), 0);
+	assert_int_equal(kft_workqueue_add(q, "ns/n2"), 0);
+	expect_get(q, "ns/n2");
+	expect_get(q, "ns/l1");
+	kft_workqueue_done(q, "ns/n2");
+	kft_workqueue_done(q, "ns/l1");
+	kft_workqueue_stats st;
+	kft_workqueue_stats_get(q, &st);
+	assert_int_equal(st.depth, 0);
+	assert_int_equal(st.processing, 0);
+	kft_workqueue_free(q);
+}
+
 static void test_dedup_and_fifo(void **state)
 {
 	kft_workqueue *q = new_queue(NULL);
@@ -499,6 +545,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_dedup_and_fifo),
+	        cmocka_unit_test(test_low_priority),
 	        cmocka_unit_test(test_readd_while_processing),
 	        cmocka_unit_test(test_invalid_keys),
 	        cmocka_unit_test(test_no_concurrent_processing),
