@@ -254,7 +254,7 @@ static void *watch(void *arg)
 			kft_cm_certs_tick(w->certs);
 		if (atomic_load(&w->serving)) {
 			reload_if_changed(w);
-		} else if (kft_cm_certs_ready(w->certs)) {
+		} else if (!w->certs || kft_cm_certs_ready(w->certs)) {
 			kft_error err = {0};
 			if (start_server(w, &err) != 0)
 				KFT_LOG_ERR(w->cm->lg, "controller-runtime.webhook",
@@ -317,8 +317,19 @@ int kft_cm_webhooks_start(kft_cm *cm, kft_cm_webhooks **out, kft_error *err)
 	/* With certificate management the files may come later (a Secret
 	 * mounted read-only, as upstream's manifests do, is synced by the
 	 * kubelet): the watcher starts the server once they are there. */
-	if (!rc && (!w->certs || kft_cm_certs_ready(w->certs)))
+	if (!rc && (!w->certs || kft_cm_certs_ready(w->certs))) {
 		rc = start_server(w, err);
+		/* Files that are there but not (yet) a pair are being replaced
+		 * by whoever provides them, a key written before its
+		 * certificate: the watcher tries again each second, and
+		 * /readyz says why until it serves. Missing files still stop
+		 * start-up, as upstream's. */
+		if (rc == KFT_EINVAL) {
+			KFT_LOG_ERR(cm->lg, "controller-runtime.webhook",
+			            "cannot start the webhook server yet", err->message, NULL);
+			rc = 0;
+		}
+	}
 	if (!rc && pthread_create(&w->thread, NULL, watch, w) != 0)
 		rc = kft_error_set(err, KFT_ENOMEM, "cannot start the certificate watcher");
 	w->thread_started = rc == 0;
