@@ -42,17 +42,19 @@ ctrl_start main || {
 }
 k() { kubectl -n "$ns" "$@"; }
 cond() { k get trainjob "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].$3}" 2>/dev/null; }
-job() { # job NAME [LABELS]
+job() { # job NAME [LABELS [SUSPEND]]
 	cat <<EOF
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
 metadata: {name: $1, namespace: $ns, labels: {${2:-}}}
 spec:
+  suspend: ${3:-false}
   runtimeRef: {name: torch-distributed}
   trainer: {numNodes: 1}
 EOF
 }
-job anon | k create -f - >/dev/null && job vision "team: vision" | k create -f - >/dev/null || {
+# vision stays suspended, so that kwok cannot complete its pods before the stop annotation does.
+job anon | k create -f - >/dev/null && job vision "team: vision" true | k create -f - >/dev/null || {
 	fail "controller plugins $tag" "TrainJobs rejected"
 	exit 0
 }
