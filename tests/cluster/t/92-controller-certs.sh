@@ -75,16 +75,7 @@ bundles() {
 injected() { [ "$(bundles | sort -u)" = "$(base64 -w0 <"$work/ca.crt")" ] && [ "$(bundles | wc -l)" = 4 ]; }
 wait_for 20 injected && pass "$name" || fail "$name" "caBundles: $(bundles | cut -c1-20 | tr '\n' ' ') want ${want:0:20}"
 name="certificates: the API server reaches the webhooks with the injected CA $tag"
-probe() {
-	kubectl -n "$ns" apply --dry-run=server -f - 2>&1 <<EOF
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata: {name: probe}
-spec: {runtimeRef: {kind: TrainingRuntime, name: nosuch}}
-EOF
-}
-reached() { [[ "$(probe)" == *'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request'* ]]; }
-wait_for 20 reached && pass "$name" || fail "$name" "$(probe)"
+wait_for 20 webhook_reached "$ns" && pass "$name" || fail "$name" "$(webhook_probe "$ns")"
 name="certificates: a reset caBundle is injected again $tag"
 kubectl patch validatingwebhookconfiguration validator.trainer.kubeflow.org --type=json \
 	-p '[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"'"$(base64 -w0 <<<bogus)"'"}]' >/dev/null
@@ -96,7 +87,7 @@ rotated() { [ "$(secret_key tls.crt)" != "$(cat "$work/tls.crt")" ]; }
 if wait_for 40 rotated; then
 	secret_key tls.crt >"$work/tls2.crt"
 	if wait_for 10 sh -c "[ \"\$(openssl s_client -connect 127.0.0.1:$CTRL_WEBHOOK_main </dev/null 2>/dev/null | openssl x509 2>/dev/null)\" = \"\$(openssl x509 -in $work/tls2.crt)\" ]" &&
-		cmp -s "$work/ca.crt" <(secret_key ca.crt) && reached; then
+		cmp -s "$work/ca.crt" <(secret_key ca.crt) && webhook_reached "$ns"; then
 		pass "$name"
 	else
 		fail "$name" "the new certificate is not served, or the CA changed"

@@ -81,15 +81,6 @@ put() { # the kubelet's part: the Secret's files replaced
 }
 served() { openssl s_client -connect "127.0.0.1:$CTRL_WEBHOOK_main" </dev/null 2>/dev/null | openssl x509 -noout -fingerprint 2>/dev/null; }
 want() { openssl x509 -in "$work/$1.crt" -noout -fingerprint; }
-probe() {
-	kubectl -n "$ns" apply --dry-run=server -f - 2>&1 <<EOF
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata: {name: probe}
-spec: {runtimeRef: {kind: TrainingRuntime, name: nosuch}}
-EOF
-}
-reached() { [[ "$(probe)" == *'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request'* ]]; }
 
 issue first && issue second || {
 	fail "cert-manager certificates served $tag" "openssl could not issue the certificates"
@@ -102,17 +93,17 @@ ctrl_start main || {
 name="cert-manager certificates: served, and the API server reaches the webhooks with their CA $tag"
 put first
 if wait_for 20 sh -c "[ \"\$(openssl s_client -connect 127.0.0.1:$CTRL_WEBHOOK_main </dev/null 2>/dev/null | openssl x509 -noout -fingerprint 2>/dev/null)\" = \"$(want first)\" ]" &&
-	ctrl_webhooks_register main "$work/ca.crt" && wait_for 30 reached; then
+	ctrl_webhooks_register main "$work/ca.crt" && wait_for 30 webhook_reached "$ns"; then
 	pass "$name"
 else
-	fail "$name" "served $(served), want $(want first); probe: $(probe | tail -1)"
+	fail "$name" "served $(served), want $(want first); probe: $(webhook_probe "$ns" | tail -1)"
 	ctrl_log_tail main 10
 fi
 name="cert-manager certificates: a renewed certificate is served without a restart $tag"
 pid=$(ctrl_pid main)
 put second
 if wait_for 20 sh -c "[ \"\$(openssl s_client -connect 127.0.0.1:$CTRL_WEBHOOK_main </dev/null 2>/dev/null | openssl x509 -noout -fingerprint 2>/dev/null)\" = \"$(want second)\" ]" &&
-	reached && [ "$(ctrl_pid main)" = "$pid" ] && ctrl_alive main; then
+	webhook_reached "$ns" && [ "$(ctrl_pid main)" = "$pid" ] && ctrl_alive main; then
 	pass "$name"
 else
 	fail "$name" "served $(served), want $(want second)"

@@ -414,3 +414,16 @@ trainjob_events() {
 	kubectl -n "$1" get events --field-selector "involvedObject.kind=TrainJob,involvedObject.name=$2" \
 		-o jsonpath='{range .items[*]}{.type}{" "}{.reason}{": "}{.message}{"\n"}{end}' 2>/dev/null
 }
+
+# A TrainJob naming a runtime that does not exist, dry-run in namespace $1: what the API server
+# answers once it reaches the TrainJob webhook (its denial), or before (admitted, or an error).
+webhook_probe() {
+	kubectl -n "$1" apply --dry-run=server -f - 2>&1 <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: probe}
+spec: {runtimeRef: {kind: TrainingRuntime, name: nosuch}}
+EOF
+}
+# Whether the API server reaches the TrainJob webhook in namespace $1 (its denial comes back).
+webhook_reached() { [[ "$(webhook_probe "$1")" == *'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request'* ]]; }
