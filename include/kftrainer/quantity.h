@@ -172,6 +172,16 @@ KFT_EXPORT int kft_quantity_mul_int(kft_quantity *q, int64_t n, kft_error *err);
 KFT_EXPORT int kft_quantity_format_canonical(const kft_quantity *q, char *buf, size_t size);
 
 /*
+ * Rewrites every value of a ResourceList (a JSON object of quantities, such
+ * as a container's resources.limits; borrowed, changed in place) into the
+ * canonical string Kubernetes' Quantity marshals: 2 -> "2", "2000m" -> "2",
+ * "8192Mi" -> "8Gi". A value that is not a quantity stops it with
+ * KFT_EINVAL naming its key (err may be NULL); the values before it are
+ * rewritten. Anything but an object is left alone (0).
+ */
+KFT_EXPORT int kft_quantity_canonical_list(json_t *list, kft_error *err);
+
+/*
  * Parses s and writes what Kubernetes' Quantity.String() / MarshalJSON
  * return for ParseQuantity(s). That is the canonical form, except that
  * Kubernetes keeps the input text itself when it looks canonical by a quick

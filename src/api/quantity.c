@@ -789,3 +789,22 @@ int kft_quantity_from_json(const json_t *v, kft_quantity *out, kft_error *err)
 	default: return kft_error_set(err, KFT_EPARSE, "%s", KFT_QUANTITY_ERR_FORMAT);
 	}
 }
+
+int kft_quantity_canonical_list(json_t *list, kft_error *err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(list, k, v)
+	{
+		kft_quantity q;
+		kft_error qe = {0};
+		char text[KFT_QUANTITY_STRING_MAX];
+		if (kft_quantity_from_json(v, &q, &qe) != 0 ||
+		    kft_quantity_format_canonical(&q, text, sizeof(text)) != 0)
+			return kft_error_set(err, KFT_EINVAL, "%s: %s", k,
+			                     qe.message[0] ? qe.message : "not a quantity");
+		if (json_object_set_new(list, k, json_string(text)) != 0)
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
+	return 0;
+}

@@ -9,6 +9,7 @@
  * them from the rendered template (podspec.h), status from the record as the
  * kubelet would report it for the one container the engine runs.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kftrainer/quantity.h"
@@ -73,19 +74,10 @@ static void canonical_quantities(json_t *podspec)
 		{
 			static const char *const kinds[] = {"limits", "requests"};
 			for (size_t k = 0; k < 2; k++) {
-				json_t *res =
-				        json_object_get(json_object_get(c, "resources"), kinds[k]);
-				const char *key;
-				json_t *v;
-				json_object_foreach(res, key, v)
-				{
-					kft_quantity q;
-					char buf[64];
-					if (kft_quantity_from_json(v, &q, NULL) == 0 &&
-					    kft_quantity_format_canonical(&q, buf, sizeof(buf)) >=
-					            0)
-						json_object_set_new(res, key, json_string(buf));
-				}
+				/* best effort: a value that is no quantity stays as given */
+				kft_quantity_canonical_list(
+				        json_object_get(json_object_get(c, "resources"), kinds[k]),
+				        NULL);
 			}
 		}
 	}
@@ -131,6 +123,32 @@ static const json_t *stored_jobset(const json_t *objects)
 	return NULL;
 }
 
+static int by_name(const void *a, const void *b)
+{
+	const char *x = json_string_value(
+	        json_object_get(json_object_get(*(json_t *const *)a, "metadata"), "name"));
+	const char *y = json_string_value(
+	        json_object_get(json_object_get(*(json_t *const *)b, "metadata"), "name"));
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* items in metadata.name order, as the API server lists objects (by key):
+ * the SDK's steps come out in the same order locally as on a cluster. */
+static void sort_by_name(json_t *items)
+{
+	size_t n = json_array_size(items);
+	json_t **v = n ? malloc(n * sizeof(*v)) : NULL;
+	if (!v)
+		return; /* unsorted, still whole */
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(items, i));
+	qsort(v, n, sizeof(*v), by_name);
+	json_array_clear(items);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(items, v[i]);
+	free(v);
+}
+
 int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err)
 {
 	kft_pod_record *recs = NULL;
@@ -153,6 +171,7 @@ int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out,
 			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	if (rc == 0) {
+		sort_by_name(items);
 		*out = json_pack("{s:s, s:s, s:{}, s:O}", "apiVersion", "v1", "kind", "PodList",
 		                 "metadata", "items", items);
 		if (!*out)

@@ -516,25 +516,6 @@ static int apply_pod_metadata(json_t *spec, const char *which, const json_t *ent
  * runs on CREATE only), so every container's limits and requests are
  * written canonically here.
  */
-static int canonical_quantities(json_t *list, const char *where, kft_error *err)
-{
-	const char *k;
-	json_t *v;
-	json_object_foreach(list, k, v)
-	{
-		kft_quantity q;
-		kft_error qe = {0};
-		char text[64];
-		if (kft_quantity_from_json(v, &q, &qe) != 0 ||
-		    kft_quantity_format_canonical(&q, text, sizeof(text)) != 0)
-			return kft_error_set(err, KFT_EINVAL, "%s[%s]: %s", where, k,
-			                     qe.message[0] ? qe.message : "not a quantity");
-		if (json_object_set_new(list, k, json_string(text)) != 0)
-			return oom(err);
-	}
-	return 0;
-}
-
 static int canonical_resources(json_t *spec, kft_error *err)
 {
 	static const char *const kinds[] = {"initContainers", "containers", NULL};
@@ -554,12 +535,14 @@ static int canonical_resources(json_t *spec, kft_error *err)
 					snprintf(where, sizeof(where),
 					         "replicatedJobs[%zu] %s[%zu].resources.%s", i,
 					         kinds[kd], j, lists[l]);
-					json_t *list = json_object_get(res, lists[l]);
-					int rc = json_is_object(list)
-					                 ? canonical_quantities(list, where, err)
-					                 : 0;
-					if (rc)
-						return rc;
+					kft_error qe = {0};
+					if (kft_quantity_canonical_list(
+					            json_object_get(res, lists[l]), &qe) != 0)
+						return qe.code == KFT_ENOMEM
+						               ? oom(err)
+						               : kft_error_set(err, KFT_EINVAL,
+						                               "%s[%s]", where,
+						                               qe.message);
 				}
 			}
 	}

@@ -796,6 +796,26 @@ static void test_from_json(void **state)
 	}
 }
 
+/* Container resources as upstream's resource.Quantity marshals them
+ * (apimachinery quantity.go MarshalJSON: the canonical string). */
+static void test_canonical_list(void **state)
+{
+	(void)state;
+	json_t *list = json_loads(
+	        "{\"nvidia.com/gpu\": 2, \"cpu\": \"2000m\", \"memory\": \"8192Mi\"}", 0, NULL);
+	assert_int_equal(kft_quantity_canonical_list(list, NULL), 0);
+	assert_string_equal(json_string_value(json_object_get(list, "nvidia.com/gpu")), "2");
+	assert_string_equal(json_string_value(json_object_get(list, "cpu")), "2");
+	assert_string_equal(json_string_value(json_object_get(list, "memory")), "8Gi");
+	json_decref(list);
+	kft_error err = {0};
+	list = json_loads("{\"cpu\": \"lots\"}", 0, NULL);
+	assert_int_equal(kft_quantity_canonical_list(list, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "cpu: "));
+	json_decref(list);
+	assert_int_equal(kft_quantity_canonical_list(NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -815,6 +835,7 @@ int main(void)
 	        cmocka_unit_test(test_buffers_and_nulls),
 	        cmocka_unit_test(test_parse_len_and_long_input),
 	        cmocka_unit_test(test_from_json),
+	        cmocka_unit_test(test_canonical_list),
 	};
 
 	return cmocka_run_group_tests_name("quantity", tests, NULL, NULL);

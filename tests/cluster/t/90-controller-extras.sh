@@ -54,13 +54,18 @@ reconciles() {
 		awk '/^controller_runtime_reconcile_total\{/ && /controller="trainjob_controller"/ { s += $NF } END { print s + 0 }'
 }
 # Wait until the count stays put for 3 s (at most 30 s); print it.
-settled_reconciles() {
-	local a b
+settled_reconciles() { # unchanged over two 3 s looks in a row (a JobSet's status settles late)
+	local a b still=0
 	a=$(reconciles "$1")
-	for _ in $(seq 1 10); do
+	for _ in $(seq 1 15); do
 		sleep 3
 		b=$(reconciles "$1")
-		[ "$a" = "$b" ] && break
+		if [ "$a" = "$b" ]; then
+			still=$((still + 1))
+			[ "$still" -ge 2 ] && break
+		else
+			still=0
+		fi
 		a=$b
 	done
 	echo "$a"
