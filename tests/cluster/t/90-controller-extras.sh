@@ -54,7 +54,7 @@ reconciles() {
 		awk '/^controller_runtime_reconcile_total\{/ && /controller="trainjob_controller"/ { s += $NF } END { print s + 0 }'
 }
 # Wait until the count stays put for 3 s (at most 30 s); print it.
-settled_reconciles() { # unchanged over two 3 s looks in a row (a JobSet's status settles late)
+settled_reconciles() { # unchanged over three 3 s looks in a row (a JobSet's status settles late)
 	local a b still=0
 	a=$(reconciles "$1")
 	for _ in $(seq 1 15); do
@@ -62,7 +62,7 @@ settled_reconciles() { # unchanged over two 3 s looks in a row (a JobSet's statu
 		b=$(reconciles "$1")
 		if [ "$a" = "$b" ]; then
 			still=$((still + 1))
-			[ "$still" -ge 2 ] && break
+			[ "$still" -ge 3 ] && break
 		else
 			still=0
 		fi
