@@ -140,37 +140,23 @@ void kft_cm_applied_free(kft_cm_applied *a)
 }
 
 /* The applied table's key of one object: apiVersion/kind/namespace/name. */
-static uint64_t child_key(const char *api_version, const char *kind, const char *ns,
-                          const char *name)
-{
-	uint64_t h = fnv1a(api_version ? api_version : "", 1469598103934665603ULL);
-	h = fnv1a("/", h);
-	h = fnv1a(kind ? kind : "", h);
-	h = fnv1a("/", h);
-	h = fnv1a(ns ? ns : "", h);
-	h = fnv1a("/", h);
-	return fnv1a(name ? name : "", h);
-}
-
 static uint64_t object_key(const json_t *obj)
 {
-	return child_key(json_string_value(json_object_get(obj, "apiVersion")),
-	                 json_string_value(json_object_get(obj, "kind")), meta(obj, "namespace"),
-	                 meta(obj, "name"));
+	const json_t *av = json_object_get(obj, "apiVersion"), *k = json_object_get(obj, "kind");
+	uint64_t h = fnv1a(json_is_string(av) ? json_string_value(av) : "", 1469598103934665603ULL);
+	h = fnv1a("/", h);
+	h = fnv1a(json_is_string(k) ? json_string_value(k) : "", h);
+	h = fnv1a("/", h);
+	h = fnv1a(meta(obj, "namespace"), h);
+	h = fnv1a("/", h);
+	return fnv1a(meta(obj, "name"), h);
 }
 
 /* ---- cache lookups -------------------------------------------------------------- */
 
-/*
- * A child this process has applied but its informer has not seen yet (the
- * watch event is on its way) is read from the API server instead: a
- * reconcile that ran in that window would otherwise take the JobSet for
- * absent and apply it again in full, and the JobSet's create-only
- * defaults (volumeClaimPolicies[].retentionPolicy, set by its mutating
- * webhook) make such an apply "spec.volumeClaimPolicies: Value is
- * immutable". The read happens only in that window; a child that turns
- * out to be gone is forgotten, so it is not read again.
- */
+/* A child from its informer's cache, which also holds each apply's answer
+ * (kft_informer_supply): a reconcile right after an apply sees the child
+ * before its watch event arrives. */
 json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, const char *ns,
                       const char *name)
 {
@@ -189,17 +175,10 @@ json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, con
 		if (cm->children[i].gvr != gvr || cm->children[i].only_name)
 			continue;
 		json_t *obj = NULL;
-		if (kft_informer_get(cm->children[i].inf, gvr->namespaced ? ns : NULL, name,
-		                     &obj) == 0)
-			return obj;
-		uint64_t key = child_key(api_version, kind, ns, name);
-		if (!applied_get(&cm->applied, key))
-			return NULL;
-		kft_error e = {0};
-		int rc = kft_kube_get(cm->kube, gvr, gvr->namespaced ? ns : NULL, name, &obj, &e);
-		if (rc == KFT_ENOTFOUND)
-			applied_put(&cm->applied, key, 0);
-		return rc == 0 ? obj : NULL;
+		return kft_informer_get(cm->children[i].inf, gvr->namespaced ? ns : NULL, name,
+		                        &obj) == 0
+		               ? obj
+		               : NULL;
 	}
 	return NULL;
 }

@@ -80,7 +80,7 @@ for q in "delete secrets -n $ns" "create pods -n $ns" "update trainjobs -n $ns" 
 	"update validatingwebhookconfigurations/other" "create validatingwebhookconfigurations" \
 	"update trainjobs --subresource=status -n $ns" "update jobsets.jobset.x-k8s.io -n $ns" \
 	"update secrets -n $ns" "update configmaps -n $ns" "update trainingruntimes -n $ns" \
-	"update events -n $ns" "get limitranges -n $ns" "patch leases/trainer.kubeflow.org -n $SYS"; do
+	"update events -n $ns" "get limitranges -n $ns" "get jobsets.jobset.x-k8s.io -n $ns" "patch leases/trainer.kubeflow.org -n $SYS"; do
 	# shellcheck disable=SC2086
 	[ "$(kubectl auth can-i $q "${as[@]}" 2>/dev/null)" = no ] || bad="$bad; may $q"
 done

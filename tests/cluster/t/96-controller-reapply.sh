@@ -14,8 +14,8 @@
 #              torchtune runtimes (it re-sends the runtime's claim policies; reported SKIP with
 #              its refusals); ours sends the JobSet's live value back
 #   burst      created running and touched twice at once, so that reconciles run while the
-#              JobSet's own watch event may not have arrived yet: the JobSet is created once and
-#              no apply is refused
+#              JobSet's own watch event may not have arrived yet: no apply is refused. Whether
+#              that window is hit depends on timing; the resume case is the deterministic one
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/controller.sh"
 
@@ -106,7 +106,7 @@ for rt in $runtimes; do
 		trainjob_events "$ns" "r$i" | sed 's/^/    event: /' >&2
 	fi
 
-	name="touched at once: the JobSet applied once, nothing refused ($rt) $tag"
+	name="touched at once: no apply refused ($rt) $tag"
 	if wait_slowly 60 is_suspend "b$i" false; then
 		sleep 2 # the reconciles the touches caused
 		n=$(refusals "b$i")
