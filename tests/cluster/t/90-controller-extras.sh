@@ -168,6 +168,7 @@ EOF
 		pass "$name"
 	else
 		fail "$name" "reconciles went from $before to $after for a TrainJob no longer suspended"
+		ctrl_log_tail main 30
 	fi
 fi
 

@@ -44,10 +44,14 @@ is_suspend() { [ "$(js_suspend "$1")" = "$2" ]; }
 refusals() { trainjob_events "$ns" "$1" | grep -c 'TrainJobResourcesCreationFailed' || true; }
 
 # A TrainJob of a built-in runtime; the runtimes with initializer jobs get both initializers, as
-# the Kubeflow SDK's BuiltinTrainer(TorchTuneConfig) call gives them.
-tj() { # tj NAME RUNTIME SUSPEND
-	local init=""
-	if grep -q 'dataset-initializer' "$KFT_REPO_ROOT/manifests/runtimes/$2.yaml"; then
+# the Kubeflow SDK's BuiltinTrainer(TorchTuneConfig) call gives them. With HOLD, every job of the
+# runtime gets a nodeSelector no node has (spec.runtimePatches), so its pods are never scheduled
+# and the JobSet never completes: kwok finishes a running pod after a second, and a JobSet that
+# completes between a suspend and the next resume makes the TrainJob Complete, after which
+# neither controller touches its JobSet again (the resume would look lost).
+tj() { # tj NAME RUNTIME SUSPEND [HOLD]
+	local init="" f="$KFT_REPO_ROOT/manifests/runtimes/$2.yaml"
+	if grep -q 'dataset-initializer' "$f"; then
 		init="  initializer:
     dataset: {storageUri: 'hf://tatsu-lab/alpaca/data'}
     model: {storageUri: 'hf://meta-llama/Llama-3.2-1B-Instruct'}"
@@ -62,6 +66,17 @@ spec:
 $init
   trainer: {numNodes: 1}
 EOF
+	[ -n "${4:-}" ] || return 0
+	python3 - "$f" <<'PY'
+import sys, textwrap, yaml
+rt = yaml.safe_load(open(sys.argv[1]))
+hold = {"spec": {"nodeSelector": {"kftrainer.test/nowhere": "true"}}}
+jobs = [{"name": j["name"], "template": {"spec": {"template": hold}}}
+        for j in rt["spec"]["template"]["spec"]["replicatedJobs"]]
+patch = {"runtimePatches": [{"manager": "kftrainer.test/cluster-tier",
+         "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}]}
+print(textwrap.indent(yaml.safe_dump(patch), "  "), end="")
+PY
 }
 
 runtimes=$(sed -n 's/^  name: //p' "$KFT_REPO_ROOT"/manifests/runtimes/*.yaml)
@@ -73,7 +88,7 @@ runtimes=$(sed -n 's/^  name: //p' "$KFT_REPO_ROOT"/manifests/runtimes/*.yaml)
 i=0
 for rt in $runtimes; do
 	i=$((i + 1))
-	tj "r$i" "$rt" true | k create -f - >/dev/null &&
+	tj "r$i" "$rt" true hold | k create -f - >/dev/null &&
 		tj "b$i" "$rt" false | k create -f - >/dev/null &&
 		k annotate trainjob "b$i" kftrainer.test/touch=1 >/dev/null &&
 		k annotate --overwrite trainjob "b$i" kftrainer.test/touch=2 >/dev/null ||
