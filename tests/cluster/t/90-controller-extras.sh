@@ -110,8 +110,15 @@ else
 	fail "$name" "no Event with series count >= 2 within 60 s" "events: $(v1_events)"
 	ctrl_log_tail main 10
 fi
-# Its retries would count as reconciles below.
+# Its retries would count as reconciles below. Deleting it does not cancel a retry already
+# waiting out its back-off (seconds to minutes after that many failures, in either controller's
+# workqueue), which could land in any window below: a fresh controller starts with none.
 k delete trainjob orphan --wait=false >/dev/null
+ctrl_stop main
+ctrl_start main || {
+	fail "controller extras $tag" "the controller did not start again"
+	exit 0
+}
 
 # --- requeue on LimitRange and RuntimeClass changes ---
 if ! kubectl get crd podgroups.scheduling.x-k8s.io >/dev/null 2>&1; then
