@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -114,28 +115,31 @@ class Engine:
 
     def stream(self, verb: str, *args: str) -> Iterator[str]:
         """Yields a verb's stdout line by line as it is written (``logs -f``); the
-        process is stopped when the caller stops iterating."""
+        process is stopped when the caller stops iterating. Its stderr goes to an
+        unlinked temporary file, read on failure: a pipe read only after stdout ends
+        would stop a process that writes more than a pipe holds to stderr first."""
         argv = self._argv(verb, args)
-        proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            env=self._env(None),
-        )
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                yield line.rstrip("\n")
-            proc.wait()
-            if proc.returncode != 0:
-                err = proc.stderr.read().strip() if proc.stderr else ""
-                raise EngineError(err or f"kftrainer {verb} failed", proc.returncode, argv)
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
+        with tempfile.TemporaryFile(mode="w+") as errf:
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=errf,
+                text=True,
+                bufsize=1,
+                env=self._env(None),
+            )
+            try:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    yield line.rstrip("\n")
                 proc.wait()
-            for f in (proc.stdout, proc.stderr):
-                if f:
-                    f.close()
+                if proc.returncode != 0:
+                    errf.seek(0)
+                    err = errf.read().strip()
+                    raise EngineError(err or f"kftrainer {verb} failed", proc.returncode, argv)
+            finally:
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait()
+                if proc.stdout:
+                    proc.stdout.close()

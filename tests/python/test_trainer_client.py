@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -618,3 +619,30 @@ def test_plugins_field_is_passed_to_every_engine_command(config, state_dir, monk
     default = kftrainer.TrainerClient(backend_config=config)
     with pytest.raises(RuntimeError, match=r"gone\.so"):
         default.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))
+
+
+def test_stream_survives_a_verb_that_fills_stderr_first(config, tmp_path):
+    """Engine.stream (what get_job_logs(follow=True) reads) takes a verb's stderr while it
+    reads stdout: a verb that writes more to stderr than a pipe holds before it ends stdout
+    must not stop. The verb here is a shell script standing in for the binary; it writes
+    256 KiB of warnings, one line of output, and fails."""
+    fake = tmp_path / "kftrainer-noisy"
+    fake.write_text("#!/bin/sh\nhead -c 262144 /dev/zero | tr '\\0' w >&2\necho line\nexit 3\n")
+    fake.chmod(0o755)
+    engine = kftrainer.engine.Engine(config.model_copy(update={"kftrainer": str(fake)}))
+    got: list[str] = []
+    errors: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            got.extend(engine.stream("logs", "x", "-f"))
+        except BaseException as e:  # handed to the test's thread
+            errors.append(e)
+
+    t = threading.Thread(target=consume, daemon=True)
+    t.start()
+    t.join(120)  # a guard against a hang, not a measure: the script ends at once
+    assert not t.is_alive(), "Engine.stream stopped on a full stderr pipe"
+    assert got == ["line"]
+    assert len(errors) == 1 and isinstance(errors[0], kftrainer.engine.EngineError)
+    assert errors[0].returncode == 3 and str(errors[0]).startswith("wwww")
