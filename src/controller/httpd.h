@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "kftrainer/controller.h"
 #include "controller/metrics.h"
@@ -87,6 +88,21 @@ int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *g
  * the fallback: KFT_ENOTFOUND when they are not both there.
  */
 int kft_cm_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kft_error *err);
+
+/* What kft_cm_cert_pair_changed last saw of a directory's tls.crt and tls.key. */
+typedef struct kft_cm_cert_seen {
+	struct stat crt, key;
+	int valid;
+} kft_cm_cert_seen;
+
+/*
+ * Whether dir's tls.crt and tls.key both exist and either is not the file
+ * *seen recorded (another inode, size or modification time: a file
+ * rewritten, or a kubelet's symlink swap of a mounted Secret); when so it
+ * records them. The certificate watchers (webhook.c, statusserver.c) call
+ * it each second and load the pair when it answers 1.
+ */
+int kft_cm_cert_pair_changed(const char *dir, kft_cm_cert_seen *seen);
 
 /*
  * tls.minVersion as the minor number x of TLS 1.x the metrics server

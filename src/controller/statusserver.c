@@ -47,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "api/statusreq.h"
@@ -78,7 +77,7 @@ struct kft_cm_status {
 	long long keys_at; /* CLOCK_MONOTONIC ms of the last fetch, 0 never */
 	kft_cm_http *https;
 	char cert_dir[4000];
-	struct stat crt_seen, key_seen;
+	kft_cm_cert_seen cert_seen;
 	int cert_loaded;
 	pthread_t watcher;
 	int watching;
@@ -298,22 +297,11 @@ static void serve(void *ctx, const kft_cm_http_request *req, kft_cm_http_reply *
 
 /* ---- the certificate ------------------------------------------------------------------ */
 
-static int same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* Loads tls.crt/tls.key when they appeared or changed since last seen. */
+/* Loads tls.crt/tls.key when they appeared or changed since last seen (a
+ * bad pair is reported once, not every second). */
 static void check_cert(kft_cm_status *st)
 {
-	char crt[4096], key[4096];
-	struct stat cs, ks;
-	snprintf(crt, sizeof(crt), "%s/tls.crt", st->cert_dir);
-	snprintf(key, sizeof(key), "%s/tls.key", st->cert_dir);
-	if (stat(crt, &cs) != 0 || stat(key, &ks) != 0)
-		return;
-	if (st->cert_loaded && same_file(&cs, &st->crt_seen) && same_file(&ks, &st->key_seen))
+	if (!kft_cm_cert_pair_changed(st->cert_dir, &st->cert_seen))
 		return;
 	char *cert_pem = NULL, *key_pem = NULL;
 	kft_error err = {0};
@@ -327,9 +315,6 @@ static void check_cert(kft_cm_status *st)
 	}
 	free(cert_pem);
 	free(key_pem);
-	/* remembered either way: a bad pair is reported once, not every second */
-	st->crt_seen = cs;
-	st->key_seen = ks;
 	if (rc) {
 		KFT_LOG_ERR(st->lg, LOG_NAME, "Could not load the serving certificate", err.message,
 		            json_pack("{s:s}", "certDir", st->cert_dir));
@@ -392,9 +377,7 @@ int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_lo
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&st->stop_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	const char *tmp = getenv("TMPDIR");
-	snprintf(st->cert_dir, sizeof(st->cert_dir), "%s/k8s-webhook-server/serving-certs",
-	         tmp && *tmp ? tmp : "/tmp");
+	kft_cm_webhooks_cert_dir(st->cert_dir, sizeof(st->cert_dir));
 	char addr[32];
 	snprintf(addr, sizeof(addr), ":%d", cfg->status_port);
 	kft_cm_http_tls no_cert = {.min_version = cfg->tls_min_version,

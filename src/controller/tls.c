@@ -113,6 +113,28 @@ int kft_cm_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kft_
 	return rc;
 }
 
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int kft_cm_cert_pair_changed(const char *dir, kft_cm_cert_seen *seen)
+{
+	char crt[4096], key[4096];
+	struct stat cs, ks;
+	snprintf(crt, sizeof(crt), "%s/tls.crt", dir);
+	snprintf(key, sizeof(key), "%s/tls.key", dir);
+	if (stat(crt, &cs) != 0 || stat(key, &ks) != 0)
+		return 0;
+	if (seen->valid && same_file(&cs, &seen->crt) && same_file(&ks, &seen->key))
+		return 0;
+	seen->crt = cs;
+	seen->key = ks;
+	seen->valid = 1;
+	return 1;
+}
+
 int kft_cm_metrics_cert(const char *dir, char **cert_pem, char **key_pem, int *generated,
                         kft_error *err)
 {

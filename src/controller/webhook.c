@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +42,7 @@ struct kft_cm_webhooks {
 	const kft_schema *schema;
 	kft_cm_http *http;
 	char dir[512];
-	struct timespec crt_mtime, key_mtime;
+	kft_cm_cert_seen seen;
 	pthread_t thread;
 	int thread_started;
 	pthread_mutex_t mu;
@@ -168,22 +167,12 @@ static void handle(void *ctx, const kft_cm_http_request *r, kft_cm_http_reply *o
 
 /* ---- certificates on disk ------------------------------------------------------------- */
 
-static void mtime_of(const char *dir, const char *file, struct timespec *out)
-{
-	char path[600];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (stat(path, &st) == 0)
-		*out = st.st_mtim;
-}
-
 /* Reads tls.crt and tls.key from the cert directory (kft_cm_cert_pair_load:
- * bounded, checked to be a pair) and remembers when they were written; the
+ * bounded, checked to be a pair) and remembers which files they were; the
  * caller frees the two strings. */
 static int load_pair(kft_cm_webhooks *w, char **crt, char **key, kft_error *err)
 {
-	mtime_of(w->dir, "tls.crt", &w->crt_mtime);
-	mtime_of(w->dir, "tls.key", &w->key_mtime);
+	kft_cm_cert_pair_changed(w->dir, &w->seen);
 	return kft_cm_cert_pair_load(w->dir, crt, key, err);
 }
 
@@ -203,25 +192,14 @@ static kft_cm_http_tls tls_of(const kft_cm *cm, const char *crt, const char *key
 	                         .cipher_suites = cm->cfg->tls_cipher_suites};
 }
 
-static int changed(const struct timespec *a, const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) != 0)
-		return 0;
-	return st.st_mtim.tv_sec != a->tv_sec || st.st_mtim.tv_nsec != a->tv_nsec;
-}
-
 /* The certwatcher: reloads the pair when either file changed. */
 static void reload_if_changed(kft_cm_webhooks *w)
 {
-	char crt_path[600], key_path[600];
-	snprintf(crt_path, sizeof(crt_path), "%s/tls.crt", w->dir);
-	snprintf(key_path, sizeof(key_path), "%s/tls.key", w->dir);
-	if (!changed(&w->crt_mtime, crt_path) && !changed(&w->key_mtime, key_path))
+	if (!kft_cm_cert_pair_changed(w->dir, &w->seen))
 		return;
 	char *crt = NULL, *key = NULL;
 	kft_error err = {0};
-	int rc = load_pair(w, &crt, &key, &err);
+	int rc = kft_cm_cert_pair_load(w->dir, &crt, &key, &err);
 	if (!rc) {
 		kft_cm_http_tls tls = tls_of(w->cm, crt, key);
 		rc = kft_cm_http_set_tls(w->http, &tls, &err);
