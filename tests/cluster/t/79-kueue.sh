@@ -19,16 +19,18 @@
 #               TrainJob is still refused (upstream kubeflow/trainer#3469, in v2.3.0: the check
 #               looks at suspend before or after the update). Kueue v0.17.0 itself still sends
 #               two requests: RunWithPodSetsInfo (pkg/controller/jobs/trainjob) Updates the
-#               TrainJob's runtimePatches while it is suspended, and the job framework then
-#               Updates suspend=false (kubernetes-sigs/kueue#8296 tracks collapsing them).
+#               TrainJob's runtimePatches while it is suspended, and the job framework's
+#               startJob then patches suspend=false (kubernetes-sigs/kueue#8296 tracks
+#               collapsing them), so its own path does not depend on #3469.
 #   multikueue  a TrainJob with spec.managedBy kueue.x-k8s.io/multikueue gets no JobSet and no
 #               status from the controller, while a sibling in the same queue runs to Complete.
 #               Kueue itself does not leave it alone: its job framework does not look at
-#               managedBy, and with no MultiKueue AdmissionCheck on the ClusterQueue (no
-#               MultiKueueConfig, no worker cluster) nothing holds the admission for a worker, so
-#               Kueue admits it locally and unsuspends it (checked too); it then holds its quota,
-#               as nobody here runs it. With MultiKueue configured the Workload would wait for
-#               the admission check and a worker cluster would run a copy.
+#               managedBy (only pod-group jobs skip local execution for a MultiKueue check), and
+#               with no MultiKueue AdmissionCheck on the ClusterQueue (no MultiKueueConfig, no
+#               worker cluster) nothing holds the admission for a worker, so Kueue admits it
+#               locally and unsuspends it (checked too); it then holds its quota, as nobody here
+#               runs it. With MultiKueue configured the Workload would wait for the admission
+#               check and a worker cluster would run a copy.
 # Pins: upstream v2.3.0 pkg/runtime/framework/plugins/jobset/jobset.go (runtimePatches
 # immutability), pkg/util/trainjob (managedBy), Kueue v0.17.0 pkg/controller/jobs/trainjob.
 set -uo pipefail
