@@ -95,6 +95,7 @@ tool_main_module() {
 	jobset) echo sigs.k8s.io/jobset ;;
 	trainer) echo github.com/kubeflow/trainer/v2 ;;
 	helm) echo helm.sh/helm/v3 ;;
+	kueue) echo sigs.k8s.io/kueue ;;
 	*) return 1 ;;
 	esac
 }
@@ -235,7 +236,7 @@ stop_all_and_remove() {
 		for n in "$STATE"/pids/ctrl-*.pid; do
 			[ -f "$n" ] && stop_proc "$n"
 		done
-		for n in jobset kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+		for n in kueue jobset kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
 			[ -f "$STATE/pids/$n.pid" ] && stop_proc "$STATE/pids/$n.pid"
 		done
 		for n in "$STATE"/pids/*.pid; do
@@ -244,6 +245,40 @@ stop_all_and_remove() {
 	fi
 	for n in $paths; do rmdir "$n" 2>/dev/null || true; done
 	rm -rf "$STATE"
+}
+
+# --- certificates -----------------------------------------------------------------------------
+# The tier's CA and everything it issues live in $STATE/certs (C in `up`), with the openssl.cnf
+# `up` writes there: its sections ca, server and client, the server's subjectAltName read from
+# KFT_SAN. openssl's complaints go to $STATE/logs/openssl.log.
+
+ossl() { openssl "$@" 2>>"$STATE/logs/openssl.log"; }
+
+new_key() { ossl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
+
+# issue <name> <subject> <extension section> [subjectAltName]: $STATE/certs/<name>.{crt,key},
+# signed by the tier's CA, valid 7 days. Fails when openssl does (see logs/openssl.log).
+issue() {
+	local C="$STATE/certs" KFT_SAN=${4:-DNS:localhost}
+	export KFT_SAN
+	new_key "$C/$1.key" && chmod 600 "$C/$1.key" &&
+		ossl req -new -config "$C/openssl.cnf" -key "$C/$1.key" -subj "$2" -out "$C/$1.csr" &&
+		ossl x509 -req -in "$C/$1.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" \
+			-set_serial "0x$(openssl rand -hex 12)" -days 7 -sha256 \
+			-extfile "$C/openssl.cnf" -extensions "$3" -out "$C/$1.crt" || return 1
+	rm -f "$C/$1.csr"
+}
+
+# --- Go modules -------------------------------------------------------------------------------
+
+# Where a module's source is in the Go module cache, downloading it if needed. Run outside any
+# module (in the state directory) so that no go.mod or go.sum is touched.
+module_dir() {
+	local go
+	go=$(find_go)
+	mkdir -p "$STATE/home"
+	{ (cd "$STATE/home" && GOWORK=off GOFLAGS='' GOTOOLCHAIN=local "$go" mod download -json "$1" 2>/dev/null) ||
+		true; } | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
 
 # --- ports ------------------------------------------------------------------------------------
