@@ -10,7 +10,7 @@
  *
  * Each server has one thread running a poll() loop over its listening
  * socket, the connections that have sent nothing yet, and the read end of a
- * pipe that stop() writes to; and a fixed pool of WORKERS threads. The loop
+ * pipe that stop() writes to; and a pool of at most WORKERS threads. The loop
  * accepts at most MAX_CONNS open connections (the rest wait in the kernel's
  * backlog), closes one that sends nothing within 5 s of its accept, and
  * hands one that becomes readable to a worker, which reads the request head
@@ -27,6 +27,12 @@
  * sends (bounded in time and bytes) before closing: closing a socket with
  * unread input makes the kernel send a reset, which can destroy the answer
  * before the client reads it, e.g. the 431 for a request head too large.
+ *
+ * The pool starts with one worker; the poll thread starts another (up to
+ * WORKERS, and they stay) only when a connection is handed over while every
+ * worker is busy. A server that is probed once in a while keeps one thread,
+ * not WORKERS: with four servers (health, metrics, webhooks, status), the
+ * twelve idle threads' stacks were about 3% of the controller's memory.
  *
  * The liveness check is controller-runtime's healthz.Ping (always ok); the
  * readiness check says ok once the flag the manager sets after the caches
@@ -125,7 +131,7 @@ typedef struct server {
 	void *handler_ctx;
 	size_t body_max;
 	int tls_required; /* a handler server: never plain, even before a certificate */
-	int want_workers;
+	int want_workers; /* at most */
 	/* connections accepted and readable, waiting for a worker (a ring) */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
@@ -134,7 +140,8 @@ typedef struct server {
 	int stopping;
 	atomic_int open; /* connections accepted and not yet closed */
 	pthread_t workers[MAX_WORKERS];
-	int nworkers;
+	int nworkers; /* started; changed by the poll thread only (and before it starts) */
+	int idle;     /* workers waiting for a connection, under mu */
 } server;
 
 struct kft_cm_http {
@@ -639,8 +646,10 @@ static void *work(void *arg)
 	char *bufs = malloc(2 * (HEAD_MAX + 1));
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
+		s->idle++;
 		while (!s->stopping && s->nready == 0)
 			pthread_cond_wait(&s->cond, &s->mu);
+		s->idle--;
 		if (s->stopping)
 			break;
 		pending p = s->ready[s->first];
@@ -658,15 +667,21 @@ static void *work(void *arg)
 	return NULL;
 }
 
+static int start_worker(server *s);
+
 /* Hands a readable connection to the workers (there is room: at most
- * MAX_CONNS are open). */
+ * MAX_CONNS are open), starting one more when every worker is busy and the
+ * pool is not full (a failure there leaves the connection to the others). */
 static void dispatch(server *s, const pending *p)
 {
 	pthread_mutex_lock(&s->mu);
 	s->ready[(s->first + s->nready) % MAX_CONNS] = *p;
 	s->nready++;
+	int more = s->nready > s->idle && s->nworkers < s->want_workers;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->mu);
+	if (more)
+		(void)start_worker(s);
 }
 
 /* Sleeps up to ms unless stop() is called; 1 when it was. */
@@ -895,9 +910,9 @@ static int tls_open(const kft_cm_http_tls *cfg, const char *name, tls_server **o
 	return 0;
 }
 
-/* Starts the poll thread and the workers with every signal blocked in
- * them: the manager takes signals in one thread of its own. */
-static int start_thread(server *s)
+/* Starts fn(s) with THREAD_STACK and every signal blocked: the manager
+ * takes signals in one thread of its own. */
+static int start(pthread_t *t, void *(*fn)(void *), server *s)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -906,14 +921,29 @@ static int start_thread(server *s)
 	pthread_attr_setstacksize(&attr, THREAD_STACK);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&s->thread, &attr, serve, s);
-	s->running = rc == 0;
-	while (rc == 0 && s->nworkers < s->want_workers &&
-	       (rc = pthread_create(&s->workers[s->nworkers], &attr, work, s)) == 0)
-		s->nworkers++;
+	int rc = pthread_create(t, &attr, fn, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return rc == 0 ? 0 : -1;
+}
+
+/* One more worker (the pool is not full); -1 when it cannot start. Called
+ * before the poll thread starts, then by it alone. */
+static int start_worker(server *s)
+{
+	if (start(&s->workers[s->nworkers], work, s) != 0)
+		return -1;
+	s->nworkers++;
+	return 0;
+}
+
+/* The first worker, then the poll thread. */
+static int start_thread(server *s)
+{
+	if (start_worker(s) != 0)
+		return -1;
+	s->running = start(&s->thread, serve, s) == 0;
+	return s->running ? 0 : -1;
 }
 
 static int start_one(server *s, const char *addr, const kft_cm_http_tls *tls, kft_error *err)

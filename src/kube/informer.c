@@ -47,6 +47,7 @@
 
 #include "kftrainer/kube.h"
 #include "kube/cache_map.h"
+#include "util/jsonpack.h"
 
 #define MAX_HANDLERS              16
 #define MAX_INDEXES               16
@@ -289,7 +290,11 @@ static void indexes_update(kft_informer *inf, const char *key, const json_t *old
 /* ---- stored objects -------------------------------------------------------
  *
  * In text mode an item is one allocation: an item_hdr, the pointers to its
- * shared members, then "RV\0JSON\0". Two things are left out of the JSON:
+ * shared members, then "RV\0PACKED\0", where PACKED is the compact JSON
+ * text with the fragments most objects carry (member names, a TrainJob's
+ * ownerReference ...) as single bytes (util/jsonpack.h: about half the
+ * text of a TrainJob, its JobSet and its snapshot ConfigMap). Two things
+ * are left out of the JSON:
  *
  *   - apiVersion and kind when they are the informer's own (every object
  *     of the cache has them; ~60 bytes each);
@@ -409,25 +414,29 @@ static json_t *item_body(kft_informer *inf, const json_t *obj, int typed,
 	return body;
 }
 
-/* "RV\0" then body's JSON into a new text item after the header. */
+/* "RV\0" then body's JSON, packed, into a new text item after the header. */
 static void *item_pack(const char *rv, const json_t *body, kft_cache_map_entry *const *shared,
                        unsigned int nshared, int typed)
 {
 	size_t rvlen = rv ? strlen(rv) : 0;
 	size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT);
-	size_t head = sizeof(item_hdr) + nshared * sizeof(kft_cache_map_entry *);
-	char *item = n ? malloc(head + rvlen + n + 2) : NULL;
-	if (!item)
-		return NULL;
-	*(item_hdr *)item = (item_hdr){nshared, (unsigned int)typed};
-	memcpy(item_shared(item), shared, nshared * sizeof(kft_cache_map_entry *));
-	char *text = item + head;
-	memcpy(text, rv ? rv : "", rvlen + 1);
-	if (json_dumpb(body, text + rvlen + 1, n, JSON_COMPACT) != n) {
-		free(item);
+	char *json = n ? malloc(n) : NULL;
+	if (!json || json_dumpb(body, json, n, JSON_COMPACT) != n) {
+		free(json);
 		return NULL;
 	}
-	text[rvlen + 1 + n] = '\0';
+	size_t packed = kft_jsonpack(json, n, NULL);
+	size_t head = sizeof(item_hdr) + nshared * sizeof(kft_cache_map_entry *);
+	char *item = malloc(head + rvlen + packed + 2);
+	if (item) {
+		*(item_hdr *)item = (item_hdr){nshared, (unsigned int)typed};
+		memcpy(item_shared(item), shared, nshared * sizeof(kft_cache_map_entry *));
+		char *text = item + head;
+		memcpy(text, rv ? rv : "", rvlen + 1);
+		kft_jsonpack(json, n, text + rvlen + 1);
+		text[rvlen + 1 + packed] = '\0';
+	}
+	free(json);
 	return item;
 }
 
@@ -469,7 +478,16 @@ static json_t *item_tree(const kft_informer *inf, const void *item)
 		return json_incref((json_t *)item);
 	const item_hdr *h = item;
 	const char *text = item_text(item);
-	json_t *obj = json_loads(text + strlen(text) + 1, JSON_ALLOW_NUL, NULL);
+	const char *packed = text + strlen(text) + 1;
+	size_t plen = strlen(packed);
+	size_t n = kft_jsonpack_unpack(packed, plen, NULL);
+	char *json = malloc(n ? n : 1);
+	json_t *obj = NULL;
+	if (json) {
+		kft_jsonpack_unpack(packed, plen, json);
+		obj = json_loadb(json, n, JSON_ALLOW_NUL, NULL);
+		free(json);
+	}
 	int bad = !obj;
 	for (unsigned int i = 0; !bad && i < h->nshared; i++)
 		bad = share_set(obj, item_shared(item)[i]) != 0;

@@ -440,8 +440,10 @@ static void test_http_garbage(void **state)
  * connections than workers open, a probe is answered while they are all
  * still open (the kubelet's probes time out after 3 s and the server used
  * to serve one connection at a time, waiting 5 s for each head: two idle
- * connections made every probe fail). The silent ones are closed after the
- * head timeout, and nothing leaks. */
+ * connections made every probe fail). Clients that sent part of a head
+ * each hold a worker, and the pool starts workers up to four for the
+ * probes behind them. The silent ones are closed after the head timeout,
+ * and nothing leaks. */
 static void test_http_idle_client(void **state)
 {
 	(void)state;
@@ -455,8 +457,11 @@ static void test_http_idle_client(void **state)
 	int idle[IDLE];
 	for (int i = 0; i < IDLE; i++)
 		idle[i] = connect_to(i % 3 ? hp : mp);
-	/* one that sent half a head holds a worker; the others are idle */
+	/* three that sent half a head hold three workers (the pool grows to four
+	 * when every worker is busy); the others are idle */
 	assert_int_equal(send(idle[1], "GET /heal", 9, MSG_NOSIGNAL), 9);
+	assert_int_equal(send(idle[2], "GET /heal", 9, MSG_NOSIGNAL), 9);
+	assert_int_equal(send(idle[4], "GET /heal", 9, MSG_NOSIGNAL), 9);
 	assert_int_equal(get(hp, "/healthz", body), 200);
 	assert_int_equal(get(hp, "/readyz", body), 200);
 	assert_int_equal(get(mp, "/metrics", body), 200);
