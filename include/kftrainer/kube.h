@@ -387,9 +387,9 @@ KFT_EXPORT int kft_kube_request(kft_kube *kube, const char *method, const char *
  * retried once the sink has seen a byte. An error answer maps as at the top,
  * with the server's message.
  */
-int kft_kube_stream(kft_kube *kube, const char *path,
-                    int (*sink)(void *ctx, const char *data, size_t len), void *ctx,
-                    const atomic_int *stop, kft_error *err);
+KFT_EXPORT int kft_kube_stream(kft_kube *kube, const char *path,
+                               int (*sink)(void *ctx, const char *data, size_t len), void *ctx,
+                               const atomic_int *stop, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Watch                                                                     */

@@ -168,7 +168,7 @@ KFT_EXPORT int kft_workqueue_add(kft_workqueue *q, const char *key);
  * queue is busy, such as a child's status change to be copied to its owner
  * during a burst of new owners. Errors as kft_workqueue_add.
  */
-int kft_workqueue_add_low(kft_workqueue *q, const char *key);
+KFT_EXPORT int kft_workqueue_add_low(kft_workqueue *q, const char *key);
 
 /*
  * Queues key after delay_s seconds (<= 0: now, as kft_workqueue_add). When
@@ -368,7 +368,7 @@ KFT_EXPORT void kft_informer_free(kft_informer *inf);
  * version (obj may be stale), KFT_EINVAL (no name or resourceVersion),
  * KFT_ENOMEM.
  */
-int kft_informer_supply(kft_informer *inf, const json_t *obj);
+KFT_EXPORT int kft_informer_supply(kft_informer *inf, const json_t *obj);
 
 /*
  * Looks up one object. ns is NULL or "" for cluster-scoped kinds.
