@@ -215,25 +215,22 @@ all_complete() {
 	local t
 	for t in "$@"; do tj_complete "$t" || return 1; done
 }
-name="the first two Complete through kwok, and Kueue sees them Finished $tag"
-# shellcheck disable=SC2086 # $first and $rest are lists of names
-if wait_slowly 60 all_complete $first &&
-	wait_slowly 30 eval '[ "$(count_in "$first" " finished ")" = 2 ]'; then
-	pass "$name"
-else
-	fail "$name" "state:" "$(state)"
-	diagnose "$ns"
-fi
-name="then the other two are admitted and Complete $tag"
-# shellcheck disable=SC2086
-if wait_slowly 90 all_complete $rest &&
-	wait_slowly 30 eval '[ "$(count_in "$rest" " finished ")" = 2 ]'; then
-	pass "$name"
-else
-	fail "$name" "state:" "$(state)"
-	diagnose "$ns"
-	kueue_log_tail
-fi
+# check_complete NAME SECONDS TRAINJOBS: the two TrainJobs (a list of names) Complete within
+# SECONDS, and Kueue marks both their Workloads Finished.
+check_complete() {
+	local jobs=$3 # seen by the eval in wait_slowly (bash's dynamic scope)
+	# shellcheck disable=SC2086 # a list of names
+	if wait_slowly "$2" all_complete $jobs &&
+		wait_slowly 30 eval '[ "$(count_in "$jobs" " finished ")" = 2 ]'; then
+		pass "$1"
+	else
+		fail "$1" "state:" "$(state)"
+		diagnose "$ns"
+		kueue_log_tail
+	fi
+}
+check_complete "the first two Complete through kwok, and Kueue sees them Finished $tag" 60 "$first"
+check_complete "then the other two are admitted and Complete $tag" 90 "$rest"
 
 # --- 3469 ------------------------------------------------------------------------------------
 name="one request patches runtimePatches and unsuspends (kubeflow/trainer#3469) $tag"
