@@ -154,6 +154,24 @@ static uint64_t object_key(const json_t *obj)
 
 /* ---- cache lookups -------------------------------------------------------------- */
 
+/* The informer that caches the child of kind gvr named name: the one kept
+ * for that name alone (the webhook certificate Secret, whole) if any, else
+ * the kind's; NULL when the kind is not watched. */
+static kft_informer *child_informer(const kft_cm *cm, const kft_gvr *gvr, const char *name)
+{
+	kft_informer *kind = NULL;
+	for (size_t i = 0; gvr && i < cm->n_children; i++) {
+		const kft_cm_child *c = &cm->children[i];
+		if (c->gvr != gvr)
+			continue;
+		if (!c->only_name)
+			kind = kind ? kind : c->inf;
+		else if (name && strcmp(c->only_name, name) == 0)
+			return c->inf;
+	}
+	return kind;
+}
+
 /* A child from its informer's cache, which also holds each apply's answer
  * (kft_informer_supply): a reconcile right after an apply sees the child
  * before its watch event arrives. */
@@ -162,25 +180,11 @@ json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, con
 {
 	kft_cm *cm = self;
 	const kft_gvr *gvr = kft_gvr_lookup(api_version, kind);
-	for (size_t i = 0; gvr && name && i < cm->n_children; i++) {
-		const kft_cm_child *c = &cm->children[i];
-		json_t *obj = NULL;
-		if (c->gvr == gvr && c->only_name && strcmp(c->only_name, name) == 0)
-			return kft_informer_get(c->inf, gvr->namespaced ? ns : NULL, name, &obj) ==
-			                       0
-			               ? obj
-			               : NULL;
-	}
-	for (size_t i = 0; gvr && i < cm->n_children; i++) {
-		if (cm->children[i].gvr != gvr || cm->children[i].only_name)
-			continue;
-		json_t *obj = NULL;
-		return kft_informer_get(cm->children[i].inf, gvr->namespaced ? ns : NULL, name,
-		                        &obj) == 0
-		               ? obj
-		               : NULL;
-	}
-	return NULL;
+	kft_informer *inf = child_informer(cm, gvr, name);
+	json_t *obj = NULL;
+	if (!inf || kft_informer_get(inf, gvr->namespaced ? ns : NULL, name, &obj) != 0)
+		return NULL;
+	return obj;
 }
 
 /* ---- the runtime a TrainJob builds from ------------------------------------------- */
@@ -316,9 +320,9 @@ static int apply_one(kft_cm *cm, const json_t *obj, kft_error *err)
 	 * reconcile, often sooner than the watch event, finds it there instead
 	 * of reading it from the API server (and finds a runtime snapshot's
 	 * body, which the ConfigMap watch does not carry). */
-	for (size_t i = 0; rc == 0 && out && i < cm->n_children; i++)
-		if (cm->children[i].gvr == gvr && !cm->children[i].only_name)
-			kft_informer_supply(cm->children[i].inf, out);
+	kft_informer *inf = rc == 0 && out ? child_informer(cm, gvr, meta(out, "name")) : NULL;
+	if (inf)
+		kft_informer_supply(inf, out);
 	json_decref(out);
 	return rc;
 }
