@@ -516,10 +516,26 @@ static int apply_pod_metadata(json_t *spec, const char *which, const json_t *ent
  * runs on CREATE only), so every container's limits and requests are
  * written canonically here.
  */
+static int canonical_container(json_t *c, size_t rjob, const char *kind, size_t n, kft_error *err)
+{
+	static const char *const lists[] = {"limits", "requests", NULL};
+	json_t *res = json_object_get(c, "resources");
+	for (int l = 0; lists[l]; l++) {
+		kft_error qe = {0};
+		if (kft_quantity_canonical_list(json_object_get(res, lists[l]), &qe) == 0)
+			continue;
+		if (qe.code == KFT_ENOMEM)
+			return oom(err);
+		return kft_error_set(err, KFT_EINVAL,
+		                     "replicatedJobs[%zu] %s[%zu].resources.%s[%s]", rjob, kind, n,
+		                     lists[l], qe.message);
+	}
+	return 0;
+}
+
 static int canonical_resources(json_t *spec, kft_error *err)
 {
 	static const char *const kinds[] = {"initContainers", "containers", NULL};
-	static const char *const lists[] = {"limits", "requests", NULL};
 	size_t i, j;
 	json_t *rjob, *c;
 	json_array_foreach(json_object_get(spec, "replicatedJobs"), i, rjob)
@@ -529,21 +545,9 @@ static int canonical_resources(json_t *spec, kft_error *err)
 		for (int kd = 0; kinds[kd]; kd++)
 			json_array_foreach(json_object_get(pod, kinds[kd]), j, c)
 			{
-				json_t *res = json_object_get(c, "resources");
-				for (int l = 0; lists[l]; l++) {
-					char where[96];
-					snprintf(where, sizeof(where),
-					         "replicatedJobs[%zu] %s[%zu].resources.%s", i,
-					         kinds[kd], j, lists[l]);
-					kft_error qe = {0};
-					if (kft_quantity_canonical_list(
-					            json_object_get(res, lists[l]), &qe) != 0)
-						return qe.code == KFT_ENOMEM
-						               ? oom(err)
-						               : kft_error_set(err, KFT_EINVAL,
-						                               "%s[%s]", where,
-						                               qe.message);
-				}
+				int rc = canonical_container(c, i, kinds[kd], j, err);
+				if (rc)
+					return rc;
 			}
 	}
 	return 0;
