@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cm_internal.h"
+#include "util/clock.h"
 
 /* A random (version 4) UUID, as controller-runtime's reconcileID. */
 static void new_uuid(char *buf, size_t size)
@@ -35,13 +36,6 @@ static void new_uuid(char *buf, size_t size)
 	snprintf(buf, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
 	         b[13], b[14], b[15]);
-}
-
-static double seconds_since(const struct timespec *t0)
-{
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
 /* The fields controller-runtime puts on every log line of a reconcile. */
@@ -92,16 +86,15 @@ static void *worker(void *arg)
 			continue;
 		}
 		char id[40];
-		struct timespec t0;
 		kft_cm_outcome o;
 		memset(&o, 0, sizeof(o));
 		new_uuid(id, sizeof(id));
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		double t0 = kft_clock_mono_s();
 		kft_metrics_active(c->cm->metrics, c->name, 1);
 		c->reconcile(c->cm, key, id, &o);
 		finish(c, key, id, &o);
 		kft_metrics_active(c->cm->metrics, c->name, -1);
-		kft_metrics_reconcile(c->cm->metrics, c->name, o.result, seconds_since(&t0));
+		kft_metrics_reconcile(c->cm->metrics, c->name, o.result, kft_clock_mono_s() - t0);
 		kft_workqueue_done(c->queue, key);
 		free(key);
 		key = NULL;

@@ -48,6 +48,7 @@
 #include "kftrainer/kube.h"
 #include "kube/cache_map.h"
 #include "util/jsonpack.h"
+#include "util/clock.h"
 
 #define MAX_HANDLERS              16
 #define MAX_INDEXES               16
@@ -918,13 +919,6 @@ static int on_watch_event(void *ctx, const char *type, const json_t *object)
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* One watch request from the last RV. Returns as kft_kube_watch; a stream
  * the server ended within a second without any event counts as
  * KFT_EUNAVAILABLE, so a server that closes at once is not hammered. */
@@ -941,10 +935,10 @@ static int do_watch(kft_informer *inf, uint64_t *events, kft_error *err)
 	                     .timeout_seconds = timeout,
 	                     .metadata_only = inf->metadata_only};
 	count(inf, &inf->stats.watches);
-	double t0 = mono_s();
+	double t0 = kft_clock_mono_s();
 	int rc = kft_kube_watch(inf->kube, inf->gvr, inf->ns, &wo, on_watch_event, &wc, &inf->stop,
 	                        err);
-	if (rc == 0 && wc.events == 0 && mono_s() - t0 < 1.0 && !atomic_load(&inf->stop))
+	if (rc == 0 && wc.events == 0 && kft_clock_mono_s() - t0 < 1.0 && !atomic_load(&inf->stop))
 		rc = kft_error_set(err, KFT_EUNAVAILABLE, "watch ended at once with no event");
 	*events = wc.events;
 	return rc;

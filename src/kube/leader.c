@@ -37,6 +37,7 @@
 #include "kftrainer/kube.h"
 #include "util/random.h"
 #include "util/rfc3339.h"
+#include "util/clock.h"
 
 #define JITTER_FACTOR 1.2
 
@@ -76,13 +77,6 @@ struct kft_leader {
 	char reported[256]; /* the holder last passed to on_new_leader */
 	int reported_any;
 };
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int kft_micro_time_format(double t, char *buf, size_t size)
 {
@@ -125,12 +119,7 @@ static json_t *spec_from_record(const record *r)
 static void set_observed(kft_leader *le, const record *r)
 {
 	le->observed = *r;
-	le->observed_at = mono_s();
-}
-
-static long long mono_ms(void)
-{
-	return (long long)(mono_s() * 1000);
+	le->observed_at = kft_clock_mono_s();
 }
 
 static int is_leader(const kft_leader *le)
@@ -140,7 +129,7 @@ static int is_leader(const kft_leader *le)
 
 static int lease_valid(const kft_leader *le)
 {
-	return le->observed_at + (double)le->observed.duration_s > mono_s();
+	return le->observed_at + (double)le->observed.duration_s > kft_clock_mono_s();
 }
 
 /* ---- API calls ---------------------------------------------------------- */
@@ -255,7 +244,7 @@ static int try_acquire_or_renew(kft_leader *le)
 {
 	if (!try_once(le))
 		return 0;
-	atomic_store(&le->last_ok_ms, mono_ms());
+	atomic_store(&le->last_ok_ms, kft_clock_mono_ms());
 	return 1;
 }
 
@@ -310,11 +299,11 @@ static int acquire(kft_leader *le)
  * renew_deadline passes. Returns 1 when renewed. */
 static int renew_once(kft_leader *le)
 {
-	double deadline = mono_s() + le->renew_deadline;
+	double deadline = kft_clock_mono_s() + le->renew_deadline;
 	for (;;) {
 		if (try_acquire_or_renew(le))
 			return 1;
-		if (atomic_load(&le->stop) || mono_s() + le->retry_period > deadline)
+		if (atomic_load(&le->stop) || kft_clock_mono_s() + le->retry_period > deadline)
 			return 0;
 		if (sleep_s(le, le->retry_period))
 			return 0;
@@ -459,7 +448,7 @@ int kft_leader_start(kft_leader *le, kft_error *err)
 int kft_leader_is_leader(kft_leader *le)
 {
 	return atomic_load(&le->leading) &&
-	       mono_ms() - atomic_load(&le->last_ok_ms) < (long long)(le->renew_deadline * 1000);
+	       kft_clock_mono_ms() - atomic_load(&le->last_ok_ms) < (long long)(le->renew_deadline * 1000);
 }
 
 const char *kft_leader_identity(const kft_leader *le)

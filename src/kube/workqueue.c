@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "kube/cache_map.h"
+#include "util/clock.h"
 
 enum { F_DIRTY = 1, F_PROCESSING = 2, F_WAITING = 4 };
 
@@ -75,13 +76,6 @@ struct kft_workqueue {
 	uint64_t adds, retries;
 	kft_workqueue_histogram queue_h, work_h;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 double kft_workqueue_bucket_bound(int i)
 {
@@ -324,7 +318,7 @@ int kft_workqueue_new(const kft_workqueue_opts *opts, kft_workqueue **out, kft_e
 	pthread_mutex_init(&q->mu, NULL);
 	q->opts = o;
 	q->tokens = o.bucket_burst;
-	q->tokens_at = now_s();
+	q->tokens_at = kft_clock_mono_s();
 	*out = q;
 	return 0;
 }
@@ -368,7 +362,7 @@ static int add_now(kft_workqueue *q, const char *key, int low)
 	pthread_mutex_lock(&q->mu);
 	int rc = 0;
 	if (!q->shutting_down) {
-		double now = now_s();
+		double now = kft_clock_mono_s();
 		promote(q, now);
 		rc = add_locked(q, key, now, low);
 	}
@@ -448,7 +442,7 @@ static int add_delayed(kft_workqueue *q, const char *key, double delay, int rate
 	pthread_mutex_lock(&q->mu);
 	int rc = 0;
 	wq_item *it = NULL;
-	double now = now_s();
+	double now = kft_clock_mono_s();
 	if (q->shutting_down)
 		goto out;
 	promote(q, now);
@@ -558,7 +552,7 @@ static int get_until(kft_workqueue *q, double deadline, char **key)
 	pthread_mutex_lock(&q->mu);
 	int rc;
 	for (;;) {
-		double now = now_s();
+		double now = kft_clock_mono_s();
 		promote(q, now);
 		if (ready_len(q)) {
 			rc = take(q, now, key);
@@ -601,7 +595,7 @@ int kft_workqueue_get_timeout(kft_workqueue *q, double timeout_s, char **key)
 		timeout_s = 0;
 	if (timeout_s > 1e9)
 		timeout_s = 1e9;
-	return get_until(q, now_s() + timeout_s, key);
+	return get_until(q, kft_clock_mono_s() + timeout_s, key);
 }
 
 void kft_workqueue_done(kft_workqueue *q, const char *key)
@@ -611,7 +605,7 @@ void kft_workqueue_done(kft_workqueue *q, const char *key)
 	pthread_mutex_lock(&q->mu);
 	wq_item *it = item_get(q, key, 0);
 	if (it && (it->flags & F_PROCESSING)) {
-		double now = now_s();
+		double now = kft_clock_mono_s();
 		observe(&q->work_h, now - it->started_at);
 		if (it->proc_prev)
 			it->proc_prev->proc_next = it->proc_next;
@@ -662,7 +656,7 @@ int kft_workqueue_shutting_down(kft_workqueue *q)
 size_t kft_workqueue_len(kft_workqueue *q)
 {
 	pthread_mutex_lock(&q->mu);
-	promote(q, now_s());
+	promote(q, kft_clock_mono_s());
 	size_t n = ready_len(q);
 	pthread_mutex_unlock(&q->mu);
 	return n;
@@ -672,7 +666,7 @@ void kft_workqueue_stats_get(kft_workqueue *q, kft_workqueue_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&q->mu);
-	double now = now_s();
+	double now = kft_clock_mono_s();
 	promote(q, now);
 	st->depth = q->ndirty;
 	st->adds = q->adds;
