@@ -1,11 +1,12 @@
 """Paths inside a job's pod, on this machine.
 
 A runtime mounts volumes at fixed paths (the initializers' /workspace/dataset and
-/workspace/model, the SDK's DATASET_PATH and MODEL_PATH). A local job's process cannot see
-a directory at /workspace, so the engine gives each mount a directory of the job's own and
-says which in ``KFTRAINER_MOUNTS`` (a JSON object: mount path -> directory). It rewrites
-arguments and environment values that start with a mount path, but not paths written in a
-function's code; ``host_path`` makes such code run unchanged on a cluster and here.
+/workspace/model, the SDK's DATASET_PATH and MODEL_PATH). The engine gives each mount a
+directory of the job's own, says which in ``KFTRAINER_MOUNTS`` (a JSON object: mount path ->
+directory), and runs the job's processes in a private view where each mount path *is* that
+directory, so paths work as written. Where the kernel allows no such view, arguments and
+environment values are rewritten instead, but not paths written in a function's code;
+``host_path`` makes such code run unchanged on a cluster and in either case here.
 """
 
 from __future__ import annotations
