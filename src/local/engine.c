@@ -615,6 +615,25 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 	close(fd);
 }
 
+/* A job run on CPU on a machine with no GPU (gpus.h) says so first in its
+ * trainer's log, once. */
+static void note_cpu(const engine *e, const eng_rjob *rj, const char *log)
+{
+	const char *msg = kft_local_gpus_cpu_message(e->gpus);
+	const json_t *labels = json_object_get(
+	        json_object_get(json_object_get(rj->spec, "template"), "metadata"), "labels");
+	const char *ancestor = jstr(labels, KFT_LABEL_ANCESTOR);
+	struct stat st;
+	if (!msg || !ancestor || strcmp(ancestor, KFT_ANCESTOR_TRAINER) != 0 ||
+	    (stat(log, &st) == 0 && st.st_size > 0))
+		return;
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd >= 0) {
+		dprintf(fd, KFT_LOCAL_ATTEMPT_MARK " %s <==\n", msg);
+		close(fd);
+	}
+}
+
 static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 {
 	kft_error err = {0};
@@ -622,6 +641,8 @@ static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 	p->attempts++;
 	if (log && rj->kind != RJOB_PLACEHOLDER)
 		mark_attempt(e, rj, p, log);
+	if (log && rj->kind == RJOB_RUN && p->rec_index == 0)
+		note_cpu(e, rj, log);
 	p->phase = POD_RUNNING;
 	p->dirty = true;
 	kft_rfc3339_now(p->started);
