@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -718,6 +719,17 @@ static int hf_download(const hf_ctx *h, const char *file, const char *sha, kft_e
 	return rc ? rc : kft_fetch_url(url, dest, h->auth ? headers : NULL, sha, h->opt, err);
 }
 
+/* Whether file matches one of the caller's allow patterns (none: all do). */
+static int hf_allowed(const kft_fetch_options *opt, const char *file)
+{
+	if (!opt || !opt->hf_allow)
+		return 1;
+	for (const char *const *p = opt->hf_allow; *p; p++)
+		if (fnmatch(*p, file, 0) == 0)
+			return 1;
+	return 0;
+}
+
 static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
 {
 	json_t *sibs = json_object_get(info, "siblings"), *sib;
@@ -734,7 +746,7 @@ static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
 		if (!file || !relpath_ok(file))
 			return kft_error_set(err, KFT_EINVAL, "fetch hf://%s: unsafe file name %s",
 			                     h->ref->repo, file ? file : "(none)");
-		if (!hf_wanted(h->ref, file))
+		if (!hf_wanted(h->ref, file) || !hf_allowed(h->opt, file))
 			continue;
 		int rc = sibling_sha(sib, &sha, err);
 		if (rc || (rc = hf_download(h, file, sha, err)))
@@ -755,6 +767,8 @@ static int fetch_hf(const char *uri, const char *dest_dir, const kft_fetch_optio
 	int rc = hf_parse(uri, &ref, err);
 	if (rc)
 		return rc;
+	if (opt && opt->hf_dataset)
+		ref.dataset = 1;
 	const char *ep = (opt && opt->hf_endpoint) ? opt->hf_endpoint : getenv("HF_ENDPOINT");
 	const char *tok = (opt && opt->hf_token) ? opt->hf_token : getenv("HF_TOKEN");
 	snprintf(endpoint, sizeof(endpoint), "%s", (ep && *ep) ? ep : HF_DEFAULT_ENDPOINT);

@@ -96,6 +96,13 @@ typedef struct kft_fetch_options {
 	void *progress_user;
 	const char *hf_endpoint; /* NULL: $HF_ENDPOINT, else https://huggingface.co */
 	const char *hf_token;    /* NULL: $HF_TOKEN (unset means anonymous) */
+	/* hf:// names a dataset repository even without "datasets/" (upstream's
+	 * dataset initializer: snapshot_download(repo_type="dataset")). */
+	int hf_dataset;
+	/* NULL, or fnmatch(3) patterns (NULL-terminated; '*' crosses '/') a
+	 * repository file must match to be fetched (upstream's model
+	 * initializer: allow_patterns *.json *.safetensors *.model *.txt). */
+	const char *const *hf_allow;
 	/* The CA certificates HTTPS trusts, as curl's command-line tool picks
 	 * them: ca_file NULL means $CURL_CA_BUNDLE, else $SSL_CERT_FILE; ca_dir
 	 * NULL means $SSL_CERT_DIR (a directory of hashed certificates). A file

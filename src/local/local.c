@@ -42,6 +42,8 @@
 #include "kftrainer/constants.h"
 #include "kftrainer/conditions.h"
 #include "local/gpus.h"
+#include "local/torchtune_env.h"
+#include "plugins/torchtune.h"
 #include "local/local_internal.h"
 #include "util/strbuf.h"
 #include "util/rfc3339.h"
@@ -425,8 +427,8 @@ static int run_on_cpu(kft_local *l, const kft_framework *fw, const json_t *tj,
 	json_decref(*objects);
 	*objects = NULL;
 	int rc = kft_framework_build(fw, &b->table, tj, runtime, objects, err);
-	json_t *ev = kft_local_event_new(ns ? ns : "default", "Warning", "NoGPU", "TrainJob", name,
-	                                 msg);
+	json_t *ev =
+	        kft_local_event_new(ns ? ns : "default", "Warning", "NoGPU", "TrainJob", name, msg);
 	json_t *alloc = kft_local_gpus_cpu_allocation(want, msg);
 	if (rc == 0 && (!ev || !alloc || json_array_append(*objects, alloc) != 0))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -646,6 +648,9 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 	if (rc == 0)
 		rc = refuse_nul("spec", json_object_get(tj, "spec"),
 		                json_string_value(json_object_get(meta, "name")), err);
+	if (rc == 0 && kft_torchtune_is_entrypoint(json_object_get(
+	                       json_object_get(json_object_get(tj, "spec"), "trainer"), "command")))
+		rc = kft_torchtune_env_check(opts ? opts->base_env : NULL, err);
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));
