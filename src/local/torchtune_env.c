@@ -55,7 +55,9 @@ static int pin_line(const char *line, size_t len, kft_pin *pin)
 	pin->name[nlen] = '\0';
 	memcpy(pin->version, eq + 2, vlen);
 	pin->version[vlen] = '\0';
-	return strpbrk(pin->name, " \t<>!~;") || strpbrk(pin->version, " \t<>=!~;") ? -1 : 0;
+	if (pin->version[0] < '0' || pin->version[0] > '9')
+		return -1; /* a release number, as the metadata reports it */
+	return strpbrk(pin->name, " \t<>!~;") || strpbrk(pin->version, " \t<>=!~;+") ? -1 : 0;
 }
 
 int kft_torchtune_pins_parse(const char *text, kft_pin *pins, size_t cap, kft_error *err)
@@ -78,6 +80,12 @@ int kft_torchtune_pins_parse(const char *text, kft_pin *pins, size_t cap, kft_er
 				return kft_error_set(err, KFT_EPARSE,
 				                     "torchtune pins: line %d: want name==version",
 				                     lineno);
+			for (size_t k = 0; k < n; k++)
+				if (strcmp(pins[k].name, pins[n].name) == 0)
+					return kft_error_set(
+					        err, KFT_EPARSE,
+					        "torchtune pins: line %d: %s pinned twice", lineno,
+					        pins[n].name);
 			n++;
 		}
 		p = end ? end + 1 : p + len;

@@ -30,7 +30,8 @@ typedef struct kft_pin {
 
 /* The pins of a requirements text ("name==version" lines; '#' comments and
  * blank lines skipped) into pins[0..cap). Returns how many, or KFT_EPARSE
- * naming the line that is not of that form, KFT_ELIMIT past cap. */
+ * naming the line that is not of that form (a version with a local label
+ * "+..." included) or pins a name again, KFT_ELIMIT past cap. */
 int kft_torchtune_pins_parse(const char *text, kft_pin *pins, size_t cap, kft_error *err);
 
 /* The embedded pins as one pip command ("pip install torch==2.9.1 ..."). */
