@@ -665,6 +665,8 @@ static int volume_dir(pod_ctx *p, const json_t *vol, char **dir, int *ro, kft_er
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	*ro = cm || sec || (pvc && jbool(pvc, "readOnly"));
+	if (p->defaults->dry)
+		return 0;
 	int rc = mkdir_p(*dir, err);
 	if (rc == 0 && (cm || sec))
 		rc = materialise(p, json_object_get(vol, cm ? "configMap" : "secret"), sec, *dir,
@@ -699,7 +701,7 @@ static int add_mount(pod_ctx *p, const json_t *vm, kft_error *err)
 			                   "subPath %s must be relative, without ..", sub);
 		else if (asprintf(&full, "%s/%s", dir, sub) < 0)
 			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
-		else
+		else if (!p->defaults->dry)
 			rc = mkdir_p(full, err);
 		free(dir);
 		dir = full;

@@ -106,6 +106,9 @@ typedef struct kft_podspec_defaults {
 	                         * no error, argv is then empty */
 	int view;               /* the process runs in the mounts' view (mountns.h):
 	                         * paths are kept as declared, not rewritten */
+	int dry;                /* only compute: no volume directory is made, no
+	                         * configMap/secret file written (a query about an
+	                         * existing job, kft_local_host_path) */
 } kft_podspec_defaults;
 
 /* kft_podspec_build with defaults (NULL: none, the same as

@@ -118,7 +118,7 @@ def weight_shapes(cfg: dict) -> list[tuple[str, tuple[int, ...]]]:
             (p + "input_layernorm.weight", (d,)),
             (p + "post_attention_layernorm.weight", (d,)),
         ]
-    return shapes + [("model.norm.weight", (d,))]
+    return [*shapes, ("model.norm.weight", (d,))]
 
 
 def write_model(repo_dir: str, size: str, seed: int) -> None:
@@ -166,13 +166,20 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--hub", required=True, help="the root a hub stand-in serves")
     p.add_argument("--size", choices=sorted(SIZES), default="1b")
-    p.add_argument("--samples", type=int, default=len(SAMPLES),
-                   help=f"distinct samples, at most {len(SAMPLES)} (1: every batch is the same,"
-                   " so each step's loss is comparable)")
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=len(SAMPLES),
+        help=f"distinct samples, at most {len(SAMPLES)} (1: every batch is the same,"
+        " so each step's loss is comparable)",
+    )
     p.add_argument("--copies", type=int, default=1, help="data set = SAMPLES x COPIES rows")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--print-model-args", action="store_true",
-                   help="print the torchtune overrides for --size, one a line, and exit")
+    p.add_argument(
+        "--print-model-args",
+        action="store_true",
+        help="print the torchtune overrides for --size, one a line, and exit",
+    )
     a = p.parse_args(argv)
     if a.print_model_args:
         print("\n".join(model_args(a.size)))
