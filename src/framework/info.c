@@ -219,6 +219,10 @@ int kft_resources_drop_gpus(json_t *resources)
 			if (is_gpu_resource(key) && json_object_del(list, key) == 0)
 				n++;
 		}
+		/* a list left empty goes: readers tell "no limits" from "limits
+		 * naming nothing" (the SDK refuses the second) */
+		if (list && json_object_size(list) == 0)
+			json_object_del(resources, parts[p]);
 	}
 	return n;
 }

@@ -17,7 +17,8 @@ int kft_runtime_info_build(const json_t *runtime, const kft_trainjob *job, kft_r
 void kft_runtime_info_drop_gpus(kft_runtime_info *info);
 
 /* Removes the GPU entries from a ResourceRequirements object's limits and
- * requests (NULL or not an object: nothing). Returns how many. */
+ * requests (NULL or not an object: nothing), and either list it leaves
+ * empty. Returns how many entries. */
 int kft_resources_drop_gpus(json_t *resources);
 
 #endif

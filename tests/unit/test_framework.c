@@ -21,6 +21,7 @@
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/plugin.h"
+#include "framework/runtime_info.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -470,6 +471,13 @@ static void test_build_without_gpus(void **state)
 	lim = json_object_get(json_object_get(built_node(cpu), "resources"), "limits");
 	assert_int_equal(json_object_size(lim), 1);
 	assert_non_null(json_object_get(lim, "cpu"));
+	/* a list left empty goes (the SDK refuses limits naming no device) */
+	json_t *res = json_pack("{s:{s:i}, s:{s:i}}", "limits", "nvidia.com/gpu", 1, "requests",
+	                        "cpu", 1);
+	assert_int_equal(kft_resources_drop_gpus(res), 1);
+	assert_null(json_object_get(res, "limits"));
+	assert_non_null(json_object_get(res, "requests"));
+	json_decref(res);
 	const json_t *env = json_object_get(built_node(cpu), "env"), *e;
 	size_t i;
 	const char *nproc = NULL;
