@@ -67,3 +67,28 @@ for kind, peft in (("lora", LoraConfig(lora_rank=8)), ("full", None)):
                             dataset_preprocess_config=TorchTuneInstructDataset(
                                 source=DataFormat.PARQUET))))
     print(name, kind)
+EOF
+if ! made=$("$venv/bin/python" "$work/sdk.py" "$ns" 2>"$work/sdk.err"); then
+	fail "SDK fine-tune objects equal render's $tag" "the SDK's train() failed" "$(tail -20 "$work/sdk.err")"
+	exit 0
+fi
+while read -r tj kind; do
+	kubectl -n "$ns" get trainjob "$tj" -o json | python3 -c '
+import json, sys
+tj = json.load(sys.stdin)
+print(json.dumps({"apiVersion": tj["apiVersion"], "kind": tj["kind"],
+                  "metadata": {"name": tj["metadata"]["name"], "namespace": tj["metadata"]["namespace"]},
+                  "spec": tj["spec"]}))' >"$work/$kind.json"
+	args=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["spec"]["trainer"].get("args", [])))' "$work/$kind.json")
+	case "$kind" in
+	lora) expect="model.lora_rank=8" ;;
+	full) expect="dataset.source=parquet" ;;
+	esac
+	if [[ " $args " == *" $expect "* ]]; then
+		pass "SDK $kind fine-tune: the SDK's args ($args)"
+	else
+		fail "SDK $kind fine-tune: the SDK's args" "no $expect in: $args"
+	fi
+	objects_equal_render "SDK $kind fine-tune: objects equal render's $tag" "$ns" "$scratch" "$tj" \
+		"$work/$kind.json" "$work/$kind" -r "$KFT_REPO_ROOT/manifests/runtimes" --
+done <<<"$made"
