@@ -60,6 +60,11 @@ test-frameworks: build
 test-llm: build
 	KFT_BUILD_DIR=$(abspath $(BUILD)) tests/llm/run-tier
 
+# The same torchtune LoRA fine-tune through kftrainer.TrainerClient and `tune run` by hand:
+# tokens per second and time to the first step (bench/llm; the llm tier's environment).
+bench-llm: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/llm/run
+
 # train() to the function's first line: kftrainer's SDK backend, upstream's LocalProcessBackend
 # and `kftrainer train`, in one run (bench/sdk; the frameworks tier's environment).
 bench-sdk: build

@@ -41,7 +41,6 @@ from kubernetes.client import ApiException
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import Engine, EngineError, NotFoundError
 from kftrainer.environment import job_environment
-from kftrainer.torchtune import torchtune_environment
 from kftrainer.types import TrainJob
 
 logger = logging.getLogger(__name__)
@@ -233,6 +232,9 @@ class LocalBackend(KubernetesBackend):
         )
         env = job_environment(packages, index_urls, self.cfg.venv_cache_dir)
         if isinstance(trainer, types.BuiltinTrainer):
+            # imported here: `python -m kftrainer.torchtune` must not find it loaded
+            from kftrainer.torchtune import torchtune_environment
+
             env = torchtune_environment(env, self.cfg.venv_cache_dir)
         self._submit_env = env
         try:

@@ -132,6 +132,10 @@ int kft_fetch_url(const char *url, const char *dest_path, const char *const *hea
  *                         directory's tree is copied into dest_dir (symlinks
  *                         are skipped, depth bounded)
  *   http(s)://host/p/NAME downloaded to dest_dir/NAME ("download" if no NAME)
+ *   s3://BUCKET/KEY       the object KEY to dest_dir/BASENAME, or, when there is
+ *                         none (404) or KEY ends with "/" or is empty, every object
+ *                         under KEY/ (ListObjectsV2, all pages) to dest_dir/REST
+ *                         (SigV4 with $AWS_ACCESS_KEY_ID..., $AWS_ENDPOINT_URL);
  *   hf://ORG/REPO[/PATH]  a Hugging Face model repository (revision "main"):
  *   hf://datasets/ORG/REPO[/PATH]  or dataset repository. The file list comes
  *                         from {endpoint}/api/{models|datasets}/ORG/REPO?blobs=true
