@@ -543,23 +543,32 @@ static size_t on_mem(char *data, size_t size, size_t n, void *user)
 	return m->text.failed ? 0 : len;
 }
 
-static int get_status_error(const char *url, long status, kft_error *err)
+/* What a listing's status says, in the words of the service asked. */
+typedef struct status_words {
+	const char *missing; /* 404 */
+	const char *denied;  /* 401, 403 */
+} status_words;
+
+static const status_words HF_WORDS = {
+        "no such repository, or it is private and no HF_TOKEN was given", "check HF_TOKEN"};
+static const status_words S3_WORDS = {"no such bucket",
+                                      "check the credentials and the bucket's policy"};
+
+static int get_status_error(const char *url, long status, const status_words *w, kft_error *err)
 {
 	if (status == 404)
-		return kft_error_set(err, KFT_ENOTFOUND,
-		                     "fetch %s: HTTP 404 (no such repository, or it is private "
-		                     "and no HF_TOKEN was given)",
-		                     url);
+		return kft_error_set(err, KFT_ENOTFOUND, "fetch %s: HTTP 404 (%s)", url,
+		                     w->missing);
 	if (status == 401 || status == 403)
-		return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld (check HF_TOKEN)", url,
-		                     status);
+		return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld (%s)", url, status,
+		                     w->denied);
 	return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld", url, status);
 }
 
 /* GETs a small document (at most HF_API_MAX_BYTES) into *text, sending the
  * header lines given (NULL-terminated; NULL entries end it early). */
 static int http_get_text(const char *url, const char *const *headers, const kft_fetch_options *opt,
-                         kft_strbuf *text, kft_error *err)
+                         const status_words *words, kft_strbuf *text, kft_error *err)
 {
 	membuf m = {.max = HF_API_MAX_BYTES};
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -594,7 +603,7 @@ static int http_get_text(const char *url, const char *const *headers, const kft_
 		rc = kft_error_set(err, KFT_EIO, "fetch %s: %s", url,
 		                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	else if (status != 200)
-		rc = get_status_error(url, status, err);
+		rc = get_status_error(url, status, words, err);
 	if (rc)
 		kft_strbuf_free(&m.text);
 	else
@@ -609,7 +618,7 @@ static int http_get_json(const char *url, const char *auth, const kft_fetch_opti
 	const char *const headers[] = {"Accept: application/json", auth, NULL};
 	kft_strbuf text = {0};
 	json_error_t jerr;
-	int rc = http_get_text(url, headers, opt, &text, err);
+	int rc = http_get_text(url, headers, opt, &HF_WORDS, &text, err);
 	if (rc == 0 && !(*out = json_loadb(kft_strbuf_str(&text), text.len, 0, &jerr)))
 		rc = kft_error_set(err, KFT_EPARSE, "fetch %s: reply is not JSON: %s", url,
 		                   jerr.text);
@@ -981,7 +990,7 @@ static int s3_list_page(const s3_ctx *s, const char *prefix, const char *token, 
 	int rc = s3_headers(s, path, query, hdr, lines, err);
 	kft_strbuf text = {0};
 	if (rc == 0)
-		rc = http_get_text(url, lines, s->opt, &text, err);
+		rc = http_get_text(url, lines, s->opt, &S3_WORDS, &text, err);
 	if (rc == 0)
 		rc = kft_s3_list_parse(kft_strbuf_str(&text), text.len, out, err);
 	kft_strbuf_free(&text);
@@ -996,7 +1005,7 @@ static int s3_get_prefix(const s3_ctx *s, const char *prefix, const char *dest_d
 	size_t fetched = 0;
 	int rc = 0;
 	do {
-		kft_s3_list page;
+		kft_s3_list page = {0};
 		rc = s3_list_page(s, prefix, token, &page, err);
 		for (size_t i = 0; rc == 0 && i < page.n; i++) {
 			const char *key = page.keys[i], *rel = key + strlen(prefix);
