@@ -102,22 +102,7 @@ def through_engine(cfg, tmp: Path) -> tuple[str, float, list[float], float]:
     job = client.wait_for_job_status(name, timeout=7200, polling_interval=2)
     assert job.status == "Complete", job.status
     tps = [s["tokens_per_second_per_gpu"] for s in step_lines(out / "logs")]
-    pods = json.loads(
-        subprocess.run(
-            [
-                kftrainer.engine.find_binary(),
-                "--state-dir",
-                str(cfg.state_dir),
-                "pods",
-                name,
-                "-o",
-                "json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )["items"]
+    pods = pods_of(cfg, name)
     init = 0.0
     for p in pods:
         if "initializer" in p["metadata"]["name"]:
@@ -127,6 +112,13 @@ def through_engine(cfg, tmp: Path) -> tuple[str, float, list[float], float]:
     return name, first, tps, init
 
 
+def pods_of(cfg, name: str) -> list[dict]:
+    """The job's pods as `kftrainer pods -o json` lists them."""
+    argv = [kftrainer.engine.find_binary(), "--state-dir", str(cfg.state_dir), "pods", name]
+    out = subprocess.run([*argv, "-o", "json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["items"]
+
+
 def iso_seconds(t: str) -> float:
     from datetime import datetime
 
@@ -134,22 +126,7 @@ def iso_seconds(t: str) -> float:
 
 
 def by_hand(cfg, name: str, tune_bin: str, tmp: Path) -> tuple[float, list[float]]:
-    pods = json.loads(
-        subprocess.run(
-            [
-                kftrainer.engine.find_binary(),
-                "--state-dir",
-                str(cfg.state_dir),
-                "pods",
-                name,
-                "-o",
-                "json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )["items"]
+    pods = pods_of(cfg, name)
     node = next(p for p in pods if "-node-" in p["metadata"]["name"])
     c = node["spec"]["containers"][0]
     ws = kftrainer.host_path("/workspace", job=name, backend_config=cfg)
