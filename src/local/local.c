@@ -562,6 +562,55 @@ static int refuse_nul_objects(const json_t *objects, const char *name, kft_error
 	return 0;
 }
 
+/* The config `tune run` names in the built JobSet's trainer (the Torch
+ * plugin's choice), or NULL. Borrowed from objects. */
+static const char *torchtune_config(const json_t *objects)
+{
+	const json_t *o, *rj, *c, *w;
+	size_t i, j, k, m;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (!kind || strcmp(kind, "JobSet") != 0)
+			continue;
+		json_array_foreach(json_object_get(json_object_get(o, "spec"), "replicatedJobs"), j,
+		                   rj)
+		{
+			const json_t *pod = json_object_get(
+			        json_object_get(json_object_get(rj, "template"), "spec"),
+			        "template");
+			json_array_foreach(
+			        json_object_get(json_object_get(pod, "spec"), "containers"), k, c)
+			{
+				const json_t *cmd = json_object_get(c, "command");
+				const char *a0 = json_string_value(json_array_get(cmd, 0));
+				if (!a0 || strcmp(a0, "tune") != 0)
+					continue;
+				json_array_foreach(cmd, m, w)
+				{
+					const char *s = json_string_value(w);
+					if (s && strcmp(s, "--config") == 0)
+						return json_string_value(
+						        json_array_get(cmd, m + 1));
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+/* A torchtune job (`tune run`) runs only with the tested torchtune set and a
+ * config that set ships (torchtune_env.h): checked before anything starts. */
+static int check_torchtune(const json_t *tj, const json_t *objects, const kft_submit_opts *opts,
+                           kft_error *err)
+{
+	const json_t *trainer = json_object_get(json_object_get(tj, "spec"), "trainer");
+	if (!kft_torchtune_is_entrypoint(json_object_get(trainer, "command")))
+		return 0;
+	return kft_torchtune_env_check(opts ? opts->base_env : NULL, torchtune_config(objects),
+	                               err);
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -590,6 +639,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
 	if (rc == 0)
 		rc = refuse_nul_objects(objects, name, err);
+	if (rc == 0)
+		rc = check_torchtune(tj, objects, opts, err);
 	char *own_wd = NULL;
 	if (rc == 0)
 		rc = own_workdir(l->state_dir, opts, dir, &own_wd, err);
@@ -648,9 +699,6 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 	if (rc == 0)
 		rc = refuse_nul("spec", json_object_get(tj, "spec"),
 		                json_string_value(json_object_get(meta, "name")), err);
-	if (rc == 0 && kft_torchtune_is_entrypoint(json_object_get(
-	                       json_object_get(json_object_get(tj, "spec"), "trainer"), "command")))
-		rc = kft_torchtune_env_check(opts ? opts->base_env : NULL, err);
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));

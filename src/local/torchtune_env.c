@@ -33,13 +33,23 @@ extern const char kft_torchtune_requirements[];
 
 extern char **environ;
 
+/* argv: the config's name (or "-"), then the packages; prints "name version"
+ * per package ("-" when missing) and "config yes|no" (whether torchtune's
+ * distribution ships recipes/configs/NAME.yaml). */
 static const char ASK_VERSIONS[] = "import sys, importlib.metadata as m\n"
-                                   "for p in sys.argv[1:]:\n"
+                                   "for p in sys.argv[2:]:\n"
                                    "    try:\n"
                                    "        v = m.version(p)\n"
                                    "    except Exception:\n"
                                    "        v = '-'\n"
-                                   "    print(p, v)\n";
+                                   "    print(p, v)\n"
+                                   "if sys.argv[1] != '-':\n"
+                                   "    try:\n"
+                                   "        files = {str(f) for f in m.files('torchtune') or ()}\n"
+                                   "    except Exception:\n"
+                                   "        files = set()\n"
+                                   "    print('config', 'yes' if 'recipes/configs/%s.yaml' % "
+                                   "sys.argv[1] in files else 'no')\n";
 
 /* ---- the pins ------------------------------------------------------------------ */
 
@@ -230,12 +240,13 @@ static size_t read_all(int fd, char *buf, size_t cap, int64_t deadline)
 /* Runs python -c ASK_VERSIONS with the pins' names in env; its output into
  * report. Returns the exit status, or -1 when it could not run or took too
  * long (then it is killed). */
-static int ask(const char *python, const kft_pin *pins, int n, char *const *env, char *report,
-               size_t cap)
+static int ask(const char *python, const char *config, const kft_pin *pins, int n, char *const *env,
+               char *report, size_t cap)
 {
-	char *argv[MAX_PINS + 4] = {(char *)python, "-c", (char *)ASK_VERSIONS};
+	char *argv[MAX_PINS + 5] = {(char *)python, "-c", (char *)ASK_VERSIONS,
+	                            (char *)(config ? config : "-")};
 	for (int i = 0; i < n; i++)
-		argv[3 + i] = (char *)pins[i].name;
+		argv[4 + i] = (char *)pins[i].name;
 	int out[2], status = -1;
 	if (pipe2(out, O_CLOEXEC) != 0)
 		return -1;
@@ -258,7 +269,15 @@ static int ask(const char *python, const kft_pin *pins, int n, char *const *env,
 	return rc == 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int kft_torchtune_env_check(char *const *env, kft_error *err)
+static const char *pins_version(const kft_pin *pins, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(pins[i].name, name) == 0)
+			return pins[i].version;
+	return "?";
+}
+
+int kft_torchtune_env_check(char *const *env, const char *config, kft_error *err)
 {
 	const char *off = getenv(KFT_TORCHTUNE_CHECK_ENV);
 	if (off && (strcmp(off, "off") == 0 || strcmp(off, "0") == 0))
@@ -277,7 +296,7 @@ int kft_torchtune_env_check(char *const *env, kft_error *err)
 		        "kftrainer.TrainerClient make its environment)",
 		        how);
 	if (script_interpreter(tune, python, sizeof(python)) != 0 ||
-	    ask(python, pins, n, env, report, sizeof(report)) != 0)
+	    ask(python, config, pins, n, env, report, sizeof(report)) != 0)
 		return kft_error_set(
 		        err, KFT_EINVAL,
 		        "the trainer runs torchtune (`tune run`), and %s is not a Python "
@@ -285,8 +304,17 @@ int kft_torchtune_env_check(char *const *env, kft_error *err)
 		        "install the tested set with `%s`",
 		        tune, how);
 	kft_error diff;
-	if (kft_torchtune_versions_check(report, pins, (size_t)n, &diff) == 0)
-		return 0;
+	if (kft_torchtune_versions_check(report, pins, (size_t)n, &diff) == 0) {
+		if (!config || !strstr(report, "\nconfig no"))
+			return 0;
+		return kft_error_set(
+		        err, KFT_EINVAL,
+		        "the Torch plugin picked torchtune's config %s for this job (as "
+		        "upstream's picks it for its nodes, processes and GPUs), and "
+		        "torchtune %s does not ship it: give the job other numbers of "
+		        "nodes or GPUs",
+		        config, pins_version(pins, n, "torchtune"));
+	}
 	return kft_error_set(err, KFT_EINVAL,
 	                     "the trainer runs torchtune (`tune run`) with %s, whose environment "
 	                     "has %s: install the tested set with `%s` (or set %s=off to run "

@@ -45,9 +45,11 @@ const char *kft_torchtune_install_command(void);
 int kft_torchtune_versions_check(const char *report, const kft_pin *pins, size_t n, kft_error *err);
 
 /* The whole check for a job with environment env ("K=V", NULL-terminated;
- * NULL: this process's): finds `tune` on its PATH, asks its interpreter, and
- * compares. Returns 0 (also when KFTRAINER_TORCHTUNE_CHECK=off), else
- * KFT_EINVAL with a message that says what is wrong and the pip command. */
-int kft_torchtune_env_check(char *const *env, kft_error *err);
+ * NULL: this process's) whose `tune run` names torchtune config `config`
+ * (NULL: none known): finds `tune` on its PATH, asks its interpreter for the
+ * versions and whether its torchtune ships the config, and compares.
+ * Returns 0 (also when KFTRAINER_TORCHTUNE_CHECK=off), else KFT_EINVAL with
+ * a message that says what is wrong and, for versions, the pip command. */
+int kft_torchtune_env_check(char *const *env, const char *config, kft_error *err);
 
 #endif

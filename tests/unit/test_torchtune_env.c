@@ -52,7 +52,12 @@ static void write_exe(const char *name, const char *text)
 static void fake_tune(const char *versions, int long_form)
 {
 	char py[512], tune[512];
-	snprintf(py, sizeof(py), "#!/bin/sh\ncat <<'EOF'\n%sEOF\n", versions);
+	/* "$3" is the config asked about ("-": none); only llama3_2/1B_lora is shipped */
+	snprintf(py, sizeof(py),
+	         "#!/bin/sh\ncat <<'EOF'\n%sEOF\n"
+	         "case \"$3\" in -) ;; llama3_2/1B_lora) echo config yes ;; *) echo config no ;; "
+	         "esac\n",
+	         versions);
 	write_exe("python", py);
 	if (long_form)
 		snprintf(tune, sizeof(tune),
@@ -66,12 +71,17 @@ static void fake_tune(const char *versions, int long_form)
 static const char *const PINNED = "torch 2.9.1+cu128\ntorchao 0.15.0\ntorchtune 0.6.1\n"
                                   "torchdata 0.11.0\nbitsandbytes 0.49.2\n";
 
-static int check(kft_error *err)
+static int check_config(const char *config, kft_error *err)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "PATH=%s:/usr/bin:/bin", dir);
 	char *env[] = {path, NULL};
-	return kft_torchtune_env_check(env, err);
+	return kft_torchtune_env_check(env, config, err);
+}
+
+static int check(kft_error *err)
+{
+	return check_config(NULL, err);
 }
 
 static void test_pinned_set_passes(void **state)
@@ -82,6 +92,21 @@ static void test_pinned_set_passes(void **state)
 	assert_int_equal(check(&err), 0);
 	fake_tune(PINNED, 1); /* pip's form for an interpreter path too long for #! */
 	assert_int_equal(check(&err), 0);
+}
+
+/* A config the pinned torchtune does not ship (upstream's Torch plugin picks
+ * llama3_3/70B_full_single_device for a 70B job on one device) is said
+ * before anything starts. */
+static void test_config_not_shipped(void **state)
+{
+	(void)state;
+	kft_error err = {0};
+	fake_tune(PINNED, 0);
+	assert_int_equal(check_config("llama3_2/1B_lora", &err), 0);
+	assert_int_equal(check_config("llama3_3/70B_full_single_device", &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "picked torchtune's config "
+	                                    "llama3_3/70B_full_single_device"));
+	assert_non_null(strstr(err.message, "torchtune 0.6.1 does not ship it"));
 }
 
 static void test_other_versions_named(void **state)
@@ -141,6 +166,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_pinned_set_passes, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_other_versions_named, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_config_not_shipped, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_no_tune_or_no_interpreter, setup, teardown),
 	        cmocka_unit_test(test_pins_parse),
 	};
