@@ -48,6 +48,7 @@
 #include "local/local_internal.h"
 #include "local/podspec.h"
 #include "local/statusserver.h"
+#include "local/tracking.h"
 #include "plugins/mpi.h"
 #include "util/rfc3339.h"
 #include "util/clock.h"
@@ -107,6 +108,7 @@ typedef struct engine {
 	json_t *events;                  /* Events recorded since the last write (events.c) */
 	json_t *reports;                 /* TrainerStatus reports since the last write (history) */
 	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
+	kft_tracker *tracker;            /* the job's MLflow run (tracking.h); NULL: none */
 	bool no_views; /* pods' volumes by path rewriting, not in a view (mountns.h):
 	                * KFTRAINER_MOUNT_NAMESPACE=off, or the kernel refused one */
 } engine;
@@ -444,6 +446,8 @@ static int load(engine *e, kft_error *err)
 		rc = setup_model(e, err);
 	if (rc == 0)
 		open_status_server(e);
+	if (rc == 0)
+		e->tracker = kft_local_tracking_open(e->store, e->tj, e->base_env);
 	return rc;
 }
 
@@ -1162,6 +1166,7 @@ static void record_report(engine *e, json_t *ts)
 		 * and here (a report flood between two writes). */
 		if (json_array_size(e->reports) < KFT_STORE_REPORTS_MAX)
 			json_array_append(e->reports, ts);
+		kft_local_tracking_report(e->tracker, e->tj, ts);
 		e->dirty = true;
 	}
 	json_decref(ts);
@@ -1425,6 +1430,7 @@ int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns
 		fail_unrunnable(&e, err);
 	if (rc == 0)
 		rc = loop(&e, err);
+	kft_local_tracking_close(e.tracker, e.store, e.tj);
 	engine_free(&e);
 	return rc;
 }

@@ -219,7 +219,9 @@ static bool allowed_env(const char *kv)
 	size_t n = strcspn(kv, "=");
 	if (kv[n] != '=')
 		return false;
-	if (strncmp(kv, "LC_", 3) == 0)
+	/* LC_*, and MLflow's client settings: the job's run is made with
+	 * them (local/tracking.h), and its code sees the same server */
+	if (strncmp(kv, "LC_", 3) == 0 || strncmp(kv, "MLFLOW_", 7) == 0)
 		return true;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strlen(names[i]) == n && strncmp(kv, names[i], n) == 0)

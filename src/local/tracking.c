@@ -1,0 +1,116 @@
+/*
+ * tracking.c - the supervisor's side of a local job's MLflow run (see
+ * tracking.h): settings from the job's own environment, the tracker's
+ * lines into the supervisor's log, the end status, the logs as artifacts,
+ * and a bounded wait at the end so a briefly unavailable server still
+ * gets the last reports.
+ */
+#include "local/tracking.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "kftrainer/conditions.h"
+#include "track/track.h"
+
+static void to_log(void *ctx, int level, const char *message)
+{
+	(void)ctx;
+	fprintf(stderr, "kftrainer supervise: %s%s\n", level ? "warning: " : "", message);
+}
+
+static int64_t now_ms(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static const char *meta_str(const json_t *tj, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(tj, "metadata"), key));
+}
+
+kft_tracker *kft_local_tracking_open(kft_store *s, const json_t *tj, char *const *env)
+{
+	kft_tracker_opts o = {.log = to_log};
+	kft_tracker *t = NULL;
+	kft_error err = {0};
+	json_t *reports = NULL;
+	int64_t start = 0;
+	kft_mlflow_opts_from_env(env, &o.mlflow);
+	if (!o.mlflow.uri || !kft_track_wanted(tj))
+		return NULL;
+	o.default_experiment = kft_mlflow_env(env, "MLFLOW_EXPERIMENT_NAME");
+	if (kft_tracker_new(&o, &t, &err) != 0) {
+		to_log(NULL, 1, err.message);
+		return NULL;
+	}
+	const char *ns = meta_str(tj, "namespace"), *name = meta_str(tj, "name");
+	if (kft_store_reports(s, ns, name, 0, &reports, NULL) != 0)
+		reports = NULL;
+	if (!meta_str(tj, "creationTimestamp") ||
+	    kft_rfc3339_parse_ms(meta_str(tj, "creationTimestamp"), &start, NULL) != 0)
+		start = now_ms();
+	kft_tracker_start(t, tj, start, (int64_t)json_array_size(reports));
+	json_decref(reports);
+	return t;
+}
+
+void kft_local_tracking_report(kft_tracker *t, const json_t *tj, const json_t *ts)
+{
+	if (t)
+		kft_tracker_report(t, meta_str(tj, "uid"), ts, now_ms());
+}
+
+/* Each pod's log as logs/STEP-INDEX.log. */
+static void queue_logs(kft_tracker *t, kft_store *s, const json_t *tj)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	if (kft_store_pods(s, meta_str(tj, "namespace"), meta_str(tj, "name"), &recs, &n, NULL) !=
+	    0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char rel[512];
+		if (!recs[i].log_path)
+			continue;
+		snprintf(rel, sizeof(rel), "logs/%s-%d.log", recs[i].step, recs[i].index);
+		kft_tracker_artifact(t, meta_str(tj, "uid"), rel, recs[i].log_path);
+	}
+	kft_pod_records_free(recs, n);
+}
+
+/* Whether the job is gone or going (a delete stopped the loop). */
+static bool deleted(kft_store *s, const json_t *tj)
+{
+	kft_job_info info = {0};
+	int rc =
+	        kft_store_job_info(s, meta_str(tj, "namespace"), meta_str(tj, "name"), &info, NULL);
+	bool gone = rc == KFT_ENOTFOUND || (rc == 0 && info.deleting);
+	kft_job_info_free(&info);
+	return gone;
+}
+
+void kft_local_tracking_close(kft_tracker *t, kft_store *s, const json_t *tj)
+{
+	if (!t)
+		return;
+	const char *status = kft_track_end_status(tj, deleted(s, tj));
+	const char *drain = getenv("KFTRAINER_TRACKING_DRAIN");
+	long secs = drain ? strtol(drain, NULL, 10) : KFT_LOCAL_TRACKING_DRAIN_S;
+	kft_track_run run;
+	if (status && kft_track_run_of_trainjob(tj, NULL, &run, NULL) == 0) {
+		if (run.log_artifacts)
+			queue_logs(t, s, tj);
+		kft_track_run_free(&run);
+	}
+	if (status)
+		kft_tracker_end(t, meta_str(tj, "uid"), status, now_ms());
+	size_t left = kft_tracker_flush(t, secs > 0 ? secs * 1000 : 0);
+	if (left)
+		to_log(NULL, 1, "tracking: gave up waiting for the tracking server");
+	kft_tracker_free(t);
+}
