@@ -1430,6 +1430,8 @@ int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns
 		fail_unrunnable(&e, err);
 	if (rc == 0)
 		rc = loop(&e, err);
+	if (rc == 0 && e.finished)
+		kft_local_export_step(state_dir, e.job_dir, e.tj, e.sfd);
 	kft_local_tracking_close(e.tracker, e.store, e.tj);
 	engine_free(&e);
 	return rc;

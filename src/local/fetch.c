@@ -30,6 +30,7 @@
 #include <openssl/evp.h>
 
 #include "local/fetch.h"
+#include "local/s3.h"
 #include "local/s3list.h"
 #include "util/strbuf.h"
 
@@ -826,14 +827,6 @@ static int fetch_hf(const char *uri, const char *dest_dir, const kft_fetch_optio
 
 /* ---- s3:// ------------------------------------------------------------- */
 
-/* Where the bucket lives: the URL prefix to put the object path after, the
- * Host header value that is signed and sent, and the canonical path prefix. */
-typedef struct s3_target {
-	char base[600];  /* scheme://authority */
-	char host[512];  /* authority */
-	char prefix[80]; /* "" (virtual-hosted) or "/BUCKET" (path-style) */
-} s3_target;
-
 static int s3_bucket_ok(const char *b, size_t n)
 {
 	if (n < 3 || n > 63)
@@ -845,131 +838,26 @@ static int s3_bucket_ok(const char *b, size_t n)
 	return 1;
 }
 
-/* An endpoint override (MinIO, Ceph, a test server) is addressed
- * path-style; AWS itself virtual-hosted unless the bucket name has dots,
- * which would not match the wildcard TLS certificate. */
-static int s3_target_for(const char *endpoint, const char *region, const char *bucket, s3_target *t,
-                         kft_error *err)
-{
-	if (endpoint && *endpoint) {
-		const char *auth = strstr(endpoint, "://");
-		size_t n = auth ? strcspn(auth + 3, "/") : 0;
-		if (!is_http_url(endpoint) || n == 0 || n >= sizeof(t->host) ||
-		    strcmp(auth + 3 + n, "/") > 0)
-			return kft_error_set(err, KFT_EINVAL,
-			                     "s3: endpoint %s must be http(s)://HOST[:PORT]",
-			                     endpoint);
-		snprintf(t->host, sizeof(t->host), "%.*s", (int)n, auth + 3);
-		snprintf(t->base, sizeof(t->base), "%.*s", (int)(auth + 3 + n - endpoint),
-		         endpoint);
-		snprintf(t->prefix, sizeof(t->prefix), "/%s", bucket);
-	} else if (strchr(bucket, '.')) {
-		snprintf(t->host, sizeof(t->host), "s3.%s.amazonaws.com", region);
-		snprintf(t->base, sizeof(t->base), "https://%s", t->host);
-		snprintf(t->prefix, sizeof(t->prefix), "/%s", bucket);
-	} else {
-		snprintf(t->host, sizeof(t->host), "%s.s3.%s.amazonaws.com", bucket, region);
-		snprintf(t->base, sizeof(t->base), "https://%s", t->host);
-		t->prefix[0] = '\0';
-	}
-	return 0;
-}
-
-static const char *env_or(const char *name, const char *fallback)
-{
-	const char *v = getenv(name);
-	return (v && *v) ? v : fallback;
-}
-
-/* Headers for one signed GET of path?query (query canonical, NULL: none),
- * written into hdr[] (each line in its own buffer row). */
-static int s3_sign_headers(const s3_target *t, const char *path, const char *query,
-                           const kft_aws_credentials *c, char hdr[5][2200], kft_error *err)
-{
-	char date[20];
-	time_t now = time(NULL);
-	struct tm tm;
-	strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
-	kft_sigv4_request req = {.method = "GET",
-	                         .host = t->host,
-	                         .path = path,
-	                         .query = query,
-	                         .payload_hash = KFT_SIGV4_UNSIGNED_PAYLOAD,
-	                         .amz_date = date,
-	                         .service = "s3"};
-	kft_sigv4_result sig;
-	int rc = kft_sigv4_sign(&req, c, &sig, err);
-	if (rc)
-		return rc;
-	snprintf(hdr[0], sizeof(hdr[0]), "Host: %s", t->host);
-	snprintf(hdr[1], sizeof(hdr[1]), "x-amz-content-sha256: %s", KFT_SIGV4_UNSIGNED_PAYLOAD);
-	snprintf(hdr[2], sizeof(hdr[2]), "x-amz-date: %s", date);
-	snprintf(hdr[3], sizeof(hdr[3]), "Authorization: %s", sig.authorization);
-	if (c->session_token && *c->session_token &&
-	    (size_t)snprintf(hdr[4], sizeof(hdr[4]), "x-amz-security-token: %s",
-	                     c->session_token) >= sizeof(hdr[4]))
-		return kft_error_set(err, KFT_ELIMIT, "s3: session token too long");
-	return 0;
-}
-
 /* One bucket, its endpoint and the credentials a request is signed with. */
 typedef struct s3_ctx {
-	s3_target t;
-	kft_aws_credentials c;
+	kft_s3 s3;
 	const kft_fetch_options *opt;
 	const char *uri;
 } s3_ctx;
-
-/* The header lines of a GET of path?query: signed when an access key is
- * known, else none (anonymous). lines gets at most 5 and a NULL. */
-static int s3_headers(const s3_ctx *s, const char *path, const char *query, char hdr[5][2200],
-                      const char *lines[6], kft_error *err)
-{
-	memset(hdr, 0, 5 * sizeof(hdr[0]));
-	memset(lines, 0, 6 * sizeof(lines[0]));
-	if (!s->c.access_key_id || !*s->c.access_key_id)
-		return 0;
-	int rc = s3_sign_headers(&s->t, path, query, &s->c, hdr, err);
-	for (int i = 0; rc == 0 && i < 5; i++)
-		lines[i] = hdr[i][0] ? hdr[i] : NULL;
-	return rc;
-}
 
 /* Object key into dest (a file name). */
 static int s3_get(const s3_ctx *s, const char *key, const char *dest, kft_error *err)
 {
 	char enc[3 * HF_PATH_MAX], path[3 * HF_PATH_MAX + 80], url[4 * HF_PATH_MAX];
-	char hdr[5][2200];
-	const char *lines[6];
+	kft_s3_headers h;
 	int rc = kft_s3_encode_key(key, enc, sizeof(enc), err);
 	if (rc)
 		return rc;
-	snprintf(path, sizeof(path), "%s/%s", s->t.prefix, enc);
-	snprintf(url, sizeof(url), "%s%s", s->t.base, path);
-	if ((rc = s3_headers(s, path, NULL, hdr, lines, err)))
+	snprintf(path, sizeof(path), "%s/%s", s->s3.t.prefix, enc);
+	snprintf(url, sizeof(url), "%s%s", s->s3.t.base, path);
+	if ((rc = kft_s3_sign(&s->s3, "GET", path, NULL, &h, err)))
 		return rc;
-	return kft_fetch_url(url, dest, lines, NULL, s->opt, err);
-}
-
-/* A query value as SigV4's canonical query encodes it: every byte outside
- * A-Z a-z 0-9 - . _ ~ as %XX, "/" included. */
-static int query_encode(const char *v, char *out, size_t cap)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = 0;
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (n + 4 > cap)
-			return -1;
-		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			out[n++] = (char)*p;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[*p >> 4];
-			out[n++] = hex[*p & 15];
-		}
-	}
-	out[n] = '\0';
-	return 0;
+	return kft_fetch_url(url, dest, h.lines, NULL, s->opt, err);
 }
 
 /* One page of ListObjectsV2 under prefix, after token (NULL: the first). */
@@ -977,20 +865,20 @@ static int s3_list_page(const s3_ctx *s, const char *prefix, const char *token, 
                         kft_error *err)
 {
 	char eprefix[3 * KFT_S3_KEY_MAX + 1], etoken[3 * KFT_S3_KEY_MAX + 1] = "";
-	char query[7 * KFT_S3_KEY_MAX], path[80], url[8 * KFT_S3_KEY_MAX], hdr[5][2200];
-	const char *lines[6];
-	if (query_encode(prefix, eprefix, sizeof(eprefix)) != 0 ||
-	    (token && query_encode(token, etoken, sizeof(etoken)) != 0))
+	char query[7 * KFT_S3_KEY_MAX], path[80], url[8 * KFT_S3_KEY_MAX];
+	kft_s3_headers h;
+	if (kft_s3_query_encode(prefix, eprefix, sizeof(eprefix)) != 0 ||
+	    (token && kft_s3_query_encode(token, etoken, sizeof(etoken)) != 0))
 		return kft_error_set(err, KFT_ELIMIT, "fetch %s: prefix too long", s->uri);
 	/* the canonical query's parameters in order of name */
 	snprintf(query, sizeof(query), "%s%s%slist-type=2&prefix=%s",
 	         token ? "continuation-token=" : "", etoken, token ? "&" : "", eprefix);
-	snprintf(path, sizeof(path), "%s", s->t.prefix[0] ? s->t.prefix : "/");
-	snprintf(url, sizeof(url), "%s%s?%s", s->t.base, path, query);
-	int rc = s3_headers(s, path, query, hdr, lines, err);
+	snprintf(path, sizeof(path), "%s", s->s3.t.prefix[0] ? s->s3.t.prefix : "/");
+	snprintf(url, sizeof(url), "%s%s?%s", s->s3.t.base, path, query);
+	int rc = kft_s3_sign(&s->s3, "GET", path, query, &h, err);
 	kft_strbuf text = {0};
 	if (rc == 0)
-		rc = http_get_text(url, lines, s->opt, &S3_WORDS, &text, err);
+		rc = http_get_text(url, h.lines, s->opt, &S3_WORDS, &text, err);
 	if (rc == 0)
 		rc = kft_s3_list_parse(kft_strbuf_str(&text), text.len, out, err);
 	kft_strbuf_free(&text);
@@ -1059,14 +947,8 @@ static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_optio
 	if (klen > KFT_S3_KEY_MAX || (folder[0] && !relpath_ok(folder)))
 		return kft_error_set(err, KFT_EINVAL, "fetch %s: bad object key", uri);
 	snprintf(bucket, sizeof(bucket), "%.*s", (int)(slash - b), b);
-	s3_ctx s = {
-	        .c = {.access_key_id = getenv("AWS_ACCESS_KEY_ID"),
-	              .secret_access_key = getenv("AWS_SECRET_ACCESS_KEY"),
-	              .session_token = getenv("AWS_SESSION_TOKEN"),
-	              .region = env_or("AWS_REGION", env_or("AWS_DEFAULT_REGION", "us-east-1"))},
-	        .opt = opt,
-	        .uri = uri};
-	int rc = s3_target_for(getenv("AWS_ENDPOINT_URL"), s.c.region, bucket, &s.t, err);
+	s3_ctx s = {.opt = opt, .uri = uri};
+	int rc = kft_s3_open(bucket, &s.s3, err);
 	if (rc)
 		return rc;
 	if (klen && key[klen - 1] != '/') {

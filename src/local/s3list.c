@@ -8,6 +8,7 @@
  */
 #include "local/s3list.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,4 +196,21 @@ void kft_s3_list_free(kft_s3_list *l)
 	free(l->keys);
 	free(l->next_token);
 	memset(l, 0, sizeof(*l));
+}
+
+int kft_s3_xml_value(const char *xml, size_t len, const char *name, char *out, size_t size)
+{
+	char open[64], close[64], *text = NULL;
+	const char *next;
+	if (strlen(name) > 60)
+		return 0;
+	snprintf(open, sizeof(open), "<%s>", name);
+	snprintf(close, sizeof(close), "</%s>", name);
+	if (element(xml, xml + len, open, close, &text, &next, NULL) != 0)
+		return 0;
+	int found = strlen(text) < size;
+	if (found)
+		memcpy(out, text, strlen(text) + 1);
+	free(text);
+	return found;
 }

@@ -6,7 +6,8 @@
  * control, so reading it is bounded and fuzzed (tests/fuzz/fuzz_s3_list.c):
  * the object keys of each <Contents> (entities decoded), whether the list is
  * <IsTruncated>, and the <NextContinuationToken> to ask for the rest. Nothing
- * else of the document is looked at.
+ * else of the document is looked at. kft_s3_xml_value reads one value of
+ * another reply with the same rules.
  */
 #ifndef KFT_LOCAL_S3LIST_H
 #define KFT_LOCAL_S3LIST_H
@@ -33,5 +34,11 @@ typedef struct kft_s3_list {
 int kft_s3_list_parse(const char *xml, size_t len, kft_s3_list *out, kft_error *err);
 
 void kft_s3_list_free(kft_s3_list *l);
+
+/* The text of the first <NAME>...</NAME> element of any S3 reply (an
+ * UploadId, an error's Code), entities decoded, into out (size bytes).
+ * Returns 1 when found, 0 when not (not closed, over out's size or
+ * KFT_S3_KEY_MAX bytes, holding markup or a NUL, or NAME over 60 bytes). */
+int kft_s3_xml_value(const char *xml, size_t len, const char *name, char *out, size_t size);
 
 #endif

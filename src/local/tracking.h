@@ -14,6 +14,7 @@
 #define KFT_LOCAL_TRACKING_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -38,5 +39,35 @@ void kft_local_tracking_report(kft_tracker *t, const json_t *tj, const json_t *t
  * for them as artifacts; then waits for what is queued (bounded) and frees
  * t. NULL t: nothing. */
 void kft_local_tracking_close(kft_tracker *t, kft_store *s, const json_t *tj);
+
+/* ---- model export (export.c) --------------------------------------------------- */
+
+/* The exporter's log in the job's logs directory. */
+#define KFT_LOCAL_EXPORT_LOG "model-exporter.log"
+
+typedef struct kft_local kft_local;
+
+/*
+ * Exports job ns/name's output (the directory its trainer's first node sees
+ * at tracking.kftrainer.dev/export-from, default /workspace/output) to its
+ * export-to, or to `to` when not NULL, recording the ModelExported
+ * condition in the store: Unknown/Exporting, then True/Exported with where
+ * it went, or False/ExportFailed with the error. MLflow settings are this
+ * process's, else the job's environment's; S3 credentials this process's.
+ * A line per file to progress (may be NULL). Errors: KFT_EINVAL (not
+ * Complete, no destination, a destination refused), KFT_ENOTFOUND (no such
+ * job, nothing to export) and the transfer's.
+ */
+int kft_local_export(kft_local *l, const char *ns, const char *name, const char *to, FILE *progress,
+                     kft_error *err);
+
+/* Whether tj completed with an export-to and is not exported yet. */
+bool kft_local_export_wanted(const json_t *tj);
+
+/* The supervisor's step after its loop: when kft_local_export_wanted, runs
+ * `kftrainer export NAME` (this program) with the supervisor's environment,
+ * its output in the job's KFT_LOCAL_EXPORT_LOG, until it ends or a stop
+ * signal comes on sfd (the child is then stopped). */
+void kft_local_export_step(const char *state_dir, const char *job_dir, const json_t *tj, int sfd);
 
 #endif

@@ -379,6 +379,16 @@ int kft_mlflow_run_create(kft_mlflow *m, const char *exp_id, const char *name, i
 	return rc;
 }
 
+int kft_mlflow_run_ensure(kft_mlflow *m, const char *exp_id, const char *key, const char *value,
+                          const char *name, int64_t start_ms, const json_t *tags, json_t **info,
+                          kft_error *err)
+{
+	int rc = kft_mlflow_run_find(m, exp_id, key, value, info, err);
+	if (rc == KFT_ENOTFOUND)
+		rc = kft_mlflow_run_create(m, exp_id, name, start_ms, tags, info, err);
+	return rc;
+}
+
 int kft_mlflow_log_batch(kft_mlflow *m, const char *run_id, const json_t *metrics,
                          const json_t *params, const json_t *tags, kft_error *err)
 {

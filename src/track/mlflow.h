@@ -73,6 +73,12 @@ int kft_mlflow_run_find(kft_mlflow *m, const char *exp_id, const char *key, cons
 int kft_mlflow_run_create(kft_mlflow *m, const char *exp_id, const char *name, int64_t start_ms,
                           const json_t *tags, json_t **info, kft_error *err);
 
+/* The newest run of exp_id tagged key=value, else a new one (name,
+ * start_ms, tags as kft_mlflow_run_create). *info as there. */
+int kft_mlflow_run_ensure(kft_mlflow *m, const char *exp_id, const char *key, const char *value,
+                          const char *name, int64_t start_ms, const json_t *tags, json_t **info,
+                          kft_error *err);
+
 /* runs/log-batch; each list may be NULL. The caller keeps within MLflow's
  * batch limits (track.h). */
 int kft_mlflow_log_batch(kft_mlflow *m, const char *run_id, const json_t *metrics,

@@ -383,24 +383,21 @@ static int log_lists(kft_tracker *t, job *j, kft_error *err)
 	return rc;
 }
 
-/* The job's run exists: found by its uid tag, else made. */
+/* The job's run exists: found by its uid tag, else made (a trial's with
+ * its parent). */
 static int ensure_run(kft_tracker *t, job *j, kft_error *err)
 {
-	json_t *info = NULL;
+	json_t *info = NULL, *tags = NULL;
 	if (j->has_run)
 		return 0;
 	int rc = j->exp_id ? 0 : kft_mlflow_experiment(t->m, j->run.experiment, &j->exp_id, err);
 	const char *key = j->search ? "kftrainer.optimizationjob.uid" : KFT_TRACK_TAG_UID;
 	if (rc == 0)
-		rc = kft_mlflow_run_find(t->m, j->exp_id, key, j->uid, &info, err);
-	if (rc == KFT_ENOTFOUND) {
-		json_t *tags = json_copy(j->run.tags);
-		rc = tags ? parent_tag(t, j, tags, err) : KFT_ENOMEM;
-		if (rc == 0)
-			rc = kft_mlflow_run_create(t->m, j->exp_id, j->run.name, j->start_ms, tags,
-			                           &info, err);
-		json_decref(tags);
-	}
+		rc = (tags = json_copy(j->run.tags)) ? parent_tag(t, j, tags, err) : KFT_ENOMEM;
+	if (rc == 0)
+		rc = kft_mlflow_run_ensure(t->m, j->exp_id, key, j->uid, j->run.name, j->start_ms,
+		                           tags, &info, err);
+	json_decref(tags);
 	if (rc == 0 && (rc = set_run(t, j, info)) != 0)
 		rc = kft_error_set(err, rc, "tracking: a run without an id");
 	json_decref(info);

@@ -96,6 +96,7 @@ tool_main_module() {
 	trainer) echo github.com/kubeflow/trainer/v2 ;;
 	helm) echo helm.sh/helm/v3 ;;
 	kueue) echo sigs.k8s.io/kueue ;;
+	seaweedfs) echo github.com/seaweedfs/seaweedfs ;;
 	*) return 1 ;;
 	esac
 }

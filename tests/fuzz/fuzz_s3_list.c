@@ -6,7 +6,9 @@
  * The input is read as a reply: accepted or refused with KFT_EPARSE,
  * KFT_ELIMIT or KFT_ENOMEM and a message; an accepted one has non-empty keys
  * of at most KFT_S3_KEY_MAX bytes with no NUL, and a token only of bounded
- * length. A violation aborts.
+ * length. The same input is read for single values as the exporter reads
+ * them (kft_s3_xml_value: an UploadId, an error's Code): a value found fits
+ * its buffer, NUL-terminated, with no markup. A violation aborts.
  *
  * `make fuzz-run FUZZER=fuzz_s3_list SECONDS=300`.
  */
@@ -39,5 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0 && l.next_token && strlen(l.next_token) > KFT_S3_KEY_MAX)
 		fail("a token over the bound", l.next_token);
 	kft_s3_list_free(&l);
+	static const char *const names[] = {"UploadId", "Code", "Message"};
+	for (size_t k = 0; k < 3; k++) {
+		char v[64];
+		memset(v, 'x', sizeof(v));
+		if (kft_s3_xml_value((const char *)data, size, names[k], v, sizeof(v)) &&
+		    (!memchr(v, '\0', sizeof(v)) || strchr(v, '<')))
+			fail("a value not terminated or holding markup", NULL);
+	}
 	return 0;
 }
