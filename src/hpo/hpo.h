@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/validation.h"
 
 #define KFT_KIND_OPTIMIZATIONJOB     "OptimizationJob"
 #define KFT_HPO_RESOURCE             "optimizationjob.trainer.kubeflow.org"
@@ -136,6 +137,14 @@ typedef struct kft_hpo_spec {
  */
 int kft_hpo_spec_parse(const json_t *opt, kft_hpo_spec *spec, kft_error *err);
 void kft_hpo_spec_free(kft_hpo_spec *spec);
+
+/*
+ * kftrainer's webhook checks of an OptimizationJob the schema accepted
+ * (check.c; kft_object_check runs them): the annotations, every
+ * placeholder of the template naming a parameter, Katib's grid rules. Each
+ * problem is added to errs.
+ */
+void kft_hpo_validate(const json_t *opt, kft_field_errors *errs);
 
 /*
  * An algorithm's settings as Katib takes them (name=value pairs), written in

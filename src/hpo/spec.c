@@ -333,7 +333,7 @@ static int read_early_stopping(const json_t *opt, kft_hpo_spec *spec, kft_error 
 	spec->median_stop = name != NULL;
 	const kft_hpo_setting median[] = {
 	        {"min_trials_required", 1, 1000000, &spec->min_trials_required},
-	        {"start_step", 1, 1000000, &spec->start_step},
+	        {"start_step", 1, 1000, &spec->start_step},
 	};
 	return kft_hpo_settings_parse(settings, median, 2, ANN_FIELD(KFT_HPO_ANN_EARLY_SETTINGS),
 	                              "medianstop", err);
