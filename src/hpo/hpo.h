@@ -261,6 +261,10 @@ typedef void (*kft_hpo_metric_fn)(void *ctx, const char *name, size_t name_len, 
                                   size_t value_len);
 void kft_hpo_stdout_line(const char *line, size_t len, kft_hpo_metric_fn fn, void *ctx);
 
+/* The trial's metrics entry for name ({"name", "min", "max", "latest"},
+ * borrowed), or NULL. */
+json_t *kft_hpo_trial_metric(const json_t *trial, const char *name);
+
 /* Whether name is one of the spec's metrics (the objective or an
  * additional one). */
 bool kft_hpo_is_metric(const kft_hpo_spec *spec, const char *name, size_t len);

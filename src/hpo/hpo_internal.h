@@ -33,7 +33,5 @@ long kft_hpo_param_index(const kft_hpo_spec *spec, const char *name, size_t len)
 /* Katib's UnavailableMetricValue. */
 #define KFT_HPO_UNAVAILABLE_VALUE "unavailable"
 
-/* The trial's metrics entry for name (borrowed), or NULL. */
-json_t *kft_hpo_trial_metric(const json_t *trial, const char *name);
 
 #endif
