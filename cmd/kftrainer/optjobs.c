@@ -91,20 +91,6 @@ static const char *opt_ns(const json_t *opt)
 	return ns ? ns : "default";
 }
 
-static const char *phase(const json_t *opt)
-{
-	const json_t *st = json_object_get(opt, "status");
-	kft_hpo_counts c;
-	if (json_object_get(json_object_get(opt, "metadata"), "deletionTimestamp"))
-		return "Terminating";
-	if (kft_condition_is_true(st, KFT_CONDITION_COMPLETE))
-		return "Complete";
-	if (kft_condition_is_true(st, KFT_CONDITION_FAILED))
-		return "Failed";
-	kft_hpo_count(st, &c);
-	return c.running || c.pending ? "Running" : "Created";
-}
-
 static const json_t *last_condition(const json_t *opt)
 {
 	const json_t *conds = json_object_get(json_object_get(opt, "status"), "conditions");
@@ -160,7 +146,7 @@ static void add_row(json_t *rows, const json_t *opt, const kft_cli_optjob_get *o
 	const char *message = json_string_value(json_object_get(cond, "message"));
 	const char *cells[] = {opt_ns(opt),
 	                       opt_name(opt),
-	                       phase(opt),
+	                       kft_hpo_phase(opt),
 	                       trials,
 	                       running,
 	                       ok,

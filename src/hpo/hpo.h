@@ -358,6 +358,11 @@ long kft_hpo_best(const kft_hpo_spec *spec, const json_t *status);
  * it is unavailable (borrowed from the trial). */
 const char *kft_hpo_objective_value(const kft_hpo_spec *spec, const json_t *trial);
 
+/* The search's state in one word, for people (CLI, dashboard):
+ * Terminating while a delete runs, Complete or Failed by its conditions,
+ * Running while a trial runs or waits, else Created. Static string. */
+const char *kft_hpo_phase(const json_t *opt);
+
 /* Sets status.result (upstream's: trainJobName and parameters) from the
  * best trial, or removes it when there is none. Returns 0 or KFT_ENOMEM. */
 int kft_hpo_set_result(const kft_hpo_spec *spec, json_t *status);

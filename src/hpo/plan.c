@@ -136,6 +136,20 @@ long kft_hpo_best(const kft_hpo_spec *spec, const json_t *status)
 	return best;
 }
 
+const char *kft_hpo_phase(const json_t *opt)
+{
+	const json_t *st = json_object_get(opt, "status");
+	kft_hpo_counts c;
+	if (json_object_get(json_object_get(opt, "metadata"), "deletionTimestamp"))
+		return "Terminating";
+	if (kft_condition_is_true(st, KFT_CONDITION_COMPLETE))
+		return KFT_CONDITION_COMPLETE;
+	if (kft_condition_is_true(st, KFT_CONDITION_FAILED))
+		return KFT_CONDITION_FAILED;
+	kft_hpo_count(st, &c);
+	return c.running || c.pending ? KFT_HPO_RUNNING : KFT_HPO_CONDITION_CREATED;
+}
+
 int kft_hpo_set_result(const kft_hpo_spec *spec, json_t *status)
 {
 	long b = kft_hpo_best(spec, status);
