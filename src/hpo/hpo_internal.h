@@ -33,5 +33,4 @@ long kft_hpo_param_index(const kft_hpo_spec *spec, const char *name, size_t len)
 /* Katib's UnavailableMetricValue. */
 #define KFT_HPO_UNAVAILABLE_VALUE "unavailable"
 
-
 #endif
