@@ -162,6 +162,8 @@ static int read_metrics(const json_t *opt, kft_hpo_spec *spec, kft_error *err)
 
 /* ---- parameters -------------------------------------------------------------- */
 
+#define KFT_HPO_INT_MAX 9007199254740992.0 /* 2^53 */
+
 static int read_bound(const json_t *space, const char *key, double *out)
 {
 	const char *s = str_at(space, key);
@@ -184,6 +186,16 @@ static int read_numeric(const json_t *space, kft_hpo_param *p, size_t i, const c
 		                     "spec.parameters[%zu].searchSpace.%s: Invalid value: min and "
 		                     "max must be numbers with min < max%s",
 		                     i, kind, p->dist == KFT_HPO_LOG_UNIFORM ? " and min > 0" : "");
+	/* The schema's pattern lets any 64 digits through; draws are doubles:
+	 * a Float range must have a finite width, an Int's bounds must be whole
+	 * numbers a double holds exactly (|x| <= 2^53; Katib reads an int as
+	 * int64). */
+	if (!isfinite(p->max - p->min) ||
+	    (p->is_int && (fabs(p->min) > KFT_HPO_INT_MAX || fabs(p->max) > KFT_HPO_INT_MAX)))
+		return kft_error_set(err, KFT_EINVAL,
+		                     "spec.parameters[%zu].searchSpace.%s: Invalid value: min and "
+		                     "max must lie within %s",
+		                     i, kind, p->is_int ? "-2^53 and 2^53" : "a finite range");
 	if (p->is_int) {
 		p->min = ceil(p->min);
 		p->max = floor(p->max);
@@ -207,16 +219,28 @@ static int read_param(const json_t *pj, kft_hpo_param *p, size_t i, kft_error *e
 	if ((space = json_object_get(ss, "categorical"))) {
 		p->dist = KFT_HPO_CATEGORICAL;
 		p->choices = json_object_get(space, "choices");
-		size_t k;
+		size_t k, n = json_array_size(p->choices);
 		const json_t *c;
-		json_array_foreach(p->choices, k, c) if (!json_is_string(c)) p->choices = NULL;
-		if (json_array_size(p->choices) == 0 ||
-		    json_array_size(p->choices) > KFT_HPO_MAX_CHOICES)
+		if (n == 0 || n > KFT_HPO_MAX_CHOICES)
 			return kft_error_set(
 			        err, KFT_EINVAL,
 			        "spec.parameters[%zu].searchSpace.categorical.choices: "
 			        "Invalid value: 1 to %d strings are required",
 			        i, KFT_HPO_MAX_CHOICES);
+		/* A choice becomes a ParameterAssignment value (1 to 64 bytes):
+		 * the schema says so (items maxLength 64), but the controller
+		 * reads whatever the API server stored. */
+		json_array_foreach(p->choices, k, c)
+		{
+			size_t len = json_string_length(c);
+			if (!json_is_string(c) || len == 0 || len > KFT_HPO_VALUE_MAX)
+				return kft_error_set(
+				        err, KFT_EINVAL,
+				        "spec.parameters[%zu].searchSpace.categorical.choices[%zu]:"
+				        " "
+				        "Invalid value: a string of 1 to %d bytes is required",
+				        i, k, KFT_HPO_VALUE_MAX);
+		}
 		return 0;
 	}
 	if ((space = json_object_get(ss, "uniform"))) {

@@ -197,6 +197,28 @@ static void test_spec_refusals(void **state)
 	                "\"max\": \"1.8\", \"type\": \"Int\"}}}]");
 	parse_fails(opt, "no whole number lies between min and max");
 	json_decref(opt);
+	/* bounds the schema's pattern lets through but draws cannot use (found by
+	 * fuzz_hpo_spec: an Int max of 45 digits overflowed llround) */
+	opt = opt_job("", "Minimize", 2, 1, "{\"random\": {}}",
+	              "[{\"name\": \"n\", \"searchSpace\": {\"uniform\": {\"min\": \"0\", "
+	              "\"max\": \"44444444444444444444444444444444444444444444444\", "
+	              "\"type\": \"Int\"}}}]");
+	parse_fails(opt, "min and max must lie within -2^53 and 2^53");
+	json_decref(opt);
+	opt = opt_job("", "Minimize", 2, 1, "{\"random\": {}}",
+	              "[{\"name\": \"x\", \"searchSpace\": {\"uniform\": {\"min\": "
+	              "\"-1e308\", \"max\": \"1e308\"}}}]");
+	parse_fails(opt, "min and max must lie within a finite range");
+	json_decref(opt);
+	/* a choice the schema's items maxLength 64 refuses, read by the controller
+	 * anyway: it would make a ParameterAssignment value over its maxLength 64
+	 * (found by fuzz_hpo_spec) */
+	opt = opt_job("", "Minimize", 2, 1, "{\"random\": {}}",
+	              "[{\"name\": \"c\", \"searchSpace\": {\"categorical\": {\"choices\": "
+	              "[\"a\", \"" /* 65 bytes */
+	              "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"]}}}]");
+	parse_fails(opt, "choices[1]: Invalid value: a string of 1 to 64 bytes is required");
+	json_decref(opt);
 }
 
 /* ---- sampling ------------------------------------------------------------------- */
