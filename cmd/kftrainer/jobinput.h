@@ -27,6 +27,7 @@ typedef struct kft_jobinput {
 	json_t *runtimes;         /* valid TrainingRuntimes and ClusterTrainingRuntimes */
 	json_t *others;           /* v1 Secrets and ConfigMaps in the inputs (for train's
 	                           * pods, as if they were on the cluster) */
+	json_t *optjobs;          /* {"file", "object"} records of valid OptimizationJobs */
 	FILE *errors;             /* where field errors go (validate's stream: stdout) */
 	const char *ns;           /* kubectl -n: the namespace of objects that name none; an
 	                           * object naming another is an error (NULL: no such rule) */
@@ -77,6 +78,12 @@ int kft_jobinput_check_runtimes(kft_jobinput *in, const json_t *record);
  * kept) as if it came from a file called `source`. Returns as
  * kft_jobinput_read. */
 int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj);
+
+/* A TrainJob record standing for the trials of an OptimizationJob record
+ * (its template's spec, named and placed as the OptimizationJob), for
+ * kft_jobinput_check_runtimes and kft_jobinput_resolve. New reference; NULL
+ * on ENOMEM. */
+json_t *kft_jobinput_template_record(const json_t *optjob_record);
 
 /* Resolves the runtime of a TrainJob record of in->jobs and runs
  * CustomValidation with fw (and backend, NULL: the default). Field errors and

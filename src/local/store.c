@@ -37,6 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "kftrainer/store.h"
+#include "local/store_internal.h"
 #include "util/rfc3339.h"
 
 #include <errno.h>
@@ -127,6 +128,33 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
         " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
         " recorded TEXT NOT NULL, body TEXT NOT NULL);"
         "CREATE INDEX reports_by_job ON reports (job_id, id);",
+        /* 6 -> 7: OptimizationJobs (optstore.c): the object and its status,
+         * what its trials inherit (the runtime resolved at submit, plugins,
+         * working directory, base environment, the search's seed), where
+         * its supervisor has read each trial's output (cursors), its
+         * supervisor, and its Events and metric observations. A trial is a
+         * TrainJob of the jobs table. */
+        "CREATE TABLE optimizations ("
+        " id INTEGER PRIMARY KEY,"
+        " namespace TEXT NOT NULL, name TEXT NOT NULL, uid TEXT NOT NULL UNIQUE,"
+        " body TEXT NOT NULL, status TEXT, runtime TEXT NOT NULL, plugins TEXT,"
+        " workdir TEXT, base_env TEXT, job_workdir INTEGER NOT NULL DEFAULT 0,"
+        " seed INTEGER NOT NULL DEFAULT 0, cursors TEXT,"
+        " created TEXT NOT NULL, finished TEXT, deleting TEXT,"
+        " supervisor_pid INTEGER NOT NULL DEFAULT 0,"
+        " supervisor_start INTEGER NOT NULL DEFAULT 0,"
+        " UNIQUE (namespace, name));"
+        "CREATE TABLE optimization_events ("
+        " id INTEGER PRIMARY KEY,"
+        " opt_id INTEGER NOT NULL REFERENCES optimizations(id) ON DELETE CASCADE,"
+        " body TEXT NOT NULL);"
+        "CREATE INDEX optimization_events_by_opt ON optimization_events (opt_id, id);"
+        "CREATE TABLE observations ("
+        " id INTEGER PRIMARY KEY,"
+        " opt_id INTEGER NOT NULL REFERENCES optimizations(id) ON DELETE CASCADE,"
+        " trial TEXT NOT NULL, metric TEXT NOT NULL, value TEXT NOT NULL,"
+        " recorded TEXT NOT NULL);"
+        "CREATE INDEX observations_by_trial ON observations (opt_id, trial, id);",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1472,4 +1500,57 @@ int kft_store_pods_clear(kft_store *s, const char *ns, const char *job, kft_erro
 	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s, err, "clearing pod records");
 	release(s, st);
 	return rc;
+}
+
+/* ---- for the store's other files (store_internal.h) -------------------------- */
+
+int kft_store_prepare(kft_store *s, const char *sql, sqlite3_stmt **st, kft_error *err)
+{
+	return prepare(s, sql, st, err);
+}
+
+void kft_store_release(kft_store *s, sqlite3_stmt *st)
+{
+	release(s, st);
+}
+
+int kft_store_db_fail(kft_store *s, kft_error *err, const char *what)
+{
+	return db_fail(s, err, what);
+}
+
+sqlite3 *kft_store_db(kft_store *s)
+{
+	return s->db;
+}
+
+int kft_store_dump_json(const json_t *j, char **out, kft_error *err)
+{
+	return dump_json(j, out, err);
+}
+
+int kft_store_load_json(const char *text, json_t **out, kft_error *err)
+{
+	return load_json(text, out, err);
+}
+
+int kft_store_new_uid(char out[37], kft_error *err)
+{
+	return new_uid(out, err);
+}
+
+int kft_store_own_begin(kft_store *s, bool *own, kft_error *err)
+{
+	return own_begin(s, own, err);
+}
+
+int kft_store_own_end(kft_store *s, bool own, int rc, kft_error *err)
+{
+	return own_end(s, own, rc, err);
+}
+
+void kft_store_warn(kft_store *s, const char *message)
+{
+	if (s->warn)
+		s->warn(s->warn_ctx, message);
 }
