@@ -36,6 +36,7 @@
 #include "local/local_internal.h"
 #include "local/optimizer.h"
 #include "local/optstore.h"
+#include "local/tracking.h"
 #include "util/clock.h"
 #include "util/rfc3339.h"
 #include "util/strbuf.h"
@@ -76,6 +77,7 @@ typedef struct run {
 	int64_t next_pending_ms;
 	watch watches[KFT_HPO_MAX_PARAMS];
 	size_t n_watches;
+	kft_tracker *tracker; /* the search's parent MLflow run (tracking.h); NULL: none */
 } run;
 
 /* ---- events and writing -------------------------------------------------------- */
@@ -656,6 +658,41 @@ static void release_run(run *r)
 	kft_local_close(r->l);
 }
 
+/* The best trial as the parent run logs it: its values and objective. */
+static json_t *best_of(run *r)
+{
+	long b = kft_hpo_best(&r->spec, r->status);
+	const json_t *t =
+	        b < 0 ? NULL : json_array_get(json_object_get(r->status, "trials"), (size_t)b);
+	const char *v = t ? kft_hpo_objective_value(&r->spec, t) : NULL;
+	json_t *best = t ? json_pack("{s:{}, s:{}}", "params", "metrics") : NULL;
+	size_t i;
+	const json_t *p;
+	json_array_foreach(best ? json_object_get(t, "parameters") : NULL, i, p)
+	{
+		const char *k = json_string_value(json_object_get(p, "name"));
+		if (k)
+			json_object_set(json_object_get(best, "params"), k,
+			                json_object_get(p, "value"));
+	}
+	if (best && v)
+		json_object_set_new(json_object_get(best, "metrics"), r->spec.objective,
+		                    json_string(v));
+	return best;
+}
+
+/* The parent run ends with the search (KILLED when a delete stopped it). */
+static void close_tracking(run *r)
+{
+	json_t *now = NULL, *best = r->tracker ? best_of(r) : NULL;
+	bool deleted = r->tracker &&
+	               (kft_optstore_get(r->s, r->ns, r->name, &now, NULL) != 0 ||
+	                json_object_get(json_object_get(now, "metadata"), "deletionTimestamp"));
+	kft_local_tracking_close_search(r->tracker, r->opt, best, deleted);
+	json_decref(now);
+	json_decref(best);
+}
+
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -680,6 +717,8 @@ int kft_local_optimization_supervise(const char *state_dir, const char *ns, cons
 	}
 	if (rc == 0 && go)
 		rc = prepare(&r, err);
+	if (rc == 0 && go)
+		r.tracker = kft_local_tracking_open_search(r.opt, r.env);
 	while (rc == 0 && go && !done && !stop_requested) {
 		kft_error werr;
 		tick(&r, &done);
@@ -694,6 +733,7 @@ int kft_local_optimization_supervise(const char *state_dir, const char *ns, cons
 		if (!done)
 			wait_tick(&r);
 	}
+	close_tracking(&r);
 	release_run(&r);
 	return rc;
 }

@@ -33,28 +33,39 @@ static const char *meta_str(const json_t *tj, const char *key)
 	return json_string_value(json_object_get(json_object_get(tj, "metadata"), key));
 }
 
-kft_tracker *kft_local_tracking_open(kft_store *s, const json_t *tj, char *const *env)
+/* A tracker for obj when env names a server and obj wants a run. */
+static kft_tracker *tracker_for(const json_t *obj, char *const *env)
 {
 	kft_tracker_opts o = {.log = to_log};
 	kft_tracker *t = NULL;
 	kft_error err = {0};
-	json_t *reports = NULL;
-	int64_t start = 0;
 	kft_mlflow_opts_from_env(env, &o.mlflow);
-	if (!o.mlflow.uri || !kft_track_wanted(tj))
+	if (!o.mlflow.uri || !kft_track_wanted(obj))
 		return NULL;
 	o.default_experiment = kft_mlflow_env(env, "MLFLOW_EXPERIMENT_NAME");
-	if (kft_tracker_new(&o, &t, &err) != 0) {
+	if (kft_tracker_new(&o, &t, &err) != 0)
 		to_log(NULL, 1, err.message);
+	return t;
+}
+
+/* When obj was created, else now. */
+static int64_t start_of(const json_t *obj)
+{
+	int64_t start = 0;
+	const char *created = meta_str(obj, "creationTimestamp");
+	return created && kft_rfc3339_parse_ms(created, &start, NULL) == 0 ? start : now_ms();
+}
+
+kft_tracker *kft_local_tracking_open(kft_store *s, const json_t *tj, char *const *env)
+{
+	json_t *reports = NULL;
+	kft_tracker *t = tracker_for(tj, env);
+	if (!t)
 		return NULL;
-	}
 	const char *ns = meta_str(tj, "namespace"), *name = meta_str(tj, "name");
 	if (kft_store_reports(s, ns, name, 0, &reports, NULL) != 0)
 		reports = NULL;
-	if (!meta_str(tj, "creationTimestamp") ||
-	    kft_rfc3339_parse_ms(meta_str(tj, "creationTimestamp"), &start, NULL) != 0)
-		start = now_ms();
-	kft_tracker_start(t, tj, start, (int64_t)json_array_size(reports));
+	kft_tracker_start(t, tj, start_of(tj), (int64_t)json_array_size(reports));
 	json_decref(reports);
 	return t;
 }
@@ -94,13 +105,21 @@ static bool deleted(kft_store *s, const json_t *tj)
 	return gone;
 }
 
+/* Waits (bounded) for what is queued, then frees t. */
+static void drain(kft_tracker *t)
+{
+	const char *v = getenv("KFTRAINER_TRACKING_DRAIN");
+	long secs = v ? strtol(v, NULL, 10) : KFT_LOCAL_TRACKING_DRAIN_S;
+	if (kft_tracker_flush(t, secs > 0 ? secs * 1000 : 0))
+		to_log(NULL, 1, "tracking: gave up waiting for the tracking server");
+	kft_tracker_free(t);
+}
+
 void kft_local_tracking_close(kft_tracker *t, kft_store *s, const json_t *tj)
 {
 	if (!t)
 		return;
 	const char *status = kft_track_end_status(tj, deleted(s, tj));
-	const char *drain = getenv("KFTRAINER_TRACKING_DRAIN");
-	long secs = drain ? strtol(drain, NULL, 10) : KFT_LOCAL_TRACKING_DRAIN_S;
 	kft_track_run run;
 	if (status && kft_track_run_of_trainjob(tj, NULL, &run, NULL) == 0) {
 		if (run.log_artifacts)
@@ -109,8 +128,25 @@ void kft_local_tracking_close(kft_tracker *t, kft_store *s, const json_t *tj)
 	}
 	if (status)
 		kft_tracker_end(t, meta_str(tj, "uid"), status, now_ms());
-	size_t left = kft_tracker_flush(t, secs > 0 ? secs * 1000 : 0);
-	if (left)
-		to_log(NULL, 1, "tracking: gave up waiting for the tracking server");
-	kft_tracker_free(t);
+	drain(t);
+}
+
+kft_tracker *kft_local_tracking_open_search(const json_t *opt, char *const *env)
+{
+	kft_tracker *t = tracker_for(opt, env);
+	if (t)
+		kft_tracker_start_search(t, opt, start_of(opt));
+	return t;
+}
+
+void kft_local_tracking_close_search(kft_tracker *t, const json_t *opt, const json_t *best,
+                                     bool deleted)
+{
+	if (!t)
+		return;
+	/* an OptimizationJob ends by the same condition types as a TrainJob */
+	const char *status = kft_track_end_status(opt, deleted);
+	if (status)
+		kft_tracker_end_search(t, meta_str(opt, "uid"), best, status, now_ms());
+	drain(t);
 }

@@ -40,6 +40,17 @@ void kft_local_tracking_report(kft_tracker *t, const json_t *tj, const json_t *t
  * t. NULL t: nothing. */
 void kft_local_tracking_close(kft_tracker *t, kft_store *s, const json_t *tj);
 
+/* An OptimizationJob's parent run (its trials' runs name it as their
+ * parent): a tracker with the run's start queued, or NULL as for a job. */
+kft_tracker *kft_local_tracking_open_search(const json_t *opt, char *const *env);
+
+/* The search is over (or its supervisor stops): the parent run ends
+ * FINISHED/FAILED by its conditions (KILLED when deleted, open otherwise),
+ * after best ({"params": {NAME: VALUE}, "metrics": {NAME: VALUE}}, may be
+ * NULL) is logged as best.NAME; then as kft_local_tracking_close. */
+void kft_local_tracking_close_search(kft_tracker *t, const json_t *opt, const json_t *best,
+                                     bool deleted);
+
 /* ---- model export (export.c) --------------------------------------------------- */
 
 /* The exporter's log in the job's logs directory. */

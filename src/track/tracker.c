@@ -313,6 +313,8 @@ static job *job_of_start(kft_tracker *t, op *o)
 		t->n_jobs++;
 		pthread_mutex_unlock(&t->mu);
 	}
+	if (!o->run.uid)
+		return j; /* the same start again, after a retry: already taken */
 	kft_track_run_free(&j->run);
 	j->run = o->run;
 	memset(&o->run, 0, sizeof(o->run));
