@@ -13,6 +13,10 @@ Everything ``kubeflow.trainer`` exports is re-exported here, so
 
 Hyperparameter search changes the same import: ``from kftrainer import OptimizerClient``
 (``kubeflow.optimizer``'s client and types; trials are TrainJobs of the engine).
+
+Experiment tracking and model hand-off: ``LocalBackendConfig(tracking_uri=...)`` (or
+``MLFLOW_TRACKING_URI``) makes every job an MLflow run; the options ``Tracking(...)`` and
+``ExportTo(uri)`` go in ``train(options=[...])`` (docs/tracking.md).
 """
 
 from kubeflow.trainer import *  # noqa: F403  (the SDK's types, re-exported unchanged)
@@ -25,16 +29,19 @@ from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import EngineError
 from kftrainer.optimizer import OptimizerClient
 from kftrainer.paths import host_path
+from kftrainer.tracking import ExportTo, Tracking
 from kftrainer.types import TrainJob
 
 __all__ = [
     *[n for n in _sdk_all if n != "TrainerClient"],
     "EngineError",
+    "ExportTo",
     "LocalBackend",
     "LocalBackendConfig",
     "MedianStop",
     "OptimizerClient",
     "TPE",
+    "Tracking",
     "TrainJob",
     "TrainerClient",
     "host_path",

@@ -41,6 +41,7 @@ from kubernetes.client import ApiException
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import Engine, EngineError, NotFoundError
 from kftrainer.environment import job_environment
+from kftrainer.tracking import func_args_option
 from kftrainer.types import TrainJob
 
 logger = logging.getLogger(__name__)
@@ -239,6 +240,8 @@ class LocalBackend(KubernetesBackend):
         self._submit_env = env
         try:
             with _mpi_home_here():
+                # func_args are the MLflow run's parameters (kftrainer.tracking)
+                options = [*(options or []), *func_args_option(trainer)]
                 return super().train(
                     runtime=runtime, initializer=initializer, trainer=trainer, options=options
                 )

@@ -27,6 +27,10 @@ class LocalBackendConfig(BaseModel):
             command loads, passed to the CLI as ``$KFTRAINER_PLUGINS``; ``[]`` means none.
             Default: the CLI's own discovery (``$KFTRAINER_PLUGINS``, else the state
             directory's ``plugins`` file), so a notebook and a shell load the same ones.
+        tracking_uri: an MLflow tracking server (``http(s)://HOST[:PORT]``): every job
+            becomes a run there (docs/tracking.md); passed to the CLI as
+            ``$MLFLOW_TRACKING_URI``. Default: that variable as the notebook has it.
+        experiment: the MLflow experiment of the runs (``$MLFLOW_EXPERIMENT_NAME``).
     """
 
     state_dir: str | None = None
@@ -35,3 +39,5 @@ class LocalBackendConfig(BaseModel):
     kftrainer: str | None = None
     venv_cache_dir: str | None = None
     plugins: list[str] | None = None
+    tracking_uri: str | None = None
+    experiment: str | None = None

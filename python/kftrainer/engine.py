@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kftrainer.config import LocalBackendConfig
+from kftrainer.tracking import tracking_env
 
 
 class EngineError(RuntimeError):
@@ -67,12 +68,15 @@ class Engine:
             if cfg.plugins is None
             else ":".join(os.path.abspath(os.path.expanduser(p)) for p in cfg.plugins)
         )
+        self.tracking_env = tracking_env(cfg.tracking_uri, cfg.experiment)
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str] | None:
-        if self.plugins_env is None:
+        if self.plugins_env is None and not self.tracking_env:
             return dict(env) if env is not None else None
         out = dict(env) if env is not None else dict(os.environ)
-        out["KFTRAINER_PLUGINS"] = self.plugins_env
+        if self.plugins_env is not None:
+            out["KFTRAINER_PLUGINS"] = self.plugins_env
+        out.update(self.tracking_env)
         return out
 
     def _argv(self, verb: str, args: Sequence[str]) -> list[str]:

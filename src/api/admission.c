@@ -4,10 +4,12 @@
  * replicated job labelled as a TrainJob ancestor (dataset-initializer,
  * model-initializer, trainer) has exactly one replica and the container that
  * step runs in; a ClusterTrainingRuntime labelled deprecated draws a warning.
- * For an OptimizationJob, kftrainer's own checks (src/hpo/check.c).
+ * For an OptimizationJob, kftrainer's own checks (src/hpo/check.c); for a
+ * TrainJob, its tracking annotations (src/track/check.c).
  */
 #include "api/admission.h"
 #include "hpo/hpo.h"
+#include "track/track.h"
 
 #include <string.h>
 
@@ -128,6 +130,10 @@ void kft_admission_check(const kft_kind_info *kind, const json_t *obj, const jso
 {
 	if (strcmp(kind->kind, KFT_KIND_OPTIMIZATIONJOB) == 0) {
 		kft_hpo_validate(obj, errs);
+		return;
+	}
+	if (strcmp(kind->kind, "TrainJob") == 0) {
+		kft_track_validate(obj, errs);
 		return;
 	}
 	int cluster = strcmp(kind->kind, "ClusterTrainingRuntime") == 0;

@@ -133,6 +133,8 @@ int kft_local_export(kft_local *l, const char *ns, const char *name, const char 
 	                     .trainjob = tj,
 	                     .progress = progress ? progress_line : NULL,
 	                     .progress_ctx = progress};
+	const char *part = getenv("KFTRAINER_EXPORT_PART_SIZE");
+	o.part_size = part ? strtoull(part, NULL, 10) : 0;
 	mlflow_settings(s, ns, name, &o.mlflow, &vec);
 	o.default_experiment = kft_mlflow_env(vec, "MLFLOW_EXPERIMENT_NAME");
 	if (rc == 0)

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/validation.h"
 
 /* ---- what a TrainJob declares (annotations in kftrainer's own domain) ------ */
 
@@ -71,6 +72,14 @@
 #define KFT_TRACK_KEY_MAX       250
 #define KFT_TRACK_PARAM_MAX     6000
 #define KFT_TRACK_TAG_MAX       8000
+
+/* ---- checks (check.c) -------------------------------------------------------- */
+
+/* The tracking annotations of a TrainJob as field errors (kft_object_check,
+ * so validate, train and the webhook refuse alike): enabled and
+ * log-artifacts "true"/"false", export-to a destination dest.c takes,
+ * export-from an absolute path, params a JSON object. */
+void kft_track_validate(const json_t *trainjob, kft_field_errors *errs);
 
 /* ---- runs ------------------------------------------------------------------ */
 
