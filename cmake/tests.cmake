@@ -70,7 +70,7 @@ endif()
 # machine cannot run the tier at all (the cluster tier without Go): ctest then
 # reports it Skipped, and the "SKIP: <tier> tier: <reason>" line in its
 # output says why (ctest -V, Testing/Temporary/LastTest.log).
-foreach(tier validate golden plugins local python browser deploy cluster)
+foreach(tier validate golden plugins local python browser deploy cluster tracking)
   if(EXISTS ${CMAKE_SOURCE_DIR}/tests/${tier}/run-tier)
     add_test(NAME tier_${tier} COMMAND ${CMAKE_SOURCE_DIR}/tests/${tier}/run-tier
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

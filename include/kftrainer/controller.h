@@ -111,9 +111,14 @@ typedef struct kft_cm_config {
 	json_t *tls_cipher_suites;   /* tls.cipherSuites (Go names), NULL when unset */
 	unsigned features;           /* KFT_FEATURE_* bits from featureGates */
 	json_t *warnings;            /* array of strings: what is accepted but ignored */
-	json_t *plugins;             /* kftrainer's extension, top-level `plugins`: an array of
-	                              * plugin file paths loaded into the framework at start-up;
-	                              * NULL when unset */
+	/* kftrainer's extension, top-level `tracking` (docs/tracking.md): the
+	 * MLflow server every TrainJob's run goes to (NULL: $MLFLOW_TRACKING_URI,
+	 * else none), its default experiment, and the image of the Job that
+	 * exports a completed TrainJob's model (NULL: no export Jobs). */
+	char *mlflow_tracking_uri, *mlflow_experiment, *export_image;
+	json_t *plugins; /* kftrainer's extension, top-level `plugins`: an array of
+	                  * plugin file paths loaded into the framework at start-up;
+	                  * NULL when unset */
 } kft_cm_config;
 
 /* Upstream's defaults, as when no --config is given. Returns 0 or
@@ -219,6 +224,8 @@ typedef struct kft_cm_flags {
 	const char *plugins[KFT_CM_MAX_PLUGINS]; /* --plugin PATH, repeatable: when given,
 	                                          * they replace the file's `plugins` */
 	int nplugins;
+	const char *mlflow_tracking_uri; /* --mlflow-tracking-uri: tracking.mlflowTrackingURI */
+	const char *export_image;        /* --export-image: tracking.exportImage */
 	kft_log_options log;
 	int help, version;
 } kft_cm_flags;

@@ -20,6 +20,7 @@
 #include "controller/metrics.h"
 #include "controller/optimization.h"
 #include "controller/reconcile.h"
+#include "controller/tracking.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/kube.h"
@@ -109,6 +110,7 @@ struct kft_cm {
 	atomic_int fatal;
 	volatile int ready;
 	kft_cm_webhooks *webhooks; /* the webhook server (webhook.c) */
+	kft_cm_tracking *tracking; /* MLflow runs (tracking.h), or NULL */
 };
 
 /* workers.c */
@@ -132,6 +134,9 @@ json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, con
 void kft_cm_applied_free(kft_cm_applied *a);
 
 /* statusserver.c */
+/* Where the status server tells of each report it applied (borrowed; set
+ * before it serves, NULL: nowhere). */
+void kft_cm_status_set_tracking(kft_cm_status *st, kft_cm_tracking *t);
 /* Starts the TrainJob status server on statusServer.port (cfg borrowed and
  * outliving it) with its own API client from kubeconfig (NULL: the default
  * rules): discovers the token issuer first, as upstream's authorizer Init,

@@ -83,6 +83,10 @@ void kft_cm_config_free(kft_cm_config *cfg)
 	cfg->tls_cipher_suites = NULL;
 	json_decref(cfg->plugins);
 	cfg->plugins = NULL;
+	free(cfg->mlflow_tracking_uri);
+	free(cfg->mlflow_experiment);
+	free(cfg->export_image);
+	cfg->mlflow_tracking_uri = cfg->mlflow_experiment = cfg->export_image = NULL;
 }
 
 /* ---- strict decoding ------------------------------------------------------ */
@@ -460,6 +464,31 @@ static int read_tls(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 	return 0;
 }
 
+/* kftrainer's extension: `tracking: {mlflowTrackingURI, experiment,
+ * exportImage}` (docs/tracking.md). */
+static int read_tracking(kft_cm_config *cfg, const json_t *doc, kft_error *err)
+{
+	static const char *const known[] = {"mlflowTrackingURI", "experiment", "exportImage", NULL};
+	const json_t *t;
+	int rc = get_object(doc, "tracking", "tracking", &t, err);
+	if (rc || !t)
+		return rc;
+	if ((rc = check_known(t, "tracking", known, err)) ||
+	    (rc = get_string(t, "mlflowTrackingURI", "tracking.mlflowTrackingURI",
+	                     &cfg->mlflow_tracking_uri, err)) ||
+	    (rc = get_string(t, "experiment", "tracking.experiment", &cfg->mlflow_experiment,
+	                     err)) ||
+	    (rc = get_string(t, "exportImage", "tracking.exportImage", &cfg->export_image, err)))
+		return rc;
+	const char *u = cfg->mlflow_tracking_uri;
+	if (u && strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "invalid configuration: tracking.mlflowTrackingURI: Invalid "
+		                     "value: \"%s\": must be http(s)://HOST[:PORT]",
+		                     u);
+	return 0;
+}
+
 /* kftrainer's extension: `plugins: [path, ...]`, the shared objects the
  * manager loads into its framework (docs/plugins.md). Paths should be
  * absolute: the manager's working directory is whatever its pod gives. */
@@ -599,7 +628,8 @@ int kft_cm_config_from_json(kft_cm_config *cfg, const json_t *doc, const char *s
 	                                    "statusServer",
 	                                    "featureGates",
 	                                    "tls",
-	                                    "plugins", /* kftrainer's extension */
+	                                    "plugins",  /* kftrainer's extension */
+	                                    "tracking", /* kftrainer's extension */
 	                                    NULL};
 	int rc;
 	if (!json_is_object(doc))
@@ -613,7 +643,8 @@ int kft_cm_config_from_json(kft_cm_config *cfg, const json_t *doc, const char *s
 	    (rc = read_health(cfg, doc, err)) || (rc = read_controller(cfg, doc, err)) ||
 	    (rc = read_cert(cfg, doc, err)) || (rc = read_client(cfg, doc, err)) ||
 	    (rc = read_status_server(cfg, doc, err)) || (rc = read_features(cfg, doc, err)) ||
-	    (rc = read_tls(cfg, doc, err)) || (rc = read_plugins(cfg, doc, err)))
+	    (rc = read_tls(cfg, doc, err)) || (rc = read_plugins(cfg, doc, err)) ||
+	    (rc = read_tracking(cfg, doc, err)))
 		return rc;
 	if (!cfg->metrics_bind_address || !cfg->health_bind_address)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");

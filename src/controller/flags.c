@@ -33,6 +33,8 @@ enum flag_id {
 	FL_HELP,
 	FL_VERSION,
 	FL_PLUGIN,
+	FL_MLFLOW,
+	FL_EXPORT_IMAGE,
 };
 
 static const struct {
@@ -55,6 +57,8 @@ static const struct {
         {"h", F_BOOL, FL_HELP},
         {"version", F_BOOL, FL_VERSION},
         {"plugin", F_STRING, FL_PLUGIN},
+        {"mlflow-tracking-uri", F_STRING, FL_MLFLOW},
+        {"export-image", F_STRING, FL_EXPORT_IMAGE},
 };
 
 static const char usage_text[] =
@@ -73,6 +77,11 @@ static const char usage_text[] =
         "  --leader-elect[=BOOL]            run reconcilers only while holding the Lease\n"
         "  --plugin PATH                    load an out-of-tree plugin (repeatable; replaces\n"
         "                                   the Configuration's plugins list)\n"
+        "  --mlflow-tracking-uri URI        every TrainJob becomes a run of this MLflow server\n"
+        "                                   (tracking.mlflowTrackingURI; default\n"
+        "                                   $MLFLOW_TRACKING_URI)\n"
+        "  --export-image IMAGE             the image of the Job that exports a completed\n"
+        "                                   TrainJob's model (tracking.exportImage)\n"
         "  --zap-devel                      console encoder, debug level, stacktraces from "
         "warn\n"
         "  --zap-encoder json|console\n"
@@ -189,6 +198,8 @@ static int set_flag(kft_cm_flags *f, enum flag_id id, const char *name, const ch
 	case FL_DEVEL: f->log.devel = bv; return 0;
 	case FL_HELP: f->help = bv; return 0;
 	case FL_VERSION: f->version = bv; return 0;
+	case FL_MLFLOW: f->mlflow_tracking_uri = v; return 0;
+	case FL_EXPORT_IMAGE: f->export_image = v; return 0;
 	case FL_PLUGIN:
 		if (f->nplugins == KFT_CM_MAX_PLUGINS)
 			return bad_value(err, v, name, "too many plugins");
@@ -280,6 +291,11 @@ int kft_cm_flags_apply(const kft_cm_flags *flags, kft_cm_config *cfg, kft_error 
 		return rc;
 	if (flags->leader_elect >= 0)
 		cfg->leader_elect = flags->leader_elect;
+	if (flags->mlflow_tracking_uri &&
+	    (rc = dup_into(&cfg->mlflow_tracking_uri, flags->mlflow_tracking_uri, err)))
+		return rc;
+	if (flags->export_image && (rc = dup_into(&cfg->export_image, flags->export_image, err)))
+		return rc;
 	if (flags->nplugins) {
 		json_t *list = json_array();
 		for (int i = 0; list && i < flags->nplugins; i++)

@@ -50,6 +50,8 @@
 
 #define CACHE_SYNC_TIMEOUT_S 120
 #define SA_NAMESPACE_FILE    "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+/* How long a stopping manager waits for the tracking server to take what is queued. */
+#define TRACKING_DRAIN_MS 5000
 
 /* What start-up last said of one informer's failures (report_failures). */
 typedef struct failure_seen {
@@ -988,6 +990,7 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 		kft_leader_free(rs->leader);
 	}
 	kft_cm_status_stop(cm->status);
+	kft_cm_tracking_free(cm->tracking, TRACKING_DRAIN_MS);
 	kft_cm_http_stop(http);
 	free(cm->metrics_cert);
 	free(cm->metrics_key);
@@ -1156,11 +1159,15 @@ int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *
 	if (!rc)
 		rc = setup(&cm, &http, err);
 	if (!rc)
+		rc = kft_cm_tracking_new(cfg, lg, &cm.tracking, err);
+	if (!rc)
 		rc = start_informers(&cm, err);
 	/* upstream: statusserver.SetupServer when the TrainJobStatus gate is on;
 	 * it serves on every replica, leader or not */
 	if (!rc && (cfg->features & KFT_FEATURE_TRAINJOB_STATUS))
 		rc = kft_cm_status_start(cfg, flags->kubeconfig, lg, &cm.status, err);
+	if (!rc && cm.status)
+		kft_cm_status_set_tracking(cm.status, cm.tracking);
 	if (!rc)
 		rc = kft_cm_webhooks_start(&cm, &cm.webhooks, err);
 	if (!rc)

@@ -147,6 +147,17 @@ static int64_t fresh_seed(void)
 	return (int64_t)(r >> 1);
 }
 
+/* The search's parent run, told the status as written (tracking.h). */
+static void track(kft_cm *cm, const json_t *opt, const json_t *status)
+{
+	json_t *now = cm->tracking ? json_deep_copy(opt) : NULL;
+	if (now && status)
+		json_object_set(now, "status", (json_t *)status);
+	if (now)
+		kft_cm_tracking_optimization(cm->tracking, now);
+	json_decref(now);
+}
+
 void kft_cm_reconcile_optimization(kft_cm *cm, const char *key, const char *reconcile_id,
                                    kft_cm_outcome *out)
 {
@@ -182,6 +193,7 @@ void kft_cm_reconcile_optimization(kft_cm *cm, const char *key, const char *reco
 		               json_string_value(json_object_get(ev, "message")));
 		if (plan.status)
 			write_status(cm, opt, plan.status, out);
+		track(cm, opt, plan.status);
 		if (out->result == KFT_RESULT_SUCCESS && plan.requeue_after_ms > 0) {
 			out->result = KFT_RESULT_REQUEUE_AFTER;
 			out->requeue_after_ms = plan.requeue_after_ms;

@@ -484,8 +484,10 @@ void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcil
 	(void)reconcile_id;
 	json_t *stored = NULL;
 	out->result = KFT_RESULT_SUCCESS;
-	if (kft_informer_get_by_key(cm->trainjobs, key, &stored) != 0)
+	if (kft_informer_get_by_key(cm->trainjobs, key, &stored) != 0) {
+		kft_cm_tracking_gone(cm->tracking, key);
 		return; /* deleted: the children go with it (owner references) */
+	}
 	json_t *job = json_deep_copy(stored);
 	if (!job) {
 		join_error(out, &(kft_error){KFT_ENOMEM, "out of memory"});
@@ -496,6 +498,7 @@ void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcil
 	        json_pack("{s:s, s:s, s:o}", "controller", KFT_CM_TRAINJOB_CONTROLLER,
 	                  "reconcileID", reconcile_id, "trainJob", kobj(stored)));
 	run_trainjob(cm, stored, job, out);
+	kft_cm_tracking_trainjob(cm->tracking, job);
 	json_decref(job);
 	json_decref(stored);
 }

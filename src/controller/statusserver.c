@@ -84,6 +84,7 @@ struct kft_cm_status {
 	pthread_mutex_t stop_mu;
 	pthread_cond_t stop_cond;
 	int stopping;
+	kft_cm_tracking *tracking; /* told of each report applied; NULL: none */
 };
 
 /* ---- the issuer and its keys ------------------------------------------------------- */
@@ -231,12 +232,15 @@ out:
 static int record(kft_cm_status *st, const char *ns, const char *name, const json_t *ts,
                   kft_statusreq_answer *a)
 {
-	json_t *obj = kft_statusreq_apply_object(ns, name, ts);
+	json_t *obj = kft_statusreq_apply_object(ns, name, ts), *applied = NULL;
 	kft_error err = {0};
-	int rc = obj ? kft_kube_apply_status(st->kube, st->trainjobs, obj, FIELD_OWNER, 1, NULL,
-	                                     &err)
+	int rc = obj ? kft_kube_apply_status(st->kube, st->trainjobs, obj, FIELD_OWNER, 1,
+	                                     st->tracking ? &applied : NULL, &err)
 	             : KFT_ENOMEM;
 	json_decref(obj);
+	if (rc == 0 && applied)
+		kft_cm_tracking_report(st->tracking, applied, ts);
+	json_decref(applied);
 	if (rc == KFT_EINVAL)
 		return kft_statusreq_failure(a, 422, err.message, "Invalid");
 	if (rc == KFT_ENOTFOUND)
@@ -405,6 +409,11 @@ int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_lo
 	                  kft_cm_http_port(st->https, 2), "certificateLoaded", st->cert_loaded));
 	*out = st;
 	return 0;
+}
+
+void kft_cm_status_set_tracking(kft_cm_status *st, kft_cm_tracking *t)
+{
+	st->tracking = t;
 }
 
 int kft_cm_status_port(const kft_cm_status *st)

@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 
 #include "local/s3list.h"
+#include "util/pctenc.h"
 #include "util/strbuf.h"
 
 #define REPLY_MAX (1 << 20)
@@ -140,21 +141,7 @@ int kft_s3_sign(const kft_s3 *s, const char *method, const char *path, const cha
 
 int kft_s3_query_encode(const char *v, char *out, size_t cap)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = 0;
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (n + 4 > cap)
-			return -1;
-		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			out[n++] = (char)*p;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[*p >> 4];
-			out[n++] = hex[*p & 15];
-		}
-	}
-	out[n] = '\0';
-	return 0;
+	return kft_pct_encode(v, false, out, cap);
 }
 
 /* ---- one request ------------------------------------------------------------------ */

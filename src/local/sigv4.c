@@ -19,6 +19,7 @@
 #include <openssl/hmac.h>
 
 #include "local/fetch.h"
+#include "util/pctenc.h"
 
 #define CANON_MAX 8192
 
@@ -164,30 +165,11 @@ int kft_sigv4_sign(const kft_sigv4_request *req, const kft_aws_credentials *cred
 	return 0;
 }
 
-static int unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~';
-}
-
 int kft_s3_encode_key(const char *key, char *out, size_t out_size, kft_error *err)
 {
-	static const char digits[] = "0123456789ABCDEF";
-	size_t o = 0;
 	if (!key || !out || out_size == 0)
 		return kft_error_set(err, KFT_EINVAL, "s3: no key to encode");
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		size_t need = (unreserved(*p) || *p == '/') ? 1 : 3;
-		if (o + need >= out_size)
-			return kft_error_set(err, KFT_ELIMIT, "s3: object key too long");
-		if (need == 1) {
-			out[o++] = (char)*p;
-		} else {
-			out[o++] = '%';
-			out[o++] = digits[*p >> 4];
-			out[o++] = digits[*p & 15];
-		}
-	}
-	out[o] = '\0';
+	if (kft_pct_encode(key, true, out, out_size) != 0)
+		return kft_error_set(err, KFT_ELIMIT, "s3: object key too long");
 	return 0;
 }

@@ -18,8 +18,8 @@
 
 #include <curl/curl.h>
 
-#include "local/fetch.h"
 #include "util/base64.h"
+#include "util/pctenc.h"
 #include "util/strbuf.h"
 
 #define REPLY_MAX     (4 << 20)
@@ -276,10 +276,10 @@ static int experiment_get(kft_mlflow *m, const char *name, char **id, kft_error 
 {
 	char path[3 * 1024], enc[3 * 1000];
 	json_t *reply = NULL;
-	/* a query value: '/' may stay (RFC 3986), the rest as in a key */
-	int rc = kft_s3_encode_key(name, enc, sizeof(enc), err);
-	if (rc)
-		return rc;
+	/* a query value: '/' may stay (RFC 3986) */
+	if (kft_pct_encode(name, true, enc, sizeof(enc)) != 0)
+		return kft_error_set(err, KFT_ELIMIT, "mlflow: experiment name too long");
+	int rc;
 	snprintf(path, sizeof(path), "experiments/get-by-name?experiment_name=%s", enc);
 	rc = kft_mlflow_call(m, "GET", path, NULL, &reply, err);
 	const char *v = json_string_value(
@@ -434,10 +434,10 @@ int kft_mlflow_artifact_put(kft_mlflow *m, const char *artifact_uri, const char 
 		p++;
 	if (asprintf(&joined, "%s/%s", p, rel) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	int rc = kft_s3_encode_key(joined, where, sizeof(where), err);
+	int rc = kft_pct_encode(joined, true, where, sizeof(where));
 	free(joined);
 	if (rc)
-		return rc;
+		return kft_error_set(err, KFT_ELIMIT, "mlflow: artifact path too long");
 	snprintf(url, sizeof(url), "%s" ARTIFACTS_API "%s", m->uri, where);
 	FILE *f = fopen(path, "rbe");
 	if (!f || fstat(fileno(f), &st) != 0) {

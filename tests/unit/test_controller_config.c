@@ -391,6 +391,41 @@ static void test_plugins(void **state)
 	kft_cm_config_free(&cfg);
 }
 
+/* ours: the top-level `tracking` section (docs/tracking.md), strict like the
+ * rest, its URI checked; --mlflow-tracking-uri and --export-image override. */
+static void test_tracking(void **state)
+{
+	(void)state;
+	kft_cm_config cfg;
+	kft_cm_flags f;
+	kft_error err = {0};
+	assert_int_equal(load_text(&cfg,
+	                           HEAD "tracking:\n  mlflowTrackingURI: http://mlflow:5000\n"
+	                                "  experiment: team\n  exportImage: reg/kftrainer:1\n",
+	                           &err),
+	                 0);
+	assert_string_equal(cfg.mlflow_tracking_uri, "http://mlflow:5000");
+	assert_string_equal(cfg.mlflow_experiment, "team");
+	assert_string_equal(cfg.export_image, "reg/kftrainer:1");
+	assert_int_equal(parse(&f, &err, "--mlflow-tracking-uri", "https://m:443",
+	                       "-export-image=reg/x:2", NULL),
+	                 0);
+	assert_int_equal(kft_cm_flags_apply(&f, &cfg, &err), 0);
+	assert_string_equal(cfg.mlflow_tracking_uri, "https://m:443");
+	assert_string_equal(cfg.export_image, "reg/x:2");
+	kft_cm_config_free(&cfg);
+	assert_int_equal(
+	        load_text(&cfg, HEAD "tracking:\n  mlflowTrackingURI: file:///mlruns\n", &err),
+	        KFT_EINVAL);
+	assert_string_equal(err.message,
+	                    "invalid configuration: tracking.mlflowTrackingURI: Invalid value: "
+	                    "\"file:///mlruns\": must be http(s)://HOST[:PORT]");
+	kft_cm_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, HEAD "tracking:\n  uri: http://m\n", &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "unknown field \"tracking.uri\""));
+	kft_cm_config_free(&cfg);
+}
+
 /* config_load: a file that is missing, empty or holds two documents. */
 static void test_load_file(void **state)
 {
@@ -438,6 +473,7 @@ int main(void)
 	        cmocka_unit_test(test_flags_override_file),
 	        cmocka_unit_test(test_load_file),
 	        cmocka_unit_test(test_plugins),
+	        cmocka_unit_test(test_tracking),
 	};
 	return cmocka_run_group_tests_name("controller_config", tests, NULL, NULL);
 }
