@@ -65,7 +65,11 @@ class Tracking:
         if self.experiment:
             values[EXPERIMENT] = self.experiment
         if self.params:
-            values[PARAMS] = json.dumps({str(k): v for k, v in self.params.items()}, default=str)
+            # merged with parameters an earlier option declared, which win
+            annotations = (job_spec.get("metadata") or {}).get("annotations") or {}
+            before = json.loads(annotations.pop(PARAMS, None) or "{}")
+            merged = {str(k): v for k, v in self.params.items()} | before
+            values[PARAMS] = json.dumps(merged, default=str)
         if self.log_artifacts:
             values[LOG_ARTIFACTS] = "true"
         if not self.enabled:
