@@ -71,6 +71,10 @@ extern "C" {
 #define KFT_MESSAGE_RESUMED           "TrainJob is resumed"
 #define KFT_MESSAGE_DEADLINE_EXCEEDED "TrainJob exceeded its active deadline"
 
+/* kftrainer's condition of a TrainJob whose model is exported when it
+ * completes (tracking.kftrainer.dev/export-to, docs/tracking.md). */
+#define KFT_CONDITION_MODEL_EXPORTED "ModelExported"
+
 /* The JobSet conditions the JobSet plugin turns into Complete and Failed,
  * with JobSet v0.12's reasons and messages. */
 #define KFT_JOBSET_CONDITION_COMPLETED "Completed"
@@ -174,7 +178,8 @@ KFT_EXPORT int kft_trainjob_set_suspended(json_t *trainjob, const char *now, kft
  * Step 4: replaces trainjob.status with new_status (a reference is stolen;
  * NULL keeps the current status, as upstream does when the finished job's
  * JobSet is gone) and then puts back a DeadlineExceeded Failed condition
- * the old status had. On error new_status is still consumed.
+ * the old status had, and kftrainer's ModelExported condition (which only
+ * the exporter writes). On error new_status is still consumed.
  */
 KFT_EXPORT int kft_trainjob_adopt_status(json_t *trainjob, json_t *new_status, const char *now,
                                          kft_error *err);

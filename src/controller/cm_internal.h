@@ -119,12 +119,18 @@ void kft_cm_workers_stop(kft_cm_controller *c);
 int kft_cm_queue_sampler(void *ctx, const char *controller, kft_queue_sample *out);
 
 /* reconcilers.c */
+/* Adds e to out as errors.Join does (each message on its own line). */
+void kft_cm_outcome_error(kft_cm_outcome *out, const kft_error *e);
 void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcile_id,
                                kft_cm_outcome *out);
 void kft_cm_reconcile_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
                               kft_cm_outcome *out);
 void kft_cm_reconcile_cluster_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
                                       kft_cm_outcome *out);
+
+/* export.c: after a TrainJob's reconcile (job: as the cache holds it), its
+ * model export on a cluster (docs/tracking.md). */
+void kft_cm_export_trainjob(kft_cm *cm, const json_t *job, kft_cm_outcome *out);
 
 /* optimization.c */
 void kft_cm_reconcile_optimization(kft_cm *cm, const char *key, const char *reconcile_id,

@@ -44,7 +44,7 @@ static json_t *kobj(const json_t *obj)
 }
 
 /* errors.Join: each message on its own line. */
-static void join_error(kft_cm_outcome *out, const kft_error *e)
+void kft_cm_outcome_error(kft_cm_outcome *out, const kft_error *e)
 {
 	if (out->result != KFT_RESULT_ERROR) {
 		out->result = KFT_RESULT_ERROR;
@@ -388,7 +388,7 @@ static void write_status(kft_cm *cm, const json_t *job, const json_t *patch, kft
 	int rc = kft_kube_patch(cm->kube, gvr, meta(job, "namespace"), meta(job, "name"),
 	                        KFT_PATCH_MERGE, patch, &po, NULL, &e);
 	if (rc && rc != KFT_ENOTFOUND) /* deleted meanwhile: nothing left to report */
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 }
 
 /* Without admission webhooks a TrainJob reaches the manager unchecked. With
@@ -435,7 +435,7 @@ static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_o
 	kft_error e = {0};
 	kft_rfc3339_now(now);
 	if (kft_cm_trainjob_begin(job, now, &plan, &e) != 0) {
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 		return;
 	}
 	if (plan.skip) {
@@ -449,11 +449,11 @@ static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_o
 	if (plan.error) {
 		kft_error ue = {.code = KFT_EINVAL};
 		snprintf(ue.message, sizeof(ue.message), "%s", plan.error);
-		join_error(out, &ue);
+		kft_cm_outcome_error(out, &ue);
 	}
 	int refused = plan.build ? refused_by_plugins(cm, job, now, &e) : 0;
 	if (refused < 0) {
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 		plan.build = 0;
 	} else if (refused) {
 		plan.build = 0;
@@ -461,12 +461,12 @@ static void run_trainjob(kft_cm *cm, const json_t *stored, json_t *job, kft_cm_o
 	kft_error_clear(&e);
 	if (plan.build && build_and_apply(cm, job, &e) != 0) {
 		record_failure(cm, stored, &e);
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 	}
 	kft_error_clear(&e);
 	if (kft_cm_trainjob_finish(job, stored, plan.error || refused ? NULL : cm->fw, &cm->backend,
 	                           now, &plan, &e) != 0)
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 	if (plan.delete_jobset)
 		delete_jobset(cm, job);
 	if (plan.status_patch)
@@ -490,7 +490,7 @@ void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcil
 	}
 	json_t *job = json_deep_copy(stored);
 	if (!job) {
-		join_error(out, &(kft_error){KFT_ENOMEM, "out of memory"});
+		kft_cm_outcome_error(out, &(kft_error){KFT_ENOMEM, "out of memory"});
 		json_decref(stored);
 		return;
 	}
@@ -499,6 +499,7 @@ void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcil
 	                  "reconcileID", reconcile_id, "trainJob", kobj(stored)));
 	run_trainjob(cm, stored, job, out);
 	kft_cm_tracking_trainjob(cm->tracking, job);
+	kft_cm_export_trainjob(cm, stored, out);
 	json_decref(job);
 	json_decref(stored);
 }
@@ -536,13 +537,13 @@ static void reconcile_runtime(kft_cm *cm, kft_informer *inf, const char *kind, c
 	                 ? in_use_patch(cm, kind, key, rt, &patch, &e)
 	                 : kft_cm_runtime_finalizer_patch(rt, &patch, &e);
 	if (rc != 0)
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 	else if (patch &&
 	         kft_kube_patch(cm->kube, kft_gvr_lookup(KFT_API_VERSION, kind),
 	                        meta(rt, "namespace"), meta(rt, "name"), KFT_PATCH_MERGE, patch,
 	                        NULL, NULL, &e) != 0 &&
 	         e.code != KFT_ENOTFOUND)
-		join_error(out, &e);
+		kft_cm_outcome_error(out, &e);
 	json_decref(patch);
 	json_decref(rt);
 }

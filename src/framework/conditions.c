@@ -360,17 +360,25 @@ int kft_trainjob_adopt_status(json_t *trainjob, json_t *new_status, const char *
 		return kft_error_set(err, KFT_EINVAL, "a TrainJob status must be an object");
 	}
 	json_t *kept = deadline_condition(trainjob);
+	/* kftrainer's ModelExported is written by the exporter, never by a
+	 * plugin: it stays as it was */
+	json_t *exported = json_incref((json_t *)kft_condition_find(
+	        json_object_get(trainjob, "status"), KFT_CONDITION_MODEL_EXPORTED));
 	if (new_status && json_object_set_new(trainjob, "status", new_status) != 0) {
 		json_decref(kept);
+		json_decref(exported);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	int rc = 0;
-	if (kept) {
-		json_t *status = status_of(trainjob, err);
+	json_t *status = kept || exported ? status_of(trainjob, err) : NULL;
+	if (kept)
 		rc = status ? kft_condition_set_object(status, kept, now, NULL, err)
 		            : (err ? err->code : KFT_EINVAL);
-	}
+	if (rc == 0 && exported && !kft_condition_find(status, KFT_CONDITION_MODEL_EXPORTED))
+		rc = status ? kft_condition_set_object(status, exported, now, NULL, err)
+		            : (err ? err->code : KFT_EINVAL);
 	json_decref(kept);
+	json_decref(exported);
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "kftrainer/conditions.h"
 #include "kftrainer/error.h"
 #include "kftrainer/validation.h"
 
@@ -51,7 +52,7 @@
 #define KFT_TRACK_HPO_ANN_PARAMS  "optimizer.kftrainer.dev/parameters"
 
 /* The condition a TrainJob with export-to carries once it completed. */
-#define KFT_TRACK_CONDITION_EXPORTED "ModelExported"
+#define KFT_TRACK_CONDITION_EXPORTED KFT_CONDITION_MODEL_EXPORTED
 #define KFT_TRACK_REASON_EXPORTING   "Exporting"
 #define KFT_TRACK_REASON_EXPORTED    "Exported"
 #define KFT_TRACK_REASON_FAILED      "ExportFailed"
@@ -174,5 +175,46 @@ void kft_track_dest_free(kft_track_dest *d);
 /* The object key of one file of the exported tree under an S3 destination:
  * PREFIX/REL (REL alone at the root). Caller frees; NULL on ENOMEM. */
 char *kft_track_dest_key(const kft_track_dest *d, const char *rel);
+
+/* ---- the export Job on a cluster (exportjob.c) ---------------------------- */
+
+#define KFT_TRACK_EXPORT_JOB_SUFFIX   "-model-export"
+#define KFT_TRACK_EXPORT_CONTAINER    "model-exporter"
+#define KFT_TRACK_LABEL_EXPORT        KFT_TRACK_PREFIX "export"
+#define KFT_TRACK_LABEL_TRAINJOB      "trainer.kubeflow.org/trainjob-name"
+#define KFT_TRACK_EXPORT_TRAINJOB_ENV "KFTRAINER_EXPORT_TRAINJOB"
+/* Held on a TrainJob from the export's start until it succeeded (or its
+ * export-to annotation is removed): its output outlives no export. */
+#define KFT_TRACK_FINALIZER KFT_TRACK_PREFIX "export"
+
+/* What the controller's configuration gives the Job (borrowed). */
+typedef struct kft_track_export_cfg {
+	const char *image;                     /* runs kftrainer-export; required */
+	const char *tracking_uri, *experiment; /* NULL: none */
+} kft_track_export_cfg;
+
+/* TRAINJOB-model-export, cut to 63 characters. Caller frees. */
+char *kft_track_export_job_name(const char *trainjob);
+
+/* The batch/v1 Job exporting tj's model (tj and its JobSet borrowed): owned
+ * by tj, its pod mounting what the trainer's first node mounts (volumes,
+ * the JobSet's claims), running kftrainer-export --from FROM --to TO.
+ * Errors: KFT_EINVAL (no export-to or image), KFT_ENOTFOUND (no trainer
+ * node in the JobSet), KFT_ENOMEM. */
+int kft_track_export_job(const json_t *tj, const json_t *jobset, const kft_track_export_cfg *cfg,
+                         json_t **out, kft_error *err);
+
+/* The ModelExported condition an export Job's status gives (termination:
+ * the exporter container's termination message, may be NULL): True/Exported
+ * once Complete, False/ExportFailed once Failed (done set for both),
+ * Unknown/Exporting before. message is malloc'd (the caller frees).
+ * Returns 0 or KFT_ENOMEM. */
+typedef struct kft_track_export_state {
+	const char *status, *reason;
+	char *message;
+	bool done;
+} kft_track_export_state;
+int kft_track_export_observe(const json_t *tj, const json_t *job, const char *termination,
+                             kft_track_export_state *out);
 
 #endif

@@ -284,6 +284,90 @@ static void test_dest(void **state)
 	}
 }
 
+/* The export Job on a cluster: the trainer's first node's mounts, JobSet
+ * KEP-572's claim names (CLAIM-JOBSET shared, CLAIM-JOBSET-RJOB-0-0 per pod),
+ * kftrainer-export's arguments, the credentials Secret, owned by the
+ * TrainJob; and what its status says. */
+static void test_export_job(void **state)
+{
+	(void)state;
+	json_t *tj = trainjob("{\"tracking.kftrainer.dev/export-to\": \"s3://models/x\", "
+	                      "\"tracking.kftrainer.dev/export-secret\": \"s3-creds\"}");
+	json_t *js = json_loads(
+	        "{\"metadata\": {\"name\": \"tune-1\"}, \"spec\": {"
+	        "\"volumeClaimPolicies\": [{\"templates\": [{\"metadata\": {\"name\": "
+	        "\"initializer\"}}]}, {\"targetReplicatedJobs\": [\"node\"], \"templates\": "
+	        "[{\"metadata\": {\"name\": \"ckpt\"}}]}, {\"targetReplicatedJobs\": "
+	        "[\"other\"], \"templates\": [{\"metadata\": {\"name\": \"skip\"}}]}],"
+	        "\"replicatedJobs\": [{\"name\": \"node\", \"template\": {\"metadata\": "
+	        "{\"labels\": {\"trainer.kubeflow.org/trainjob-ancestor-step\": \"trainer\"}}, "
+	        "\"spec\": {\"template\": {\"spec\": {\"volumes\": [{\"name\": \"cfg\", "
+	        "\"configMap\": {\"name\": \"c\"}}], \"containers\": [{\"name\": \"node\", "
+	        "\"volumeMounts\": [{\"name\": \"initializer\", \"mountPath\": "
+	        "\"/workspace\"}]}]}}}}}]}}",
+	        0, NULL);
+	assert_non_null(js);
+	kft_track_export_cfg cfg = {.image = "reg/kftrainer:1",
+	                            .tracking_uri = "http://mlflow:5000"};
+	json_t *job = NULL;
+	kft_error err = {0};
+	assert_int_equal(kft_track_export_job(tj, js, &cfg, &job, &err), 0);
+	const json_t *meta = json_object_get(job, "metadata");
+	assert_string_equal(json_string_value(json_object_get(meta, "name")),
+	                    "tune-1-model-export");
+	const json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
+	assert_string_equal(json_string_value(json_object_get(owner, "uid")), "u-1");
+	assert_true(json_is_true(json_object_get(owner, "controller")));
+	const json_t *pod =
+	        json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec");
+	const json_t *vols = json_object_get(pod, "volumes");
+	assert_int_equal(json_array_size(vols), 3);
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_object_get(json_array_get(vols, 1), "persistentVolumeClaim"),
+	                "claimName")),
+	        "initializer-tune-1");
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_object_get(json_array_get(vols, 2), "persistentVolumeClaim"),
+	                "claimName")),
+	        "ckpt-tune-1-node-0-0");
+	const json_t *c = json_array_get(json_object_get(pod, "containers"), 0);
+	assert_string_equal(json_string_value(json_object_get(c, "image")), "reg/kftrainer:1");
+	char *args = json_dumps(json_object_get(c, "args"), JSON_COMPACT);
+	assert_string_equal(args, "[\"--from\",\"/workspace/output\",\"--to\",\"s3://models/x\"]");
+	free(args);
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_object_get(json_array_get(json_object_get(c, "envFrom"), 0),
+	                                "secretRef"),
+	                "name")),
+	        "s3-creds");
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_array_get(json_object_get(c, "volumeMounts"), 0), "mountPath")),
+	        "/workspace");
+	json_t *status = json_loads("{\"status\": {\"conditions\": [{\"type\": \"Failed\", "
+	                            "\"status\": \"True\", \"message\": \"backoff\"}]}}",
+	                            0, NULL);
+	kft_track_export_state st;
+	assert_int_equal(kft_track_export_observe(tj, status, "s3 s3://models/x/a: HTTP 403", &st),
+	                 0);
+	assert_true(st.done);
+	assert_string_equal(st.reason, "ExportFailed");
+	assert_string_equal(st.message, "s3 s3://models/x/a: HTTP 403");
+	free(st.message);
+	assert_int_equal(kft_track_export_observe(tj, NULL, NULL, &st), 0);
+	assert_false(st.done);
+	assert_string_equal(st.status, "Unknown");
+	assert_string_equal(st.message, "exporting /workspace/output to s3://models/x");
+	free(st.message);
+	json_decref(status);
+	json_decref(job);
+	json_decref(js);
+	json_decref(tj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +380,7 @@ int main(void)
 	        cmocka_unit_test(test_end_status),
 	        cmocka_unit_test(test_backoff),
 	        cmocka_unit_test(test_dest),
+	        cmocka_unit_test(test_export_job),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
