@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "local/tracking.h"
 #include "jobs.h"
 #include "optjobs.h"
 
@@ -22,7 +23,7 @@ typedef enum action { SUSPEND, RESUME, DELETE } action;
 typedef struct life_args {
 	action what;
 	const char *ns;
-	bool all, ignore_not_found;
+	bool all, ignore_not_found, force;
 	char **names;
 	int nnames;
 } life_args;
@@ -50,7 +51,10 @@ static void usage_for(FILE *out, action what)
 	      out);
 	if (what == DELETE)
 		fputs("      --all              every TrainJob of the namespace\n"
-		      "      --ignore-not-found a missing job is not an error\n",
+		      "      --ignore-not-found a missing job is not an error\n"
+		      "      --force            delete a job whose model is not exported yet\n"
+		      "                         (tracking.kftrainer.dev/export-to; refused "
+		      "without)\n",
 		      out);
 	fputs("  -h, --help             this help\n\n"
 	      "Exit status: 0 done for every job; 1 some job does not exist or could not be\n"
@@ -79,18 +83,20 @@ static int parse_args(int argc, char **argv, life_args *a)
 	        {"namespace", required_argument, NULL, 'n'},
 	        {"all", no_argument, NULL, 'a'},
 	        {"ignore-not-found", no_argument, NULL, 'i'},
+	        {"force", no_argument, NULL, 'f'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
-		if ((c == 'a' || c == 'i') && a->what != DELETE)
+		if ((c == 'a' || c == 'i' || c == 'f') && a->what != DELETE)
 			c = '?';
 		switch (c) {
 		case 'n': a->ns = optarg; break;
 		case 'a': a->all = true; break;
 		case 'i': a->ignore_not_found = true; break;
+		case 'f': a->force = true; break;
 		case 'h': usage_for(stdout, a->what); return -1;
 		default: usage_for(stderr, a->what); return KFT_EXIT_USAGE;
 		}
@@ -116,7 +122,15 @@ static int parse_args(int argc, char **argv, life_args *a)
 static int act(kft_local *l, const life_args *a, const char *name)
 {
 	kft_error err;
+	char why[1024];
 	int rc;
+	if (a->what == DELETE && !a->force &&
+	    kft_local_export_pending(l, a->ns, name, why, sizeof(why))) {
+		kft_cli_error("delete: TrainJob %s: its model is not exported (%s); kftrainer "
+		              "export %s retries, --force deletes it anyway",
+		              name, why, name);
+		return KFT_EXIT_FAILED;
+	}
 	if (a->what == DELETE)
 		rc = kft_local_delete(l, a->ns, name, &err);
 	else

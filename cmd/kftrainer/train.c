@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "local/tracking.h"
 #include "jobinput.h"
 #include "logstream.h"
 
@@ -486,7 +487,10 @@ static int follow(kft_local *l, const char *ns, const char *name, bool rm)
 static void remove_job(kft_local *l, const char *name, const char *ns)
 {
 	kft_error err;
-	if (kft_local_delete(l, ns, name, &err) == 0)
+	char why[1024];
+	if (kft_local_export_pending(l, ns, name, why, sizeof(why)))
+		kft_cli_error("--rm: trainjob %s kept: its model is not exported (%s)", name, why);
+	else if (kft_local_delete(l, ns, name, &err) == 0)
 		printf(KFT_CLI_RESOURCE " \"%s\" deleted\n", name);
 	else if (err.code != KFT_ENOTFOUND)
 		kft_cli_error("--rm: %s", err.message);

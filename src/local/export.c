@@ -157,6 +157,22 @@ int kft_local_export(kft_local *l, const char *ns, const char *name, const char 
 	return rc;
 }
 
+int kft_local_export_pending(kft_local *l, const char *ns, const char *name, char *why, size_t size)
+{
+	json_t *tj = NULL;
+	if (kft_local_get(l, ns, name, &tj, NULL) != 0)
+		return 0;
+	int pending = kft_local_export_wanted(tj);
+	if (pending) {
+		const json_t *c = kft_condition_find(json_object_get(tj, "status"),
+		                                     KFT_TRACK_CONDITION_EXPORTED);
+		const char *msg = json_string_value(json_object_get(c, "message"));
+		snprintf(why, size, "%s", msg ? msg : "the export has not started yet");
+	}
+	json_decref(tj);
+	return pending;
+}
+
 /* ---- the supervisor's step ---------------------------------------------------------- */
 
 bool kft_local_export_wanted(const json_t *tj)

@@ -72,6 +72,13 @@ typedef struct kft_local kft_local;
 int kft_local_export(kft_local *l, const char *ns, const char *name, const char *to, FILE *progress,
                      kft_error *err);
 
+/* Whether deleting job ns/name now would delete a model not exported yet
+ * (it completed with an export-to and ModelExported is not True): 1 with
+ * the reason in why (size bytes), 0 when nothing stands in the way (no
+ * such job included). */
+int kft_local_export_pending(kft_local *l, const char *ns, const char *name, char *why,
+                             size_t size);
+
 /* Whether tj completed with an export-to and is not exported yet. */
 bool kft_local_export_wanted(const json_t *tj);
 

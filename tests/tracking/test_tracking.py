@@ -219,6 +219,10 @@ def test_export_failure_then_retry(kft: Kft, s3: S3) -> None:
     assert re.fullmatch(r"s3 s3://later/model/\S+: HTTP 403 AccessDenied", c["message"])
     assert kft.condition("exp-retry", "Complete")["status"] == "True"  # the job still completed
     assert (out / "config.json").exists()  # and its output is kept
+    # the output is not deleted before the model is out
+    p = kft.run("delete", "exp-retry", check=False)
+    assert p.returncode == 1 and "its model is not exported" in p.stderr
+    assert (kft.state / "jobs/default/exp-retry").is_dir()
     p = kft.run("export", "exp-retry", check=False)
     assert p.returncode == 1 and "AccessDenied" in p.stderr
     s3.client.create_bucket(Bucket="later")
@@ -227,6 +231,7 @@ def test_export_failure_then_retry(kft: Kft, s3: S3) -> None:
     assert kft.condition("exp-retry", "ModelExported")["status"] == "True"
     got = s3.client.get_object(Bucket="later", Key="model/tokenizer/vocab.txt")["Body"].read()
     assert got == b"vocab\n"
+    kft.run("delete", "exp-retry")  # exported: nothing stands in the way
 
 
 def test_export_to_the_registry_and_a_directory(
