@@ -128,14 +128,16 @@ static char *termination_message(kft_cm *cm, const json_t *xjob)
 /* Creates the export Job and takes the finalizer. */
 static int start_export(kft_cm *cm, const json_t *job, kft_error *err)
 {
-	json_t *jobset = kft_cm_lookup(cm, "jobset.x-k8s.io/v1alpha2", "JobSet",
-	                               meta(job, "namespace"), meta(job, "name"));
+	/* read whole: the cache keeps a JobSet without its pod templates (trim.c) */
+	json_t *jobset = NULL;
+	if (kft_kube_get(cm->kube, kft_gvr_lookup("jobset.x-k8s.io/v1alpha2", "JobSet"),
+	                 meta(job, "namespace"), meta(job, "name"), &jobset, err) != 0)
+		return err->code;
 	kft_track_export_cfg cfg = {.image = cm->cfg->export_image,
 	                            .tracking_uri = cm->cfg->mlflow_tracking_uri,
 	                            .experiment = cm->cfg->mlflow_experiment};
 	json_t *xjob = NULL;
-	int rc = jobset ? kft_track_export_job(job, jobset, &cfg, &xjob, err)
-	                : kft_error_set(err, KFT_ENOTFOUND, "the TrainJob's JobSet is gone");
+	int rc = kft_track_export_job(job, jobset, &cfg, &xjob, err);
 	if (rc == 0 && !has_finalizer(job))
 		rc = set_finalizer(cm, job, true, err);
 	if (rc == 0)
