@@ -615,9 +615,9 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 	close(fd);
 }
 
-/* A job run on CPU on a machine with no GPU (gpus.h) says so first in its
- * trainer's log, once. */
-static void note_cpu(const engine *e, const eng_rjob *rj, const char *log)
+/* A job run on CPU on a machine with no GPU (gpus.h) says so once: first in
+ * its trainer's log, and a Warning event NoGPU on the TrainJob. */
+static void note_cpu(engine *e, const eng_rjob *rj, const char *log)
 {
 	const char *msg = kft_local_gpus_cpu_message(e->gpus);
 	const json_t *labels = json_object_get(
@@ -632,6 +632,7 @@ static void note_cpu(const engine *e, const eng_rjob *rj, const char *log)
 		dprintf(fd, KFT_LOCAL_ATTEMPT_MARK " %s <==\n", msg);
 		close(fd);
 	}
+	note_event(e, "Warning", "NoGPU", "TrainJob", e->name, "%s", msg);
 }
 
 static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)

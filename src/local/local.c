@@ -420,16 +420,13 @@ static int no_gpus(void *self)
 
 /* On a machine with no GPU at all, a job that asks for GPUs (want, in all)
  * runs on CPU rather than being refused: it is built again with a backend
- * whose has_gpus says 0, so every plugin sees CPU nodes; the submit records
- * a Warning event NoGPU, and the job's GPUAllocation carries the same words
- * for the trainer's log (gpus.h). *objects is replaced. */
-static int run_on_cpu(kft_local *l, const kft_framework *fw, const json_t *tj,
-                      const json_t *runtime, kft_local_backend_state *b, int64_t want,
-                      const char *source, json_t **objects, kft_error *err)
+ * whose has_gpus says 0, so every plugin sees CPU nodes, and the job's
+ * GPUAllocation carries the words the supervisor says it with (gpus.h).
+ * *objects is replaced. */
+static int run_on_cpu(const kft_framework *fw, const json_t *tj, const json_t *runtime,
+                      kft_local_backend_state *b, int64_t want, const char *source,
+                      json_t **objects, kft_error *err)
 {
-	const json_t *meta = json_object_get(tj, "metadata");
-	const char *ns = json_string_value(json_object_get(meta, "namespace"));
-	const char *name = json_string_value(json_object_get(meta, "name"));
 	char msg[512];
 	snprintf(msg, sizeof(msg),
 	         "this machine has no GPU (%s found none; %s names them): the %lld GPUs the "
@@ -440,14 +437,9 @@ static int run_on_cpu(kft_local *l, const kft_framework *fw, const json_t *tj,
 	json_decref(*objects);
 	*objects = NULL;
 	int rc = kft_framework_build(fw, &b->table, tj, runtime, objects, err);
-	json_t *ev =
-	        kft_local_event_new(ns ? ns : "default", "Warning", "NoGPU", "TrainJob", name, msg);
 	json_t *alloc = kft_local_gpus_cpu_allocation(want, msg);
-	if (rc == 0 && (!ev || !alloc || json_array_append(*objects, alloc) != 0))
+	if (rc == 0 && (!alloc || json_array_append(*objects, alloc) != 0))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = kft_store_event_add(l->store, ns ? ns : "default", name, ev, err);
-	json_decref(ev);
 	json_decref(alloc);
 	return rc;
 }
@@ -486,7 +478,7 @@ static int place_gpus(kft_local *l, const kft_framework *fw, const json_t *tj,
 		kft_local_gpus_free(&all);
 		kft_local_gpus_free(&held);
 		kft_local_gpus_free(&avail);
-		return run_on_cpu(l, fw, tj, runtime, b, want, source, objects, err);
+		return run_on_cpu(fw, tj, runtime, b, want, source, objects, err);
 	}
 	if (rc == 0 && (uint64_t)want > avail.n)
 		rc = kft_error_set(
