@@ -496,3 +496,23 @@ int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins)
 	}
 	return 0;
 }
+
+int kft_jobinput_framework(const char *verb, unsigned features, const kft_paths *flags,
+                           kft_framework **fw, json_t *recorded)
+{
+	kft_error err;
+	kft_paths plugins = {0};
+	*fw = NULL;
+	int rc = kft_framework_new(features, fw, &err);
+	if (rc != 0) {
+		kft_cli_error("%s: %s", verb, err.message);
+		return KFT_EXIT_FAILED;
+	}
+	rc = kft_jobinput_plugin_paths(flags, &plugins);
+	if (rc == 0)
+		rc = kft_jobinput_load_plugins(*fw, &plugins);
+	for (size_t i = 0; rc == 0 && i < plugins.count; i++)
+		json_array_append_new(recorded, json_string(plugins.items[i]));
+	kft_paths_free(&plugins);
+	return rc;
+}

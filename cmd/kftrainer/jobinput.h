@@ -113,4 +113,12 @@ int kft_jobinput_plugin_paths(const kft_paths *flags, kft_paths *out);
  * KFT_EXIT_INPUT (reported) for one that cannot be loaded. */
 int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins);
 
+/* What train and optimize start with: a framework with `features` and the
+ * plugins --plugin (flags) or the configuration names, each plugin's path
+ * appended to `recorded` so the supervisors load the same files. Returns
+ * 0, KFT_EXIT_INPUT (a plugin: reported) or KFT_EXIT_FAILED (reported with
+ * `verb`); *fw is set either way (NULL or to free). */
+int kft_jobinput_framework(const char *verb, unsigned features, const kft_paths *flags,
+                           kft_framework **fw, json_t *recorded);
+
 #endif

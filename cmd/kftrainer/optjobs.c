@@ -29,6 +29,7 @@
 #include "hpo/hpo.h"
 #include "kftrainer/conditions.h"
 #include "local/optimizer.h"
+#include "util/json.h"
 #include "util/strbuf.h"
 
 #define TYPE_SINGULAR "optimizationjob"
@@ -191,15 +192,9 @@ static void append_upper(json_t *row, const char *s)
 
 static const char *param_value(const json_t *trial, const char *name)
 {
-	size_t i;
-	const json_t *a;
-	json_array_foreach(json_object_get(trial, "parameters"), i, a)
-	{
-		const char *n = json_string_value(json_object_get(a, "name"));
-		if (n && strcmp(n, name) == 0)
-			return json_string_value(json_object_get(a, "value"));
-	}
-	return "-";
+	const char *v = json_string_value(json_object_get(
+	        kft_json_find(json_object_get(trial, "parameters"), "name", name), "value"));
+	return v ? v : "-";
 }
 
 /* The trials table: parameters, then metrics, of each trial. */

@@ -314,8 +314,9 @@ typedef enum kft_hpo_outcome {
 
 /* Ends the trial: Succeeded (complete and the objective was reported),
  * MetricsUnavailable (complete without it), Failed, EarlyStopped or
- * Killed, with completionTimestamp now and message (may be NULL).
- * Returns 0 or KFT_ENOMEM. */
+ * Killed, with completionTimestamp now and message (may be NULL). spec
+ * is read only for KFT_HPO_JOB_COMPLETE (may be NULL otherwise). Returns 0
+ * or KFT_ENOMEM. */
 int kft_hpo_trial_end(const kft_hpo_spec *spec, json_t *trial, kft_hpo_outcome outcome,
                       const char *message, const char *now);
 

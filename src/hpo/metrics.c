@@ -13,6 +13,7 @@
  * is taken as far as it goes.
  */
 #include "hpo/hpo_internal.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -124,15 +125,7 @@ int kft_hpo_parse_number(const char *s, double *out)
 
 json_t *kft_hpo_trial_metric(const json_t *trial, const char *name)
 {
-	size_t i;
-	json_t *m;
-	json_array_foreach(json_object_get(trial, "metrics"), i, m)
-	{
-		const char *n = json_string_value(json_object_get(m, "name"));
-		if (n && strcmp(n, name) == 0)
-			return m;
-	}
-	return NULL;
+	return kft_json_find(json_object_get(trial, "metrics"), "name", name);
 }
 
 /* Katib's getMetrics starts every metric the experiment names at

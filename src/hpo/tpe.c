@@ -18,6 +18,7 @@
  * has that many).
  */
 #include "hpo/hpo_internal.h"
+#include "util/json.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -68,15 +69,7 @@ static obs *observations(const kft_hpo_spec *spec, const json_t *trials, size_t 
 
 static const char *value_of(const json_t *params, const char *name)
 {
-	size_t i;
-	const json_t *a;
-	json_array_foreach(params, i, a)
-	{
-		const char *n = json_string_value(json_object_get(a, "name"));
-		if (n && strcmp(n, name) == 0)
-			return json_string_value(json_object_get(a, "value"));
-	}
-	return NULL;
+	return json_string_value(json_object_get(kft_json_find(params, "name", name), "value"));
 }
 
 /* ---- numbers ------------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kftrainer/constants.h"
+#include "util/json.h"
 #include "util/strbuf.h"
 
 #define PLACEHOLDER_LEN (sizeof(KFT_HPO_PLACEHOLDER) - 1)
@@ -171,7 +172,6 @@ static void env_name(const char *param, char *buf, size_t size)
 static int set_env(json_t *spec, const char *name, const char *value)
 {
 	json_t *trainer = json_object_get(spec, "trainer"), *env, *e;
-	size_t i;
 	if (!trainer && json_object_set_new(spec, "trainer", json_object()) == 0)
 		trainer = json_object_get(spec, "trainer");
 	env = json_object_get(trainer, "env");
@@ -179,12 +179,9 @@ static int set_env(json_t *spec, const char *name, const char *value)
 		env = json_object_get(trainer, "env");
 	if (!json_is_array(env))
 		return -1;
-	json_array_foreach(env, i, e)
-	{
-		const char *n = json_string_value(json_object_get(e, "name"));
-		if (n && strcmp(n, name) == 0)
-			return json_array_set_new(
-			        env, i, json_pack("{s:s, s:s}", "name", name, "value", value));
+	if ((e = kft_json_find(env, "name", name)) != NULL) { /* the trial's value wins */
+		json_object_del(e, "valueFrom");
+		return json_object_set_new(e, "value", json_string(value));
 	}
 	return json_array_append_new(env, json_pack("{s:s, s:s}", "name", name, "value", value));
 }
@@ -268,13 +265,5 @@ json_t *kft_hpo_trial_new(const char *name, const json_t *parameters, const char
 
 json_t *kft_hpo_trial_find(const json_t *status, const char *name)
 {
-	size_t i;
-	json_t *t;
-	json_array_foreach(json_object_get(status, "trials"), i, t)
-	{
-		const char *n = json_string_value(json_object_get(t, "name"));
-		if (n && strcmp(n, name) == 0)
-			return t;
-	}
-	return NULL;
+	return kft_json_find(json_object_get(status, "trials"), "name", name);
 }

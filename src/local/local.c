@@ -825,22 +825,19 @@ int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, 
 	return rc;
 }
 
-int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
+int kft_local_list_live(kft_local *l, int rc, json_t **out, kft_local_live_fn check, kft_error *err)
 {
-	if (ns) /* NULL stays "every namespace" */
-		ns = ns_of(ns);
-	int rc = kft_store_job_list(l->store, ns, out, err);
 	size_t i;
-	json_t *tj;
-	json_array_foreach(rc == 0 ? *out : NULL, i, tj)
+	json_t *obj;
+	json_array_foreach(rc == 0 ? *out : NULL, i, obj)
 	{
-		const json_t *meta = json_object_get(tj, "metadata");
-		json_t *cur = json_incref(tj);
-		rc = check_live(l, json_string_value(json_object_get(meta, "namespace")),
-		                json_string_value(json_object_get(meta, "name")), &cur, err);
+		const json_t *meta = json_object_get(obj, "metadata");
+		json_t *cur = json_incref(obj);
+		rc = check(l, json_string_value(json_object_get(meta, "namespace")),
+		           json_string_value(json_object_get(meta, "name")), &cur, err);
 		if (rc == KFT_ENOTFOUND) /* deleted meanwhile: list what is there */
 			rc = 0;
-		else if (rc == 0 && cur != tj)
+		else if (rc == 0 && cur != obj)
 			json_array_set(*out, i, cur);
 		json_decref(cur);
 		if (rc)
@@ -851,6 +848,14 @@ int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
 		*out = NULL;
 	}
 	return rc;
+}
+
+int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
+{
+	if (ns) /* NULL stays "every namespace" */
+		ns = ns_of(ns);
+	return kft_local_list_live(l, kft_store_job_list(l->store, ns, out, err), out, check_live,
+	                           err);
 }
 
 /* ---- stopping a supervisor ---------------------------------------------------------- */

@@ -266,6 +266,17 @@ static bool supervisor_alive(kft_local *l, const char *ns, const char *name)
 	       pid > 0 && kft_local_proc_is(pid, ticks);
 }
 
+bool kft_local_trial_stop(kft_local *l, const char *ns, const json_t *trial, const char *why)
+{
+	const char *state = json_string_value(json_object_get(trial, "state"));
+	const char *name = json_string_value(json_object_get(trial, "name"));
+	if (!state || !name)
+		return false;
+	if (strcmp(state, KFT_HPO_RUNNING) == 0)
+		kft_local_stop(l, ns, name, KFT_LOCAL_REASON_SEARCH_ENDED, why, NULL);
+	return strcmp(state, KFT_HPO_RUNNING) == 0 || strcmp(state, KFT_HPO_PENDING) == 0;
+}
+
 /* Stops the trials still running, marking them Killed (status changed in
  * place). */
 static void stop_running(kft_local *l, const char *ns, json_t *status, const char *why)
@@ -276,16 +287,8 @@ static void stop_running(kft_local *l, const char *ns, json_t *status, const cha
 	kft_rfc3339_now(now);
 	json_array_foreach(json_object_get(status, "trials"), i, t)
 	{
-		const char *state = json_string_value(json_object_get(t, "state"));
-		const char *trial = json_string_value(json_object_get(t, "name"));
-		if (!state || !trial ||
-		    (strcmp(state, KFT_HPO_RUNNING) != 0 && strcmp(state, KFT_HPO_PENDING) != 0))
-			continue;
-		if (strcmp(state, KFT_HPO_RUNNING) == 0)
-			kft_local_stop(l, ns, trial, KFT_LOCAL_REASON_SEARCH_ENDED, why, NULL);
-		json_object_set_new(t, "state", json_string(KFT_HPO_KILLED));
-		json_object_set_new(t, "completionTimestamp", json_string(now));
-		json_object_set_new(t, "message", json_string(why));
+		if (kft_local_trial_stop(l, ns, t, why))
+			kft_hpo_trial_end(NULL, t, KFT_HPO_JOB_KILLED, why, now);
 	}
 }
 
@@ -354,27 +357,7 @@ int kft_local_optimization_get(kft_local *l, const char *ns, const char *name, j
 int kft_local_optimization_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
 {
 	int rc = kft_optstore_list(kft_local_store(l), ns ? ns_of(ns) : NULL, out, err);
-	size_t i;
-	json_t *opt;
-	json_array_foreach(rc == 0 ? *out : NULL, i, opt)
-	{
-		const json_t *meta = json_object_get(opt, "metadata");
-		json_t *cur = json_incref(opt);
-		rc = check_live(l, json_string_value(json_object_get(meta, "namespace")),
-		                json_string_value(json_object_get(meta, "name")), &cur, err);
-		if (rc == KFT_ENOTFOUND)
-			rc = 0;
-		else if (rc == 0 && cur != opt)
-			json_array_set(*out, i, cur);
-		json_decref(cur);
-		if (rc)
-			break;
-	}
-	if (rc && *out) {
-		json_decref(*out);
-		*out = NULL;
-	}
-	return rc;
+	return kft_local_list_live(l, rc, out, check_live, err);
 }
 
 int kft_local_optimization_events(kft_local *l, const char *ns, const char *name, json_t **out,

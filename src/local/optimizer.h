@@ -94,4 +94,10 @@ char *kft_local_optimization_dir(const char *state_dir, const char *ns, const ch
 int kft_local_trial_check(const kft_framework *fw, const json_t *runtime, json_t **job,
                           kft_error *err);
 
+/* Whether a status.trials entry is unfinished (Running or Pending); a
+ * Running one's TrainJob is stopped first (Failed, reason
+ * KFT_LOCAL_REASON_SEARCH_ENDED, message why). The caller then ends the
+ * entry Killed. (optimizer.c; the supervisor's end and a lost supervisor.) */
+bool kft_local_trial_stop(kft_local *l, const char *ns, const json_t *trial, const char *why);
+
 #endif

@@ -19,10 +19,8 @@
 #define OPT_RESOURCE "optimizationjobs.trainer.kubeflow.org"
 #define OPT_ID       "(SELECT id FROM optimizations WHERE namespace = ?1 AND name = ?2)"
 
-static const char *ns_of(const char *ns)
-{
-	return ns && *ns ? ns : "default";
-}
+static const kft_store_kind optimization = {
+        .kind = "OptimizationJob", .a_kind = "an OptimizationJob", .resource = OPT_RESOURCE};
 
 static int not_found(kft_error *err, const char *name)
 {
@@ -33,24 +31,13 @@ static int not_found(kft_error *err, const char *name)
 static int prepare_opt(kft_store *s, const char *sql, const char *ns, const char *name,
                        sqlite3_stmt **st, kft_error *err)
 {
-	if (!name || !*name)
-		return kft_error_set(err, KFT_EINVAL, "an OptimizationJob name is required");
-	int rc = kft_store_prepare(s, sql, st, err);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(*st, 1, ns_of(ns), -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(*st, 2, name, -1, SQLITE_TRANSIENT);
-	return 0;
+	return kft_store_prepare_named(s, &optimization, sql, ns, name, st, err);
 }
 
 /* Steps a write addressed at one OptimizationJob; no change: not found. */
 static int finish_write(kft_store *s, sqlite3_stmt *st, const char *name, kft_error *err)
 {
-	int rc = sqlite3_step(st);
-	kft_store_release(s, st);
-	if (rc != SQLITE_DONE)
-		return kft_store_db_fail(s, err, "write");
-	return sqlite3_changes(kft_store_db(s)) == 0 ? not_found(err, name) : 0;
+	return kft_store_finish_named_write(s, &optimization, st, name, err);
 }
 
 /* Binds JSON j (NULL: SQL NULL) as text at index i. */
@@ -133,13 +120,6 @@ int kft_optstore_create(kft_store *s, const json_t *opt, const kft_opt_exec *exe
 
 #define OPT_COLUMNS "namespace, name, uid, body, created, status, deleting"
 
-static json_t *seconds_only(const char *ts)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%.19sZ", ts ? ts : "");
-	return json_string(buf);
-}
-
 static int row_to_opt(sqlite3_stmt *st, json_t **out, kft_error *err)
 {
 	json_t *opt, *status = NULL;
@@ -160,10 +140,11 @@ static int row_to_opt(sqlite3_stmt *st, json_t **out, kft_error *err)
 	json_object_set_new(meta, "name", json_string((const char *)sqlite3_column_text(st, 1)));
 	json_object_set_new(meta, "uid", json_string((const char *)sqlite3_column_text(st, 2)));
 	json_object_set_new(meta, "creationTimestamp",
-	                    seconds_only((const char *)sqlite3_column_text(st, 4)));
+	                    kft_store_seconds_only((const char *)sqlite3_column_text(st, 4)));
 	if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-		json_object_set_new(meta, "deletionTimestamp",
-		                    seconds_only((const char *)sqlite3_column_text(st, 6)));
+		json_object_set_new(
+		        meta, "deletionTimestamp",
+		        kft_store_seconds_only((const char *)sqlite3_column_text(st, 6)));
 	if (status)
 		json_object_set_new(opt, "status", status);
 	*out = opt;
@@ -172,58 +153,18 @@ static int row_to_opt(sqlite3_stmt *st, json_t **out, kft_error *err)
 
 int kft_optstore_get(kft_store *s, const char *ns, const char *name, json_t **out, kft_error *err)
 {
-	sqlite3_stmt *st;
-	*out = NULL;
-	int rc = prepare_opt(s,
-	                     "SELECT " OPT_COLUMNS " FROM optimizations"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, name, &st, err);
-	if (rc)
-		return rc;
-	rc = sqlite3_step(st);
-	rc = rc == SQLITE_ROW    ? row_to_opt(st, out, err)
-	     : rc == SQLITE_DONE ? not_found(err, name)
-	                         : kft_store_db_fail(s, err, "reading the OptimizationJob");
-	kft_store_release(s, st);
-	return rc;
+	return kft_store_get_named(s, &optimization,
+	                           "SELECT " OPT_COLUMNS " FROM optimizations"
+	                           " WHERE namespace = ?1 AND name = ?2",
+	                           ns, name, row_to_opt, out, err);
 }
 
 int kft_optstore_list(kft_store *s, const char *ns, json_t **out, kft_error *err)
 {
-	sqlite3_stmt *st;
-	*out = NULL;
-	int rc = kft_store_prepare(s,
-	                           "SELECT " OPT_COLUMNS " FROM optimizations"
-	                           " WHERE ?1 IS NULL OR namespace = ?1 ORDER BY namespace, name",
-	                           &st, err);
-	if (rc)
-		return rc;
-	sqlite3_bind_text(st, 1, ns, -1, SQLITE_TRANSIENT);
-	json_t *arr = json_array();
-	int step = SQLITE_DONE;
-	while (rc == 0 && arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *opt;
-		kft_error bad;
-		if (row_to_opt(st, &opt, &bad) == 0) {
-			json_array_append_new(arr, opt);
-			continue;
-		}
-		char msg[sizeof(bad.message) + 512];
-		snprintf(msg, sizeof(msg), "skipping OptimizationJob %s/%s: %s",
-		         (const char *)sqlite3_column_text(st, 0),
-		         (const char *)sqlite3_column_text(st, 1), bad.message);
-		kft_store_warn(s, msg);
-	}
-	if (!arr)
-		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
-	else if (step != SQLITE_DONE)
-		rc = kft_store_db_fail(s, err, "listing OptimizationJobs");
-	kft_store_release(s, st);
-	if (rc)
-		json_decref(arr);
-	else
-		*out = arr;
-	return rc;
+	return kft_store_list_named(s, &optimization,
+	                            "SELECT " OPT_COLUMNS " FROM optimizations"
+	                            " WHERE ?1 IS NULL OR namespace = ?1 ORDER BY namespace, name",
+	                            ns, row_to_opt, out, err);
 }
 
 void kft_opt_exec_free(kft_opt_exec *e)
@@ -412,25 +353,12 @@ int kft_optstore_event_add(kft_store *s, const char *ns, const char *name, const
 	return rc ? rc : finish_write(s, st, name, err);
 }
 
-/* Rows of one text column (JSON) into a new array; no row at all with a
- * LEFT JOIN's single NULL row means "exists, none". */
+/* Rows of one text column (JSON) into a new array (kft_store_collect_named). */
 static int collect(kft_store *s, sqlite3_stmt *st, const char *name, json_t **out, kft_error *err)
 {
 	json_t *arr = json_array();
-	int rc = arr ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory"), rows = 0, step;
-	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *v;
-		rows++;
-		if (sqlite3_column_type(st, 0) == SQLITE_NULL)
-			continue;
-		rc = kft_store_load_json((const char *)sqlite3_column_text(st, 0), &v, err);
-		if (rc == 0)
-			json_array_append_new(arr, v);
-	}
-	if (rc == 0 && step != SQLITE_DONE)
-		rc = kft_store_db_fail(s, err, "reading the OptimizationJob");
-	else if (rc == 0 && rows == 0)
-		rc = not_found(err, name);
+	int rc = arr ? kft_store_collect_named(s, &optimization, st, name, arr, err)
+	             : kft_error_set(err, KFT_ENOMEM, "out of memory");
 	if (rc)
 		json_decref(arr);
 	else

@@ -519,12 +519,7 @@ static void finish(run *r, const kft_hpo_plan *plan)
 	json_t *t;
 	json_array_foreach(json_object_get(r->status, "trials"), i, t)
 	{
-		const char *state = json_string_value(json_object_get(t, "state"));
-		const char *name = json_string_value(json_object_get(t, "name"));
-		if (strcmp(state, KFT_HPO_RUNNING) == 0)
-			kft_local_stop(r->l, r->ns, name, KFT_LOCAL_REASON_SEARCH_ENDED,
-			               plan->message, NULL);
-		if (strcmp(state, KFT_HPO_RUNNING) == 0 || strcmp(state, KFT_HPO_PENDING) == 0)
+		if (kft_local_trial_stop(r->l, r->ns, t, plan->message))
 			end_trial(r, t, KFT_HPO_JOB_KILLED, "the OptimizationJob ended");
 	}
 	kft_rfc3339_now(now);

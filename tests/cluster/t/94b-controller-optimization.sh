@@ -55,34 +55,7 @@ if ! ctrl_start opt || ! status_server_serve opt "$work" "$base"; then
 fi
 install_builtin_runtimes
 # A torch runtime whose pods kwok keeps running (label outcome=hold) until a test releases them.
-k apply --server-side -f - >/dev/null <<'EOF'
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainingRuntime
-metadata:
-  name: torch-held
-spec:
-  mlPolicy:
-    numNodes: 1
-    torch: {}
-  template:
-    spec:
-      replicatedJobs:
-      - name: node
-        template:
-          metadata:
-            labels:
-              trainer.kubeflow.org/trainjob-ancestor-step: trainer
-          spec:
-            backoffLimit: 0
-            template:
-              metadata:
-                labels:
-                  kwok.kftrainer.test/outcome: hold
-              spec:
-                containers:
-                - name: node
-                  image: example.invalid/torch:1
-EOF
+quick_runtime "$ns" torch-held hold
 k apply -f - >/dev/null <<'EOF'
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: OptimizationJob

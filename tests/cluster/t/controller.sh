@@ -459,8 +459,14 @@ EOF
 
 # A namespaced torch TrainingRuntime $2 in namespace $1 whose Job gives up after one failed pod
 # (backoffLimit 0), so that a failing TrainJob fails in seconds, not after the Job controller's
-# minutes of back-off.
+# minutes of back-off. $3, when given, labels its pods kwok.kftrainer.test/outcome=$3 (fail, or
+# hold: kwok keeps them Running until the label goes; tests/cluster/kwok/stages.yaml).
 quick_runtime() {
+	local pod_meta=
+	[ -n "${3:-}" ] && pod_meta="
+              metadata:
+                labels:
+                  kwok.kftrainer.test/outcome: $3"
 	kubectl -n "$1" apply --server-side -f - >/dev/null <<EOF
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainingRuntime
@@ -480,7 +486,7 @@ spec:
               trainer.kubeflow.org/trainjob-ancestor-step: trainer
           spec:
             backoffLimit: 0
-            template:
+            template:$pod_meta
               spec:
                 containers:
                 - name: node
