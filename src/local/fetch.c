@@ -827,17 +827,6 @@ static int fetch_hf(const char *uri, const char *dest_dir, const kft_fetch_optio
 
 /* ---- s3:// ------------------------------------------------------------- */
 
-static int s3_bucket_ok(const char *b, size_t n)
-{
-	if (n < 3 || n > 63)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) && b[i] != '-' &&
-		    b[i] != '.')
-			return 0;
-	return 1;
-}
-
 /* One bucket, its endpoint and the credentials a request is signed with. */
 typedef struct s3_ctx {
 	kft_s3 s3;
@@ -938,7 +927,7 @@ static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_optio
 	const char *b = uri + 5, *slash = strchr(b, '/');
 	const char *key = slash ? slash + 1 : "";
 	char bucket[64], dest[PATH_MAX_LEN], prefix[KFT_S3_KEY_MAX + 2];
-	if (!slash || !s3_bucket_ok(b, (size_t)(slash - b)))
+	if (!slash || !kft_s3_bucket_ok(b, (size_t)(slash - b)))
 		return kft_error_set(err, KFT_EINVAL, "fetch %s: expected s3://BUCKET/KEY", uri);
 	size_t klen = strlen(key);
 	char folder[KFT_S3_KEY_MAX + 1];

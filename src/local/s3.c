@@ -40,16 +40,15 @@ static int is_http_url(const char *url)
 	return strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
 }
 
-static int bucket_ok(const char *b)
+bool kft_s3_bucket_ok(const char *b, size_t n)
 {
-	size_t n = strlen(b);
 	if (n < 3 || n > 63)
-		return 0;
+		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) && b[i] != '-' &&
 		    b[i] != '.')
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 /* An endpoint override (MinIO, Ceph, a test server) is addressed
@@ -91,7 +90,7 @@ static const char *env_or(const char *name, const char *fallback)
 int kft_s3_open(const char *bucket, kft_s3 *out, kft_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (!bucket || !bucket_ok(bucket))
+	if (!bucket || !kft_s3_bucket_ok(bucket, strlen(bucket)))
 		return kft_error_set(err, KFT_EINVAL, "s3: %s is not a bucket name",
 		                     bucket ? bucket : "(none)");
 	out->bucket = bucket;

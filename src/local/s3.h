@@ -13,6 +13,7 @@
 #ifndef KFT_LOCAL_S3_H
 #define KFT_LOCAL_S3_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,9 @@ typedef struct kft_s3_headers {
 	char buf[5][2200];
 	const char *lines[6]; /* NULL-terminated */
 } kft_s3_headers;
+
+/* Whether b[0..n) is a bucket name S3 takes: 3-63 characters of a-z 0-9 . - */
+bool kft_s3_bucket_ok(const char *b, size_t n);
 
 /* The bucket (3-63 characters of a-z 0-9 . -) from this process's
  * environment. Errors: KFT_EINVAL (the bucket name, an endpoint that is not

@@ -4,8 +4,8 @@
  * a refusal names the annotation and the forms it takes.
  */
 #include "track/track.h"
+#include "local/s3.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +18,6 @@ static int refuse(kft_error *err, const char *uri, const char *why)
 	                     "metadata.annotations[%s]: Invalid value: \"%s\": %s (one of " FORMS
 	                     ")",
 	                     KFT_TRACK_ANN_EXPORT_TO, uri, why);
-}
-
-/* S3's bucket naming rules (3-63 of lower-case letters, digits, '.', '-',
- * starting and ending with a letter or digit). */
-static bool bucket_ok(const char *b, size_t n)
-{
-	if (n < 3 || n > 63 || !isalnum((unsigned char)b[0]) || !isalnum((unsigned char)b[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) && b[i] != '-' &&
-		    b[i] != '.')
-			return false;
-	return true;
 }
 
 /* A path of '/'-separated names, none empty, "." or "..", no control
@@ -57,7 +44,7 @@ static int parse_s3(const char *uri, kft_track_dest *out, kft_error *err)
 {
 	const char *b = uri + 5, *slash = strchr(b, '/');
 	size_t blen = slash ? (size_t)(slash - b) : strlen(b);
-	if (!bucket_ok(b, blen))
+	if (!kft_s3_bucket_ok(b, blen))
 		return refuse(err, uri, "not a valid bucket name");
 	char *prefix = strdup(slash ? slash + 1 : "");
 	if (!prefix)
