@@ -40,17 +40,6 @@ static int is_http_url(const char *url)
 	return strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
 }
 
-bool kft_s3_bucket_ok(const char *b, size_t n)
-{
-	if (n < 3 || n > 63)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) && b[i] != '-' &&
-		    b[i] != '.')
-			return false;
-	return true;
-}
-
 /* An endpoint override (MinIO, Ceph, a test server) is addressed
  * path-style; AWS itself virtual-hosted unless the bucket name has dots,
  * which would not match the wildcard TLS certificate. */

@@ -19,6 +19,7 @@
 
 #include "kftrainer/error.h"
 #include "local/fetch.h"
+#include "local/s3list.h"
 
 /* Where a bucket lives: the URL prefix to put the object path after, the
  * Host header value that is signed and sent, and the canonical path prefix. */
@@ -41,9 +42,6 @@ typedef struct kft_s3_headers {
 	char buf[5][2200];
 	const char *lines[6]; /* NULL-terminated */
 } kft_s3_headers;
-
-/* Whether b[0..n) is a bucket name S3 takes: 3-63 characters of a-z 0-9 . - */
-bool kft_s3_bucket_ok(const char *b, size_t n);
 
 /* The bucket (3-63 characters of a-z 0-9 . -) from this process's
  * environment. Errors: KFT_EINVAL (the bucket name, an endpoint that is not

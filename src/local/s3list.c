@@ -8,6 +8,7 @@
  */
 #include "local/s3list.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,4 +214,15 @@ int kft_s3_xml_value(const char *xml, size_t len, const char *name, char *out, s
 		memcpy(out, text, strlen(text) + 1);
 	free(text);
 	return found;
+}
+
+bool kft_s3_bucket_ok(const char *b, size_t n)
+{
+	if (n < 3 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) && b[i] != '-' &&
+		    b[i] != '.')
+			return false;
+	return true;
 }

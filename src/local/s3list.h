@@ -12,6 +12,7 @@
 #ifndef KFT_LOCAL_S3LIST_H
 #define KFT_LOCAL_S3LIST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kftrainer/error.h"
@@ -34,6 +35,11 @@ typedef struct kft_s3_list {
 int kft_s3_list_parse(const char *xml, size_t len, kft_s3_list *out, kft_error *err);
 
 void kft_s3_list_free(kft_s3_list *l);
+
+/* Whether b[0..n) is a bucket name S3 takes: 3-63 characters of a-z 0-9 . -
+ * (pure, here so that what checks names links no signer: the controller's
+ * export-to check, the initializers, the exporter). */
+bool kft_s3_bucket_ok(const char *b, size_t n);
 
 /* The text of the first <NAME>...</NAME> element of any S3 reply (an
  * UploadId, an error's Code), entities decoded, into out (size bytes).

@@ -4,7 +4,7 @@
  * a refusal names the annotation and the forms it takes.
  */
 #include "track/track.h"
-#include "local/s3.h"
+#include "local/s3list.h"
 
 #include <stdio.h>
 #include <stdlib.h>
