@@ -100,6 +100,24 @@ foreach(src ${KFT_CLUSTER_PROGS})
   target_link_libraries(${name} PRIVATE kftrainer_static)
 endforeach()
 
+# Every fuzz target's corpus, replayed by a plain driver (tests/fuzz/replay.c)
+# against the sanitized library: a seed that crashes or breaks a target's
+# promise fails here, in every build, without clang. `make fuzz` builds the
+# real fuzzers.
+file(GLOB KFT_FUZZ_TARGETS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_*.c)
+foreach(src ${KFT_FUZZ_TARGETS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(replay_${name} ${src} ${CMAKE_SOURCE_DIR}/tests/fuzz/replay.c)
+  set_target_properties(replay_${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  target_include_directories(replay_${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${KFT_GENERATED_INCLUDE})
+  target_compile_options(replay_${name} PRIVATE ${KFT_WARNINGS} ${KFT_SAN_FLAGS})
+  target_link_libraries(replay_${name} PRIVATE kftrainer_asan)
+  add_test(NAME fuzz_replay_${name}
+           COMMAND replay_${name} ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${name})
+  set_tests_properties(fuzz_replay_${name} PROPERTIES LABELS "unit;fuzz"
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1")
+endforeach()
+
 # The shared library's exports are its installed headers' declarations, no
 # more (tests/exports/check; -fvisibility=hidden and KFT_EXPORT, export.h).
 add_test(NAME exports COMMAND ${CMAKE_SOURCE_DIR}/tests/exports/check

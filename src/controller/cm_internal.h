@@ -97,8 +97,7 @@ struct kft_cm {
 	kft_informer *configmaps; /* one of children, or NULL */
 	kft_cm_controller ctl[3]; /* trainjob, trainingruntime, clustertrainingruntime */
 	kft_cm_applied applied;
-	char *metrics_cert, *metrics_key; /* PEM, while /metrics is served over TLS */
-	kft_cm_status *status;            /* the status server (TrainJobStatus gate), or NULL */
+	kft_cm_status *status; /* the status server (TrainJobStatus gate), or NULL */
 	atomic_int stop;
 	atomic_int fatal;
 	volatile int ready;

@@ -447,8 +447,8 @@ int kft_leader_start(kft_leader *le, kft_error *err)
 
 int kft_leader_is_leader(kft_leader *le)
 {
-	return atomic_load(&le->leading) &&
-	       kft_clock_mono_ms() - atomic_load(&le->last_ok_ms) < (long long)(le->renew_deadline * 1000);
+	return atomic_load(&le->leading) && kft_clock_mono_ms() - atomic_load(&le->last_ok_ms) <
+	                                            (long long)(le->renew_deadline * 1000);
 }
 
 const char *kft_leader_identity(const kft_leader *le)

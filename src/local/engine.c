@@ -60,7 +60,6 @@
 #define DEFAULT_BACKOFF     6    /* batch/v1 Job's default backoffLimit */
 #define MAX_PODS            4096
 #define STATUS_FILE_MAX     (64 * 1024)
-#define STATUS_POLL_MAX     64 /* the status server's listener and connections */
 #define JOBSET_API          "jobset.x-k8s.io/v1alpha2"
 
 /* JobSet v0.12's words for a failure policy that ran out of restarts. */
@@ -1262,7 +1261,7 @@ static void flush(engine *e)
 /* Runs until the job has ended and that is recorded, or a stop signal. */
 static int loop(engine *e, kft_error *err)
 {
-	struct pollfd pfd[1 + STATUS_POLL_MAX];
+	struct pollfd pfd[2];
 	judge(e);
 	e->dirty = true;
 	for (;;) {
@@ -1270,10 +1269,11 @@ static int loop(engine *e, kft_error *err)
 		if (e->finished && !e->dirty)
 			return 0;
 		pfd[0] = (struct pollfd){.fd = e->sfd, .events = POLLIN};
-		size_t ns = kft_statusserver_pollfds(e->status_server, pfd + 1, STATUS_POLL_MAX);
-		if (poll(pfd, 1 + ns, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
+		pfd[1] = (struct pollfd){.fd = kft_statusserver_fd(e->status_server),
+		                         .events = POLLIN};
+		if (poll(pfd, 2, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
 			return kft_error_set(err, KFT_EIO, "poll: %s", strerror(errno));
-		record_report(e, kft_statusserver_serve(e->status_server, pfd + 1, ns));
+		record_report(e, kft_statusserver_take(e->status_server));
 		drain_signals(e);
 		if (e->stop_requested)
 			return on_stop(e, err);

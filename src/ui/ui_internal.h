@@ -8,19 +8,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "http/server.h"
 #include "ui/ui.h"
 
-/* One request being answered, on a thread of its own. */
+/* One request being answered, on one of the server core's workers. */
 typedef struct kft_ui_conn {
 	kft_ui *ui;
-	int fd;
-	char method[16];
-	char *path;         /* percent-decoded, without the query */
+	kft_http_conn *http;
+	const char *method;
+	const char *path;   /* percent-decoded, without the query */
 	const char *query;  /* the raw query after '?', "" when none */
 	const char *fields; /* the head's field lines */
-	char *body;         /* a POST's body, NUL-terminated (NULL: none) */
+	const char *body;   /* a POST's body, NUL-terminated (NULL: none) */
 	size_t body_len;
-	kft_local *local; /* opened on first use, closed with the connection */
+	kft_local *local; /* opened on first use, closed with the request */
 } kft_ui_conn;
 
 /* The largest request body taken (a TrainJob to preview). */
@@ -59,37 +60,29 @@ int kft_ui_start_stream(kft_ui_conn *c, const char *type, const char *extra);
  * side or the server is stopping: a stream's cue to end. */
 int kft_ui_wait(kft_ui_conn *c, int ms);
 
-/* The value of query parameter name of c (kft_ui_query_value). */
+/* The value of query parameter name of c (kft_http_query_value). */
 bool kft_ui_query(const kft_ui_conn *c, const char *name, char *buf, size_t size);
 
-/* ---- reading requests (request.c: pure, fuzzed by fuzz_ui_request) ---------- */
+/* ---- who may ask (request.c: pure, fuzzed by fuzz_ui_request) ---------------- */
 
-typedef struct kft_ui_request {
-	char method[16];
-	char *head;         /* a copy of the head; query and fields point into it */
-	char *path;         /* the target percent-decoded, without the query */
-	const char *query;  /* the raw query after '?', "" when none */
-	const char *fields; /* the field lines */
-	char host[256];
-	long long content_length; /* -1 when not sent */
-} kft_ui_request;
+/* The longest token taken. */
+#define KFT_UI_TOKEN_MAX 64
 
-/* Reads the head buf[0..len) (through its blank line) into r. 0, or the
- * HTTP status to refuse it with: 400 (a malformed request line or field, a
- * NUL byte, no Host, a bad Content-Length), 505 (not HTTP/1.x), 500 (no
- * memory). r is filled as far as it got either way: free it with
- * kft_ui_request_free. */
-int kft_ui_request_parse(const char *buf, size_t len, kft_ui_request *r);
-void kft_ui_request_free(kft_ui_request *r);
+typedef struct kft_ui_gate {
+	const char *token;  /* every request needs it */
+	const char *csrf;   /* every action needs it in X-KFT-CSRF */
+	const char *cookie; /* the token cookie's name */
+	bool loopback;      /* the server listens on loopback: Host must be a loopback name */
+	const char *public_origin; /* --public-url's "scheme://host[:port]", or NULL */
+	const char *public_host;   /* its "host[:port]", or NULL */
+} kft_ui_gate;
 
-/* The value of parameter name in query (a raw query string), percent- and
- * '+'-decoded, into buf (size bytes, NUL-terminated); false when absent,
- * too long, or decoding to a NUL byte. */
-bool kft_ui_query_value(const char *query, const char *name, char *buf, size_t size);
-
-/* The value of cookie name in the Cookie field of fields into buf; false
- * when absent or too long. */
-bool kft_ui_cookie(const char *fields, const char *name, char *buf, size_t size);
+/* Whether r may go on (0), else the refusal in *a and its code: 403 (a
+ * Host that is not ours on loopback, an action without the CSRF token or
+ * from another origin), 401 (no token), 303 (a page load with ?token=: the
+ * cookie and a redirect to "/"), 413 (a body over KFT_UI_BODY_MAX, told
+ * only to who has the token). */
+int kft_ui_admit(const kft_ui_gate *g, const kft_http_req *r, kft_http_answer *a);
 
 /* Splits path into at most max '/'-separated segments in seg, pointing into
  * *copy (a copy the caller frees, even on failure). The count, or -1 for an

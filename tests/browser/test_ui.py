@@ -15,7 +15,8 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from browserlib import check, http, new_driver, shot, summary, text_of, wait
+from browserlib import (TOKENS, check, dashboard, http, login, new_driver, shot, summary,
+                        text_of, wait)
 
 KFT = os.environ["KFTRAINER"]
 REPO = os.environ["KFT_REPO_ROOT"]
@@ -38,10 +39,10 @@ def start_ui(*extra):
     p = subprocess.Popen([KFT, "ui", *extra], env=ENV, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     servers.append(p)
-    url = p.stdout.readline().strip()
-    if not url.startswith("http://"):
+    first = p.stdout.readline().strip()
+    if not first.startswith("http://"):
         raise RuntimeError("ui did not start: " + p.stderr.read())
-    return url
+    return dashboard(first)
 
 
 def gate(name):
@@ -96,7 +97,7 @@ def main():
 
 
 def run(driver, url):
-    driver.get(url)
+    login(driver, url)
     check("jobs page loads empty", wait(lambda: "No TrainJobs yet" in text_of(driver, "#jobs")))
     shot(driver, "01-jobs-empty")
 
@@ -236,16 +237,18 @@ def security(driver, url):
           "script-src 'self'" in hdr.get("Content-Security-Policy", "")
           and hdr.get("X-Frame-Options") == "DENY")
 
-    turl = start_ui("--listen", "0.0.0.0:0")
-    check("off loopback, the address carries a token", "?token=" in turl, turl)
-    base = turl.split("?")[0]
-    st, _, _ = http(base + "api/jobs")
+    st, _, _ = http(url + "api/jobs", auth=False)
+    check("on loopback too, a request without the token is refused", st == 401, str(st))
+    base = start_ui("--listen", "0.0.0.0:0")
+    turl = base + "?token=" + TOKENS[base]
+    st, _, _ = http(base + "api/jobs", auth=False)
     check("off loopback, a request without the token is refused", st == 401, str(st))
-    st, _, _ = http(base + "api/jobs?token=wrong")
+    st, _, _ = http(base + "api/jobs?token=wrong", auth=False)
     check("off loopback, a wrong token is refused", st == 401, str(st))
-    st, hdr, _ = http(turl)
+    port = base.rsplit(":", 1)[1].strip("/")
+    st, hdr, _ = http(turl, auth=False)
     check("the token in the address becomes a cookie",
-          st == 303 and "kft_ui_token=" in hdr.get("Set-Cookie", ""), f"{st} {hdr}")
+          st == 303 and f"kft_ui_token_{port}=" in hdr.get("Set-Cookie", ""), f"{st} {hdr}")
     driver.get(turl)
     check("with the token the page works",
           wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))
