@@ -3,6 +3,9 @@
 # compiled with AddressSanitizer + UndefinedBehaviorSanitizer, so one ctest run
 # covers both (labels "unit" and "asan").
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+# OpenSSL: the tests' independent implementation (keys, certificates and
+# hashes made with mbedTLS are checked against it); nothing shipped links it.
+pkg_check_modules(OPENSSL REQUIRED IMPORTED_TARGET openssl)
 set(KFT_SAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 
 add_library(kftrainer_asan STATIC ${KFT_LIB_ALL})
@@ -31,7 +34,8 @@ foreach(src ${KFT_UNIT_TESTS})
                                ${KFT_GENERATED_INCLUDE})
     target_compile_options(${exe} PRIVATE ${KFT_WARNINGS} ${extra})
     target_compile_definitions(${exe} PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-    target_link_libraries(${exe} PRIVATE ${lib} PkgConfig::CMOCKA PkgConfig::MHD)
+    target_link_libraries(${exe} PRIVATE ${lib} PkgConfig::CMOCKA PkgConfig::MHD
+      PkgConfig::OPENSSL)
     add_test(NAME ${exe} COMMAND ${exe} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     if(variant STREQUAL plain)
       set_tests_properties(${exe} PROPERTIES LABELS unit)
@@ -58,8 +62,8 @@ if(KFT_SLIM)
     target_compile_definitions(${name}_slim PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
       KFT_TEST_CURL_MBEDTLS)
     # OpenSSL: the tests make their certificates with it
-    target_link_libraries(${name}_slim PRIVATE kftrainer_slim PkgConfig::CMOCKA PkgConfig::MHD
-      PkgConfig::OPENSSL)
+    target_link_libraries(${name}_slim PRIVATE kftrainer_slim ${KFT_SLIM_STATIC_DEPS}
+      PkgConfig::SQLITE PkgConfig::CMOCKA PkgConfig::MHD PkgConfig::OPENSSL)
     add_test(NAME ${name}_slim COMMAND ${name}_slim WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     set_tests_properties(${name}_slim PROPERTIES LABELS unit)
   endforeach()

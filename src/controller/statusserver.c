@@ -356,8 +356,7 @@ static int start_https(kft_cm_status *st, const char *addr, kft_error *err)
 	                    .tls = &tls,
 	                    .body_max = KFT_STATUSREQ_BODY_MAX,
 	                    .length_required = true,
-	                    .workers = WORKERS,
-	                    .queue = -1};
+	                    .workers = WORKERS};
 	return rc ? rc : kft_httpd_start(&o, &st->https, err);
 }
 

@@ -241,8 +241,7 @@ static int start_server(kft_cm_webhooks *w, kft_error *err)
 	                    .tls = &tls,
 	                    .body_max = BODY_MAX,
 	                    .length_required = true,
-	                    .workers = WEBHOOK_WORKERS,
-	                    .queue = -1};
+	                    .workers = WEBHOOK_WORKERS};
 	if (rc == 0)
 		rc = kft_httpd_start(&o, &w->http, err);
 	free(crt);

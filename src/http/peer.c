@@ -10,6 +10,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -73,7 +74,7 @@ long kft_http_peer_uid(int diag_fd, int fd, const struct sockaddr_storage *peer)
 	                 .nlmsg_type = SOCK_DIAG_BY_FAMILY,
 	                 .nlmsg_flags = NLM_F_REQUEST},
 	         .r = {.sdiag_protocol = IPPROTO_TCP,
-	               .idiag_states = ~0u,
+	               .idiag_states = 1u << TCP_ESTABLISHED,
 	               .id.idiag_cookie = {INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE}}};
 	sockid_of(&local, peer, &req.r);
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
@@ -88,9 +89,12 @@ long kft_http_peer_uid(int diag_fd, int fd, const struct sockaddr_storage *peer)
 		if (n < 0)
 			return -1;
 		const struct inet_diag_msg *m = NLMSG_DATA(&ans.nlh);
+		/* an exact lookup finds a client in any state; one that already
+		 * closed its end may be filed as a time-wait entry, which the
+		 * kernel reports as owned by root: such a client is nobody's */
 		if (n >= (ssize_t)NLMSG_LENGTH(sizeof(*m)) &&
 		    ans.nlh.nlmsg_type == SOCK_DIAG_BY_FAMILY && answers(m, &req.r))
-			return (long)m->idiag_uid;
+			return m->idiag_state == TCP_ESTABLISHED ? (long)m->idiag_uid : -1;
 		if (ans.nlh.nlmsg_type == NLMSG_ERROR)
 			return -1; /* this client's, or an earlier one's: either way not known */
 	}

@@ -666,8 +666,10 @@ static void defaults(kft_httpd_opts *o)
 		o->workers = MAX_WORKERS;
 	if (o->pending <= 0)
 		o->pending = DEFAULT_PENDING;
-	if (o->queue < 0)
+	if (o->queue == 0)
 		o->queue = o->pending;
+	else if (o->queue < 0)
+		o->queue = 0;
 	if (!o->stack_size)
 		o->stack_size = DEFAULT_STACK;
 }

@@ -103,7 +103,8 @@ typedef struct kft_httpd_opts {
 	int write_timeout_ms;    /* one send waiting for the client; 0: 5 s */
 	int workers;             /* handlers at once (1..64); 0: 4 */
 	/* admitted requests that may wait for a busy worker; beyond, 503. 0:
-	 * none (a server whose answers are streams), -1: `pending`. */
+	 * as many as `pending`; -1: none (a server whose answers are streams,
+	 * where waiting could last as long as a stream) */
 	int queue;
 	int pending;         /* connections before their request is whole; 0: 128 */
 	size_t stack_size;   /* of each thread; 0: 256 KiB */

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "util/strbuf.h"
+#include "util/secret.h"
 
 #ifdef KFT_CURL_MBEDTLS
 #include <arpa/inet.h>
@@ -97,8 +98,7 @@ static int blob_from(const char *data, const char *file, const char *what, kft_k
 
 static void blob_free(kft_kube_blob *b)
 {
-	if (b->data)
-		explicit_bzero(b->data, b->len);
+	kft_secret_wipe(b->data, b->len);
 	free(b->data);
 	b->data = NULL;
 	b->len = 0;
@@ -220,9 +220,7 @@ static int token_reload(kft_kube *k, kft_error *err)
 		return kft_error_set(err, KFT_EINVAL, "token file %s: empty or not one line",
 		                     k->token_file);
 	}
-	if (k->token)
-		explicit_bzero(k->token, strlen(k->token));
-	free(k->token);
+	kft_secret_free(k->token);
 	k->token = b.data;
 	return 0;
 }
@@ -287,13 +285,6 @@ int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err)
 	return 0;
 }
 
-static void free_secret(char *s)
-{
-	if (s)
-		explicit_bzero(s, strlen(s));
-	free(s);
-}
-
 void kft_kube_free(kft_kube *k)
 {
 	if (!k)
@@ -309,8 +300,8 @@ void kft_kube_free(kft_kube *k)
 	free(k->user_agent);
 	free(k->proxy_url);
 	free(k->username);
-	free_secret(k->password);
-	free_secret(k->token);
+	kft_secret_free(k->password);
+	kft_secret_free(k->token);
 	free(k->token_file);
 	blob_free(&k->ca);
 	blob_free(&k->cert);
@@ -558,7 +549,7 @@ int kft_kube_handle_setup(kft_kube *k, CURL *h, const char *url, const char *con
 	}
 	if (auth)
 		add_header(&l, auth);
-	free_secret(auth);
+	kft_secret_free(auth);
 	*headers = l;
 	if (!l)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");

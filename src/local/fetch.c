@@ -26,9 +26,9 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "local/fetch.h"
+#include "util/digest.h"
 #include "util/strbuf.h"
 
 #define PATH_MAX_LEN   4096
@@ -127,34 +127,6 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 	if (total && done >= total)
 		return 0;
 	return t->opt->progress(t->opt->progress_user, t->name, done, total);
-}
-
-static int sha256_file(int fd, char out[65])
-{
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char buf[65536], md[32];
-	unsigned int mdlen = 0;
-	int rc = -1;
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || lseek(fd, 0, SEEK_SET) != 0)
-		goto done;
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof(buf));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto done;
-		if (r == 0)
-			break;
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-	}
-	if (EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32) {
-		for (int i = 0; i < 32; i++)
-			snprintf(out + 2 * i, 3, "%02x", md[i]);
-		rc = 0;
-	}
-done:
-	EVP_MD_CTX_free(ctx);
-	return rc;
 }
 
 /* Whether a header line carries credentials for the original host (or,
@@ -357,7 +329,7 @@ static int verify_and_publish(int fd, const char *part, const char *dest, const 
 {
 	char got[65];
 	if (want) {
-		if (sha256_file(fd, got) != 0)
+		if (kft_sha256_fd(fd, got) != 0)
 			return kft_error_set(err, KFT_EIO, "fetch %s: hashing %s failed", url,
 			                     part);
 		if (strcasecmp(got, want) != 0) {

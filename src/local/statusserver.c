@@ -240,8 +240,7 @@ static int start_http(kft_statusserver *s, int port, const kft_cert *srv, kft_er
 	                    .body_max = KFT_STATUSREQ_BODY_MAX,
 	                    .head_timeout_ms = DEADLINE_MS,
 	                    .write_timeout_ms = DEADLINE_MS,
-	                    .workers = 2,
-	                    .queue = -1};
+	                    .workers = 2};
 	int rc = kft_httpd_start(&o, &s->http, err);
 	if (rc == KFT_EIO)
 		kft_error_set(err, rc, "status server: cannot listen on 127.0.0.1:%d: %s", port,

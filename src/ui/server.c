@@ -247,7 +247,7 @@ static int start_http(kft_ui *u, const char *listen, kft_error *err)
 	                    .head_timeout_ms = TIMEOUT_MS,
 	                    .write_timeout_ms = TIMEOUT_MS,
 	                    .workers = MAX_WORKERS,
-	                    .queue = 0,
+	                    .queue = -1,
 	                    .stack_size = STACK_SIZE,
 	                    .headers = COMMON_HEADERS};
 	int rc = kft_httpd_start(&o, &u->http, err);
