@@ -18,7 +18,8 @@ is a KubernetesBackend), runtime derivation (framework, num_nodes, device, devic
 steps and their status, event filtering, waiting, ``get_runtime_packages``. Only what a
 cluster and a machine do differently is ours: the environment a job runs in (the caller's
 interpreter, ``environment.py``), logs (read from the engine, every attempt marked), and
-what cannot run here (DataCacheInitializer) or needs a local tool (torchtune's ``tune``).
+what cannot run here (DataCacheInitializer); a BuiltinTrainer gets a ``tune`` with the tested
+torchtune set (torchtune.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import inspect
 import json
 import logging
 import re
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -231,12 +231,11 @@ class LocalBackend(KubernetesBackend):
             else list(constants.DEFAULT_PIP_INDEX_URLS)
         )
         env = job_environment(packages, index_urls, self.cfg.venv_cache_dir)
-        if isinstance(trainer, types.BuiltinTrainer) and not shutil.which("tune", path=env["PATH"]):
-            raise ValueError(
-                "trainer: BuiltinTrainer(TorchTuneConfig) runs torchtune's `tune run` on this "
-                "machine, and no `tune` is on PATH: pip install torchtune (with torch) into "
-                "this environment, or use a cluster"
-            )
+        if isinstance(trainer, types.BuiltinTrainer):
+            # imported here: `python -m kftrainer.torchtune` must not find it loaded
+            from kftrainer.torchtune import torchtune_environment
+
+            env = torchtune_environment(env, self.cfg.venv_cache_dir)
         self._submit_env = env
         try:
             with _mpi_home_here():

@@ -37,6 +37,11 @@
  * on one line, after an empty one, like tail(1)'s file headers. */
 #define KFT_LOCAL_ATTEMPT_MARK "==>"
 
+/* Set to "off" (or "0") in the supervisor's environment, pods with volumes
+ * run without a private mount view, their mount paths rewritten (podspec.h,
+ * mountns.h); otherwise a view is used wherever the kernel allows one. */
+#define KFT_LOCAL_MOUNT_NAMESPACE_ENV "KFTRAINER_MOUNT_NAMESPACE"
+
 /* How long a stopped pod's process group gets between SIGTERM and SIGKILL. */
 #define KFT_LOCAL_STOP_GRACE_MS 5000
 
