@@ -502,13 +502,6 @@ KFT_EXPORT void kft_leader_stop(kft_leader *le);
 /* Stops (if running) and frees. NULL is ignored. */
 KFT_EXPORT void kft_leader_free(kft_leader *le);
 
-/*
- * Formats t (seconds since the epoch, UTC) as a Kubernetes MicroTime,
- * "2006-01-02T15:04:05.000000Z", into buf (at least 28 bytes).
- * Errors: KFT_ELIMIT (buf too small), KFT_EINVAL (out of range).
- */
-KFT_EXPORT int kft_micro_time_format(double t, char *buf, size_t size);
-
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@
  * computed from byte offsets only when needed (errors and document starts).
  */
 #include "yaml_internal.h"
+#include "util/utf8.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -102,39 +103,6 @@ void kft_describe_key(const char *key, size_t len, char buf[KFT_KEY_TEXT_MAX])
 	}
 	buf[n++] = '"';
 	buf[n] = '\0';
-}
-
-size_t kft_utf8_sequence(const unsigned char *s, size_t left)
-{
-	unsigned char b = s[0];
-	unsigned char lo = 0x80, hi = 0xBF;
-	size_t n;
-
-	if (b < 0x80)
-		return 1;
-	if (b >= 0xC2 && b <= 0xDF)
-		n = 2;
-	else if (b >= 0xE0 && b <= 0xEF)
-		n = 3;
-	else if (b >= 0xF0 && b <= 0xF4)
-		n = 4;
-	else
-		return 0;
-	if (b == 0xE0)
-		lo = 0xA0;
-	else if (b == 0xED)
-		hi = 0x9F;
-	else if (b == 0xF0)
-		lo = 0x90;
-	else if (b == 0xF4)
-		hi = 0x8F;
-	if (left < n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	}
-	return n;
 }
 
 static int check_text(const char *data, size_t len, const char *source, kft_error *err)

@@ -58,11 +58,6 @@ int kft_doc_list_push(kft_doc_list *list, json_t *root, int line, int column, co
 #define KFT_KEY_TEXT_MAX 96
 void kft_describe_key(const char *key, size_t len, char buf[KFT_KEY_TEXT_MAX]);
 
-/* Length of the valid UTF-8 sequence starting at s (at most `left` bytes,
- * left > 0), or 0 when it is not valid UTF-8 (overlong, surrogate, beyond
- * U+10FFFF, cut short). */
-size_t kft_utf8_sequence(const unsigned char *s, size_t left);
-
 /* Decodes a YAML stream (already checked for size, UTF-8 and NUL bytes) into
  * list. On failure returns a negative kft_status with err filled; the
  * documents already pushed stay in list for the caller to free. */

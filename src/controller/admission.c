@@ -30,6 +30,7 @@
 #include "kftrainer/controller.h"
 #include "kftrainer/object.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 static const struct {
 	const char *path;

@@ -293,7 +293,8 @@ void kft_kube_free(kft_kube *k)
 		curl_easy_cleanup(k->pool[i]);
 	if (k->share)
 		curl_share_cleanup(k->share);
-	kft_kube_events_free(k->events);
+	if (k->events_free)
+		k->events_free(k->events);
 	free(k->server);
 	curl_slist_free_all(k->connect_to);
 	free(k->namespace_);

@@ -78,21 +78,6 @@ struct kft_leader {
 	int reported_any;
 };
 
-int kft_micro_time_format(double t, char *buf, size_t size)
-{
-	char when[KFT_RFC3339_MAX];
-	if (!(t >= 0 && t < 253402300800.0)) /* year 10000 */
-		return KFT_EINVAL;
-	time_t sec = (time_t)t;
-	long usec = (long)((t - (double)sec) * 1e6);
-	if (kft_rfc3339_format(sec, usec > 999999 ? 999999 : usec, when) != 0)
-		return KFT_EINVAL;
-	if (strlen(when) >= size)
-		return KFT_ELIMIT;
-	memcpy(buf, when, strlen(when) + 1);
-	return 0;
-}
-
 /* ---- the record <-> Lease spec ----------------------------------------- */
 
 static void record_from_spec(const json_t *spec, record *r)

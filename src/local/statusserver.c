@@ -97,14 +97,11 @@ static int make_dir_of(const char *path, kft_error *err)
 
 static char *new_token(void)
 {
-	unsigned char raw[TOKEN_BYTES];
 	char *hex = malloc(TOKEN_BYTES * 2 + 1);
-	if (!hex || kft_random_bytes(NULL, raw, sizeof(raw)) != 0) {
+	if (hex && kft_random_hex(hex, TOKEN_BYTES) != 0) {
 		free(hex);
 		return NULL;
 	}
-	for (size_t i = 0; i < TOKEN_BYTES; i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	return hex;
 }
 

@@ -68,6 +68,8 @@ static bool has_token(const kft_ui_gate *g, const kft_http_head *h)
 {
 	const char *pos = h->fields, *v;
 	size_t len;
+	if (!g->token[0])
+		return false; /* no token was made: nobody */
 	while (kft_http_field_next(&pos, "Authorization", &v, &len))
 		if (len > 7 && strncasecmp(v, "Bearer ", 7) == 0 &&
 		    token_matches(v + 7, len - 7, (void *)g))

@@ -31,9 +31,9 @@ struct kft_ui {
 	kft_httpd *http;
 	kft_httpd_handlers handlers;
 	kft_ui_gate gate;
+	kft_ui_env env; /* what requests use */
 	pthread_mutex_t hooks_mu;
 	kft_ui_hooks hooks;
-	kft_ui_cluster *cluster; /* cluster mode, else NULL */
 	char *state_dir;
 	char token[KFT_UI_TOKEN_MAX + 1];
 	char csrf[33];
@@ -49,61 +49,6 @@ struct kft_ui {
 	"Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; "       \
 	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "          \
 	"frame-ancestors 'none'\r\n"
-
-static void hex_token(char *out, size_t bytes)
-{
-	unsigned char raw[32];
-	if (bytes > sizeof(raw))
-		bytes = sizeof(raw);
-	kft_random_bytes(NULL, raw, bytes);
-	for (size_t i = 0; i < bytes; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
-/* ---- answering, for api.c ------------------------------------------------------- */
-
-int kft_ui_send(kft_ui_conn *c, const void *buf, size_t len)
-{
-	return kft_http_send(c->http, buf, len);
-}
-
-int kft_ui_wait(kft_ui_conn *c, int ms)
-{
-	return kft_http_wait(c->http, ms);
-}
-
-int kft_ui_respond(kft_ui_conn *c, int code, const char *type, const char *body, size_t len,
-                   const char *extra)
-{
-	return kft_http_respond(c->http, code, type, body, len, extra);
-}
-
-int kft_ui_respond_json(kft_ui_conn *c, int code, json_t *body)
-{
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (!text)
-		return kft_ui_respond(c, 500, "text/plain; charset=utf-8", "out of memory\n", 14,
-		                      NULL);
-	int rc = kft_ui_respond(c, code, "application/json", text, strlen(text), NULL);
-	free(text);
-	return rc;
-}
-
-int kft_ui_respond_error(kft_ui_conn *c, int code, const char *message)
-{
-	return kft_ui_respond_json(c, code, json_pack("{s:s}", "error", message ? message : ""));
-}
-
-int kft_ui_start_stream(kft_ui_conn *c, const char *type, const char *extra)
-{
-	return kft_http_stream_start(c->http, type, extra);
-}
-
-bool kft_ui_query(const kft_ui_conn *c, const char *name, char *buf, size_t size)
-{
-	return kft_http_query_value(c->query, name, buf, size);
-}
 
 /* ---- the handlers ------------------------------------------------------------------ */
 
@@ -128,7 +73,8 @@ static void serve_asset(kft_ui_conn *c)
 
 static void serve(void *ctx, kft_http_conn *http, const kft_http_req *r)
 {
-	kft_ui_conn c = {.ui = ctx,
+	kft_ui *u = ctx;
+	kft_ui_conn c = {.env = &u->env,
 	                 .http = http,
 	                 .method = r->head->method,
 	                 .path = r->head->path,
@@ -145,48 +91,14 @@ static void serve(void *ctx, kft_http_conn *http, const kft_http_req *r)
 	kft_local_close(c.local);
 }
 
-/* ---- for api.c ------------------------------------------------------------------ */
-
-kft_local *kft_ui_local(kft_ui_conn *c, kft_error *err)
-{
-	if (!c->local && kft_local_open(c->ui->state_dir, NULL, &c->local, err) != 0)
-		c->local = NULL;
-	return c->local;
-}
-
-const kft_ui_hooks *kft_ui_hooks_of(const kft_ui_conn *c)
-{
-	return &c->ui->hooks;
-}
-
-void kft_ui_hooks_lock(kft_ui_conn *c)
-{
-	pthread_mutex_lock(&c->ui->hooks_mu);
-}
-
-void kft_ui_hooks_unlock(kft_ui_conn *c)
-{
-	pthread_mutex_unlock(&c->ui->hooks_mu);
-}
-
-kft_ui_cluster *kft_ui_cluster_of(const kft_ui_conn *c)
-{
-	return c->ui->cluster;
-}
-
-const char *kft_ui_csrf(const kft_ui_conn *c)
-{
-	return c->ui->csrf;
-}
-
 /* ---- start and stop --------------------------------------------------------------- */
 
 static int set_token(kft_ui *u, const char *token, kft_error *err)
 {
-	if (!token) {
-		hex_token(u->token, 16);
-		return 0;
-	}
+	if (!token)
+		return kft_random_hex(u->token, 16) == 0
+		               ? 0
+		               : kft_error_set(err, KFT_EIO, "no random bytes for the token");
 	size_t n = strlen(token);
 	if (n == 0 || n > KFT_UI_TOKEN_MAX ||
 	    strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != n)
@@ -268,15 +180,23 @@ int kft_ui_start(const kft_ui_opts *o, kft_ui **out, kft_error *err)
 	pthread_mutex_init(&u->hooks_mu, NULL);
 	u->hooks = o->hooks;
 	u->gate = (kft_ui_gate){.token = u->token, .csrf = u->csrf, .cookie = u->cookie};
-	hex_token(u->csrf, 16);
+	int rc = kft_random_hex(u->csrf, 16) == 0
+	                 ? 0
+	                 : kft_error_set(err, KFT_EIO, "no random bytes for the CSRF token");
 	u->state_dir = o->state_dir ? strdup(o->state_dir) : kft_store_default_dir();
-	int rc = u->state_dir ? 0 : kft_error_set(err, KFT_EINVAL, "no state directory");
+	u->env = (kft_ui_env){.source = o->kube ? &kft_ui_cluster_source : &kft_ui_local_source,
+	                      .hooks = &u->hooks,
+	                      .hooks_mu = &u->hooks_mu,
+	                      .state_dir = u->state_dir,
+	                      .csrf = u->csrf};
+	if (rc == 0 && !u->state_dir)
+		rc = kft_error_set(err, KFT_EINVAL, "no state directory");
 	if (rc == 0)
 		rc = set_token(u, o->token, err);
 	if (rc == 0 && o->public_url)
 		rc = set_public_url(u, o->public_url, err);
 	if (rc == 0 && o->kube)
-		rc = kft_ui_cluster_start(o->kube, o->namespace, &u->cluster, err);
+		rc = kft_ui_cluster_start(o->kube, o->namespace, &u->env.cluster, err);
 	if (rc == 0)
 		rc = start_http(u, o->listen ? o->listen : KFT_UI_DEFAULT_LISTEN, err);
 	if (rc) {
@@ -303,7 +223,7 @@ void kft_ui_stop(kft_ui *u)
 		return;
 	kft_httpd_stop(u->http);
 	pthread_mutex_destroy(&u->hooks_mu);
-	kft_ui_cluster_stop(u->cluster);
+	kft_ui_cluster_stop(u->env.cluster);
 	kft_secret_wipe(u->token, sizeof(u->token));
 	free(u->state_dir);
 	free(u);

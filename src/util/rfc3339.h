@@ -8,6 +8,7 @@
 #ifndef KFT_UTIL_RFC3339_H
 #define KFT_UTIL_RFC3339_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -18,6 +19,11 @@
  * usec < 0, metav1.MicroTime otherwise. Returns 0, or KFT_EINVAL (buf "")
  * for a year outside 0000..9999, which RFC 3339 cannot write. */
 int kft_rfc3339_format(int64_t sec, long usec, char buf[KFT_RFC3339_MAX]);
+
+/* Unix time t in seconds (fractions kept to the microsecond) as
+ * metav1.MicroTime into buf (size bytes): 0, KFT_EINVAL outside years
+ * 1970..9999, KFT_ELIMIT when it does not fit. (Leases and events.) */
+int kft_rfc3339_micro(double t, char *buf, size_t size);
 
 /* The wall clock now, as metav1.Time / metav1.MicroTime. */
 void kft_rfc3339_now(char buf[KFT_RFC3339_MAX]);

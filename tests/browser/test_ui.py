@@ -11,9 +11,9 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from browserlib import (TOKENS, check, dashboard, http, login, new_driver, shot, summary,
                         text_of, wait)
@@ -185,11 +185,26 @@ def run(driver, url):
     driver.find_element(By.ID, "confirm-ok").click()
     check("resume works: the job runs again",
           wait(lambda: "Running" in text_of(driver, "#card-status")))
+    # every request the page makes from here is recorded, so "nothing was sent" is a fact
+    driver.execute_script("""window.kftSent = []; const f = window.fetch;
+        window.fetch = (u, o) => { window.kftSent.push(String(u)); return f(u, o); };""")
     driver.find_element(By.ID, "act-delete").click()
     wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
     driver.find_element(By.ID, "confirm-cancel").click()
-    time.sleep(1)
+    check("cancel closes the dialog",
+          wait(lambda: not driver.find_element(By.ID, "confirm").is_displayed()))
+    sent = driver.execute_script("return window.kftSent")
+    check("cancel sends nothing", not any("/delete" in u for u in sent), str(sent))
     check("cancel leaves the job alone", kft("get", "sleeper", check_rc=False).returncode == 0)
+    driver.find_element(By.ID, "act-delete").click()
+    wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
+    check("the confirm dialog opens with Cancel focused",
+          driver.switch_to.active_element.get_attribute("id") == "confirm-cancel")
+    driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+    check("Esc closes the confirm dialog",
+          wait(lambda: not driver.find_element(By.ID, "confirm").is_displayed()))
+    sent = driver.execute_script("return window.kftSent")
+    check("Esc sends nothing", not any("/delete" in u for u in sent), str(sent))
     driver.find_element(By.ID, "act-delete").click()
     wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
     driver.find_element(By.ID, "confirm-ok").click()
@@ -198,6 +213,7 @@ def run(driver, url):
                and not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="sleeper"]')))
     check("the CLI agrees it is gone", kft("get", "sleeper", check_rc=False).returncode == 1)
 
+    accessibility(driver, url)
     driver.find_element(By.ID, "status-filter").send_keys("Failed")
     check("the status filter hides jobs of another status",
           wait(lambda: not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))
@@ -217,6 +233,45 @@ def run(driver, url):
     check("the preview renders the TrainJob's objects",
           wait(lambda: "kind: JobSet" in text_of(driver, "#preview-output")))
     shot(driver, "09-runtimes")
+
+
+def unlabelled(driver):
+    """The form controls on the page without an accessible name."""
+    return driver.execute_script("""return [...document.querySelectorAll('input, select, textarea')]
+        .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                       && !e.getAttribute('aria-labelledby'))
+        .map((e) => e.id || e.outerHTML.slice(0, 60));""")
+
+
+def accessibility(driver, url):
+    """WAI-ARIA's sortable table and live-region habits, as a keyboard or screen reader meets
+    them: headers sort from the keyboard and say so with aria-sort, every control has a name,
+    the connection's state is said in words, not colour alone."""
+    driver.get(url + "#/")
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
+    check("the jobs page's inputs have labels", not unlabelled(driver), str(unlabelled(driver)))
+    check("the connection's state is said in words",
+          wait(lambda: text_of(driver, "#conn") == "live"), text_of(driver, "#conn"))
+    th = driver.find_element(By.CSS_SELECTOR, '#jobs th[data-key="name"]')
+    button = driver.find_element(By.ID, "sort-name")
+    button.send_keys(Keys.ENTER)
+    check("Enter on a header sorts by it (aria-sort ascending)",
+          wait(lambda: th.get_attribute("aria-sort") == "ascending"), th.get_attribute("aria-sort"))
+    driver.find_element(By.ID, "sort-name").send_keys(Keys.SPACE)
+    check("again reverses it (aria-sort descending)",
+          wait(lambda: th.get_attribute("aria-sort") == "descending"), th.get_attribute("aria-sort"))
+    others = driver.find_elements(By.CSS_SELECTOR, '#jobs th:not([data-key="name"])')
+    check("the other headers say they do not sort (aria-sort none)",
+          all(o.get_attribute("aria-sort") == "none" for o in others))
+    shot(driver, "11-keyboard-sort")
+    driver.get(url + "#/job/default/live/logs")
+    wait(lambda: driver.find_elements(By.ID, "log-search"))
+    check("the logs tab's inputs have labels", not unlabelled(driver), str(unlabelled(driver)))
+    driver.get(url + "#/runtimes")
+    wait(lambda: driver.find_elements(By.ID, "preview-input"))
+    check("the runtimes page's inputs have labels", not unlabelled(driver), str(unlabelled(driver)))
+    driver.get(url + "#/")
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
 
 
 def security(driver, url):
