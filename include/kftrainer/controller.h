@@ -6,8 +6,10 @@
  * What the manager is made of stays inside src/controller/, each behind an
  * internal header: reconcile.h (the reconcile decisions as functions over
  * JSON, and the Kubernetes backend), admission.h (the webhooks' verdicts),
- * certs.h (the certificate rotator's decision), httpd.h (the health, metrics
- * and HTTPS handler servers and their TLS settings), metrics.h.
+ * certs.h (the certificate rotator's decision), httpd.h (the health and
+ * metrics servers and the TLS settings every server takes from the
+ * Configuration), metrics.h; every server is the HTTP core's
+ * (src/http/server.h).
  *
  * Upstream v2.3.0 (cmd/trainer-controller-manager, pkg/config,
  * pkg/controller) is the reference for names, defaults and wording; the
@@ -85,7 +87,8 @@ KFT_EXPORT_BEGIN
  */
 typedef struct kft_cm_config {
 	char *metrics_bind_address;  /* ":8443"; "0" disables */
-	int metrics_secure_serving;  /* default 1; we serve plain HTTP (warned) */
+	int metrics_secure_serving;  /* default 1: /metrics over HTTPS (TLS 1.2, mbedTLS); 0: plain
+	                                HTTP */
 	char *health_bind_address;   /* ":8081"; "0" or "" disables */
 	char *readiness_endpoint;    /* "readyz" */
 	char *liveness_endpoint;     /* "healthz" */
@@ -107,13 +110,15 @@ typedef struct kft_cm_config {
 	int status_port;             /* statusServer.port, 10443 */
 	double status_qps;           /* 5 */
 	int status_burst;            /* 10 */
-	char *tls_min_version;       /* NULL or "1.0".."1.3" */
-	json_t *tls_cipher_suites;   /* tls.cipherSuites (Go names), NULL when unset */
-	unsigned features;           /* KFT_FEATURE_* bits from featureGates */
-	json_t *warnings;            /* array of strings: what is accepted but ignored */
-	json_t *plugins;             /* kftrainer's extension, top-level `plugins`: an array of
-	                              * plugin file paths loaded into the framework at start-up;
-	                              * NULL when unset */
+	/* NULL or "1.0".."1.3", as upstream validates it; a server refuses
+	 * "1.3" when it starts (ours speak TLS 1.2 at most, mbedTLS 2.28) */
+	char *tls_min_version;
+	json_t *tls_cipher_suites; /* tls.cipherSuites (Go names), NULL when unset */
+	unsigned features;         /* KFT_FEATURE_* bits from featureGates */
+	json_t *warnings;          /* array of strings: what is accepted but ignored */
+	json_t *plugins;           /* kftrainer's extension, top-level `plugins`: an array of
+	                            * plugin file paths loaded into the framework at start-up;
+	                            * NULL when unset */
 } kft_cm_config;
 
 /* Upstream's defaults, as when no --config is given. Returns 0 or

@@ -224,14 +224,16 @@ static int setup_rjob(eng_rjob *rj, const json_t *jobset_spec, const json_t *rsp
                       kft_error *err)
 {
 	const json_t *jspec = json_object_get(json_object_get(rspec, "template"), "spec");
+	kft_rjob_counts counts;
+	int bad = kft_rjob_counts_of(rspec, &counts) != 0 || counts.replicas > INT32_MAX ||
+	          counts.parallelism > INT32_MAX || counts.completions > INT32_MAX;
 	rj->spec = rspec;
 	rj->name = jstr(rspec, "name");
-	rj->replicas = jint(rspec, "replicas", 1);
-	rj->parallelism = jint(jspec, "parallelism", 1);
-	rj->completions = jint(jspec, "completions", rj->parallelism);
+	rj->replicas = (int)counts.replicas;
+	rj->parallelism = (int)counts.parallelism;
+	rj->completions = (int)counts.completions;
 	rj->backoff_limit = jint(jspec, "backoffLimit", DEFAULT_BACKOFF);
-	if (!rj->name || rj->replicas < 0 || rj->parallelism < 0 || rj->completions < 0 ||
-	    rj->backoff_limit < 0)
+	if (!rj->name || bad || rj->backoff_limit < 0)
 		return kft_error_set(err, KFT_EINVAL, "JobSet replicated job %s has bad counts",
 		                     rj->name ? rj->name : "(unnamed)");
 	size_t n = (size_t)rj->replicas * (size_t)rj->completions;
