@@ -19,9 +19,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/decode.h"
 #include "local/local.h"
+#include "util/rfc3339.h"
 
 #define STATE_ENV "KFTRAINER_STATE_DIR"
 

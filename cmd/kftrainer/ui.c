@@ -16,7 +16,7 @@
 #include "inputs.h"
 #include "jobinput.h"
 #include "jobs.h"
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "ui/ui.h"
 
 static void ui_usage(FILE *out)

@@ -18,7 +18,6 @@
 #include <strings.h>
 #include <time.h>
 
-#include "kftrainer/conditions.h"
 #include "kftrainer/schema.h"
 #include "api/statusreq.h"
 #include "http/http.h"

@@ -19,10 +19,10 @@
 #include "controller/httpd.h"
 #include "controller/metrics.h"
 #include "controller/reconcile.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/framework.h"
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 
 /* kftrainer's reason for a TrainJob the configured plugins' CustomValidation
  * refuses (there is no admission webhook to refuse it first). */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "controller/httpd.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
 #include "util/duration.h"

@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "controller/metrics.h"
 #include "http/server.h"
 

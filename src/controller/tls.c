@@ -28,7 +28,7 @@
 #include <time.h>
 
 #include "controller/httpd.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "util/cert.h"
 
 #define VALID_DAYS 365

@@ -1,5 +1,5 @@
 /*
- * conditions.c - TrainJob status conditions (see kftrainer/conditions.h).
+ * conditions.c - TrainJob status conditions (see conditions.h).
  *
  * Conditions live in the JSON tree as Kubernetes stores them, so there is
  * no typed copy to keep in sync: each function finds the condition by type
@@ -12,8 +12,9 @@
  * because the caller builds and applies the children between them, and
  * only the caller knows how (cluster, local processes, tests).
  */
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "util/utf8.h"
+#include "util/rfc3339.h"
 
 #include <stdio.h>
 #include <stdlib.h>

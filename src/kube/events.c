@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 #include "util/random.h"
 #include "util/strbuf.h"
 #include "util/rfc3339.h"

@@ -18,7 +18,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "util/strbuf.h"
 
 #define KFT_KUBE_POOL_MAX 16

@@ -23,7 +23,7 @@
  * wait.JitterUntil), then once leading renews every retryPeriod; if no try
  * succeeds for renewDeadline, leadership is lost and the thread ends.
  */
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "util/random.h"
 #include "util/rfc3339.h"
 #include "util/clock.h"

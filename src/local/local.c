@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "kftrainer/constants.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/gpus.h"
 #include "local/torchtune_env.h"
 #include "plugins/torchtune.h"

@@ -20,7 +20,7 @@
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
 #include "kftrainer/framework.h"
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 /* The reason and message the liveness check writes when a job's supervisor
  * is gone while the job runs (ours, not upstream's: upstream has no

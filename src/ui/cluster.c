@@ -32,8 +32,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 #include "ui/ui_internal.h"
 #include "util/strbuf.h"
 

@@ -9,9 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
-#include "kftrainer/error.h"
-
 int kft_rfc3339_format(int64_t sec, long usec, char buf[KFT_RFC3339_MAX])
 {
 	struct tm tm;

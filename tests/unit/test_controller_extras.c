@@ -54,9 +54,9 @@
 #include "controller/httpd.h"
 #include "controller/metrics.h"
 #include "controller/reconcile.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 static ks_pki g_pki;
 static ks_server g_srv;

@@ -38,7 +38,7 @@
 
 #include "controller/httpd.h"
 #include "controller/metrics.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 
 static int sample(void *ctx, const char *controller, kft_queue_sample *out)
 {

@@ -27,7 +27,7 @@
 #include "controller/admission.h"
 #include "controller/certs.h"
 #include "controller/httpd.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/schema.h"
 #include "util/cert.h"
 

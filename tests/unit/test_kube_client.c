@@ -33,7 +33,7 @@
 
 #include "kube_server_fixture.h"
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "kube/kube_internal.h"
 
 static ks_pki g_pki;

@@ -24,7 +24,7 @@
 
 #include "kube_server_fixture.h"
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 static ks_pki g_pki;
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/error.h"
 #include "util/rfc3339.h"
 

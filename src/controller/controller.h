@@ -15,8 +15,8 @@
  * pkg/controller) is the reference for names, defaults and wording; the
  * comments below say where we differ on purpose.
  */
-#ifndef KFTRAINER_CONTROLLER_H
-#define KFTRAINER_CONTROLLER_H
+#ifndef KFT_CONTROLLER_CONTROLLER_H
+#define KFT_CONTROLLER_CONTROLLER_H
 
 #include <jansson.h>
 #include <stdint.h>
@@ -25,16 +25,9 @@
 
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
-#include "kftrainer/export.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/schema.h"
 #include "kftrainer/validation.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-KFT_EXPORT_BEGIN
 
 /* ---- configuration (config.trainer.kubeflow.org/v1alpha1 Configuration) ---- */
 
@@ -246,11 +239,5 @@ int kft_cm_flags_apply(const kft_cm_flags *flags, kft_cm_config *cfg, kft_error 
  * borrowed; lg is the logger everything writes to.
  */
 int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *lg, kft_error *err);
-
-KFT_EXPORT_END
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif
