@@ -14,6 +14,7 @@
  *   POST /api/jobs/NS/NAME/{suspend,resume,delete}
  *   GET  /api/runtimes                      the runtimes; /api/runtimes/NAME/yaml one as YAML
  *   POST /api/render                        a TrainJob (YAML or JSON) previewed as objects
+ *   /api/optimizations...                   OptimizationJobs (optimizations.c)
  *
  * Everything a job wrote (names, logs, metric names) reaches the page as
  * JSON or text/plain and is put into the page as text, never as markup.
@@ -150,6 +151,9 @@ static char *event_text(kft_ui_conn *c, kft_ui_doc_fn doc_of, const char *ns, co
 	return text;
 }
 
+/* Sends doc(c) as an event whenever its text changes, until the client
+ * leaves or the server stops. A job that is gone ends the stream with an
+ * event saying so. */
 void kft_ui_watch(kft_ui_conn *c, kft_ui_doc_fn doc_of, const char *ns, const char *name)
 {
 	char *last = NULL;
@@ -321,6 +325,19 @@ void kft_ui_api(kft_ui_conn *c)
 	} else if (get && strncmp(p, "watch/jobs/", 11) == 0 &&
 	           kft_ui_split(p + 11, &copy, seg, 3) == 2) {
 		kft_ui_watch(c, job_doc, seg[0], seg[1]);
+	} else if (get && strcmp(p, "watch/optimizations") == 0) {
+		kft_ui_watch(c, kft_ui_optimizations_doc, NULL, NULL);
+	} else if (get && strncmp(p, "watch/optimizations/", 20) == 0 &&
+	           kft_ui_split(p + 20, &copy, seg, 3) == 2) {
+		kft_ui_watch(c, kft_ui_optimization_doc, seg[0], seg[1]);
+	} else if (strcmp(p, "optimizations") == 0) {
+		kft_ui_optimizations_route(c, seg, 0, get);
+	} else if (strncmp(p, "optimizations/", 14) == 0) {
+		int n = kft_ui_split(p + 14, &copy, seg, 6);
+		if (n >= 2)
+			kft_ui_optimizations_route(c, seg, n, get);
+		else
+			kft_ui_respond_error(c, 404, "not found");
 	} else if (strncmp(p, "jobs/", 5) == 0) {
 		int n = kft_ui_split(p + 5, &copy, seg, 6);
 		if (n >= 2)

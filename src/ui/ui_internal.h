@@ -140,6 +140,18 @@ json_t *kft_ui_step_commands(const json_t *objects);
  * of the whole Secret in its last-applied annotation). */
 void kft_ui_redact(json_t *objects);
 
+/* ---- OptimizationJobs (optimizations.c) -------------------------------------------- */
+
+/* The documents of /api/optimizations and /api/optimizations/NS/NAME (a
+ * document function, as watch() takes one; the list ignores ns and name).
+ * NULL on failure (err set; KFT_ENOTFOUND for a search that is gone). */
+json_t *kft_ui_optimizations_doc(kft_ui_conn *c, const char *ns, const char *name, kft_error *err);
+json_t *kft_ui_optimization_doc(kft_ui_conn *c, const char *ns, const char *name, kft_error *err);
+
+/* Answers /api/optimizations[/NS/NAME[/observations|/delete]]: s[0..n) are
+ * the segments after "optimizations". */
+void kft_ui_optimizations_route(kft_ui_conn *c, char **s, int n, bool get);
+
 /* ---- the job source ------------------------------------------------------------------
  * Where the jobs come from: the local engine (local_source.c) or a cluster
  * (cluster.c, `kftrainer ui --kubeconfig`), asked one question per
