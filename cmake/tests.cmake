@@ -46,12 +46,13 @@ foreach(src ${KFT_UNIT_TESTS})
   endforeach()
 endforeach()
 
-# The kube client's TLS and authentication tests once more over the
-# controller's libcurl (mbedTLS, kftrainer_slim), where client.c adds its own
-# IP-address host check (KFT_TEST_CURL_MBEDTLS switches on the cases only that
-# build is held to). Plain builds only: the slim archive has no sanitized twin.
+# The kube client's TLS and authentication tests, and the initializers'
+# https downloads, once more over the libcurl the CLI and the controller link
+# (mbedTLS, kftrainer_slim), where util/curl_tls.c adds the IP-address host
+# check (KFT_TEST_CURL_MBEDTLS switches on the cases only that build is held
+# to). Plain builds only: the slim archive has no sanitized twin.
 if(KFT_SLIM)
-  foreach(name test_kube_tls test_kube_config test_kube_client)
+  foreach(name test_kube_tls test_kube_config test_kube_client test_fetch_tls)
     if(NOT EXISTS ${CMAKE_SOURCE_DIR}/tests/unit/${name}.c)
       continue()
     endif()

@@ -14,6 +14,7 @@
 #include "hpo/hpo.h"
 #include "framework/conditions.h"
 #include "kftrainer/constants.h"
+#include "util/rfc3339.h"
 
 /* A trial not seen in the cache this long after it was created is gone. */
 #define CACHE_GRACE_MS 30000
