@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 
 #ifndef KFT_VERSION_STRING
 #define KFT_VERSION_STRING "dev"

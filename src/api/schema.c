@@ -25,6 +25,7 @@
 #include "api/cel_rules.h"
 #include "kftrainer/decode.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 #define MAX_LAYERS 8
 #define MAX_DEPTH  128

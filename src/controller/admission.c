@@ -27,9 +27,10 @@
 #include "api/yaml_internal.h"
 #include "kftrainer/constants.h"
 #include "controller/admission.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/object.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 static const struct {
 	const char *path;

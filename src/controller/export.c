@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "controller/cm_internal.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "track/track.h"
 #include "util/rfc3339.h"

@@ -11,9 +11,10 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "track/track.h"
 #include "track/tracker.h"
+#include "util/rfc3339.h"
 
 #define LOG_NAME  "tracking"
 #define MAX_SEEN  8192

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 
 typedef struct kft_cm_tracking kft_cm_tracking;
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "framework/runtime_info.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/framework.h"
 
 typedef int (*info_point)(const kft_plugin_ctx *, kft_runtime_info *, const kft_trainjob *,

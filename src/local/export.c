@@ -17,7 +17,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/local.h"
 #include "local/local_internal.h"
 #include "local/spawn.h"

@@ -40,13 +40,15 @@
 #include <unistd.h>
 
 #include "kftrainer/constants.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/gpus.h"
 #include "local/torchtune_env.h"
 #include "plugins/torchtune.h"
 #include "local/local_internal.h"
-#include "util/strbuf.h"
+#include "local/statusserver.h"
+#include "util/json.h"
 #include "util/rfc3339.h"
+#include "util/strbuf.h"
 
 extern char **environ;
 
@@ -917,12 +919,28 @@ static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error
 	return rc;
 }
 
+/* The job's pods were told where its status endpoint is when it was built;
+ * a port another process took meanwhile is said now, not found out by the
+ * training code's first report. */
+static int status_port_free(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	json_t *objects = NULL;
+	int rc = kft_store_job_objects(l->store, ns, name, &objects, err);
+	if (rc == 0)
+		rc = kft_statusserver_check_port(kft_json_find(objects, "kind", "JobSet"), err);
+	json_decref(objects);
+	return rc;
+}
+
 static int resume_job(kft_local *l, const char *ns, const char *name, json_t *tj, kft_error *err)
 {
 	char now[32];
+	int rc = status_port_free(l, ns, name, err);
+	if (rc)
+		return rc;
 	kft_rfc3339_now(now);
 	json_object_set_new(json_object_get(tj, "spec"), "suspend", json_false());
-	int rc = kft_trainjob_set_suspended(tj, now, err);
+	rc = kft_trainjob_set_suspended(tj, now, err);
 	if (rc == 0)
 		rc = kft_store_job_set_suspend(l->store, ns, name, false, err);
 	if (rc == 0)

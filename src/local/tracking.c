@@ -12,8 +12,9 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "track/track.h"
+#include "util/rfc3339.h"
 
 static void to_log(void *ctx, int level, const char *message)
 {

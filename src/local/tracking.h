@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "kftrainer/store.h"
+#include "local/store.h"
 #include "track/tracker.h"
 
 /* How long a finished job's supervisor waits for an unavailable tracking

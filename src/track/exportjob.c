@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "util/json.h"
 

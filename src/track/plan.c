@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "util/strbuf.h"
 
 static const char *jstr(const json_t *o, const char *k)

@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/error.h"
 #include "kftrainer/validation.h"
 

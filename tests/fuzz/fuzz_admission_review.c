@@ -28,7 +28,7 @@
 
 #include "fuzz_common.h"
 #include "controller/admission.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

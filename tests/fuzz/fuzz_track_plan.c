@@ -39,7 +39,8 @@ static void check_list(const json_t *list, size_t value_max)
 			fail("a param or tag out of MLflow's limits", key);
 		json_array_foreach(list, k, o)
 		{
-			if (k != i && strcmp(json_string_value(json_object_get(o, "key")), key) == 0)
+			if (k != i &&
+			    strcmp(json_string_value(json_object_get(o, "key")), key) == 0)
 				fail("a key twice", key);
 		}
 	}

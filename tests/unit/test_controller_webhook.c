@@ -27,7 +27,7 @@
 #include "controller/admission.h"
 #include "controller/certs.h"
 #include "controller/httpd.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/schema.h"
 #include "util/cert.h"
 
@@ -279,33 +279,6 @@ static void test_defaulter(void **state)
 	json_decref(r);
 }
 
-static void test_body_length(void **state)
-{
-	(void)state;
-	size_t n = 0;
-	assert_int_equal(
-	        kft_cm_http_body_length("POST / HTTP/1.1\r\nContent-Length: 12\r\n\r\n", 100, &n),
-	        0);
-	assert_int_equal(n, 12);
-	assert_int_equal(kft_cm_http_body_length("POST / HTTP/1.1\r\ncontent-length:  101 \r\n\r\n",
-	                                         100, &n),
-	                 413);
-	assert_int_equal(kft_cm_http_body_length("POST / HTTP/1.1\r\nHost: x\r\n\r\n", 100, &n),
-	                 411);
-	assert_int_equal(kft_cm_http_body_length("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-	                                         "Content-Length: 1\r\n\r\n",
-	                                         100, &n),
-	                 411);
-	assert_int_equal(
-	        kft_cm_http_body_length("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 100, &n),
-	        400);
-	assert_int_equal(
-	        kft_cm_http_body_length(
-	                "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 100,
-	                &n),
-	        413);
-}
-
 /* ---- certificates ---------------------------------------------------------------------- */
 
 static kft_cert make_ca(long long seconds)
@@ -387,7 +360,6 @@ int main(void)
 	        cmocka_unit_test(test_reserved_env_and_warning),
 	        cmocka_unit_test(test_runtime_rules),
 	        cmocka_unit_test(test_defaulter),
-	        cmocka_unit_test(test_body_length),
 	        cmocka_unit_test(test_cert_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
