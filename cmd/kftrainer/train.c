@@ -30,6 +30,7 @@
 
 #include "cli.h"
 #include "local/tracking.h"
+#include "track/track.h"
 #include "jobinput.h"
 #include "logstream.h"
 
@@ -39,6 +40,7 @@
 typedef struct train_args {
 	kft_paths files, runtimes, env, plugins;
 	const char *ns, *runtime, *name, *dataset, *model, *image, *nodes, *procs;
+	const char *export_to, *export_from; /* the tracking.kftrainer.dev/ annotations */
 	bool follow, rm, job_workdir;
 	char **command;
 	int ncommand;
@@ -49,6 +51,7 @@ static void train_usage(FILE *out)
 	fputs("Usage: kftrainer train -f TRAINJOB.yaml [-r RUNTIMES] [-n NS] [--follow] [--rm]\n"
 	      "       kftrainer train --runtime NAME [--name N] [--nodes N] [--procs N]\n"
 	      "                       [--env K=V]... [--dataset URI] [--model URI] [--image I]\n"
+	      "                       [--export-to URI [--export-from PATH]]\n"
 	      "                       [-n NS] [--follow] [--rm] -- COMMAND [ARGS...]\n\n"
 	      "Run TrainJobs on this machine: each pod of the JobSet the runtime describes\n"
 	      "becomes a process (initializers first, then the trainer's nodes), supervised in\n"
@@ -77,6 +80,11 @@ static void train_usage(FILE *out)
 	      "                       https://, file://)\n"
 	      "      --model URI      spec.initializer.model.storageUri\n"
 	      "      --image IMAGE    spec.trainer.image (recorded; not used locally)\n"
+	      "      --export-to URI  where the model goes once the job completes: s3://BUCKET/\n"
+	      "                       PREFIX, file:///DIR or models:/NAME (the annotation\n"
+	      "                       tracking.kftrainer.dev/export-to; docs/tracking.md)\n"
+	      "      --export-from PATH  the output exported (tracking.kftrainer.dev/export-from;\n"
+	      "                       default /workspace/output)\n"
 	      "      --follow         stream the pods' logs, each line prefixed [STEP-INDEX]\n"
 	      "                       (\"[node-1] ...\"), until the job ends; exit with its "
 	      "outcome\n"
@@ -125,6 +133,8 @@ static const struct option train_options[] = {
         {"dataset", required_argument, NULL, 'd'},
         {"model", required_argument, NULL, 'm'},
         {"image", required_argument, NULL, 'i'},
+        {"export-to", required_argument, NULL, 'X'},
+        {"export-from", required_argument, NULL, 'Y'},
         {"follow", no_argument, NULL, 'F'},
         {"rm", no_argument, NULL, 'x'},
         {"job-workdir", no_argument, NULL, 'W'},
@@ -150,6 +160,8 @@ static int take_option(int c, train_args *a)
 	case 'd': a->dataset = optarg; break;
 	case 'm': a->model = optarg; break;
 	case 'i': a->image = optarg; break;
+	case 'X': a->export_to = optarg; break;
+	case 'Y': a->export_from = optarg; break;
 	case 'F': a->follow = true; break;
 	case 'x': a->rm = a->follow = true; break;
 	case 'W': a->job_workdir = true; break;
@@ -176,6 +188,10 @@ static const char *shortcut_flag_with_file(const train_args *a)
 		return "--model";
 	if (a->image)
 		return "--image";
+	if (a->export_to)
+		return "--export-to";
+	if (a->export_from)
+		return "--export-from";
 	return a->ncommand ? "COMMAND" : NULL;
 }
 
@@ -296,6 +312,26 @@ static int shortcut_trainer(const train_args *a, json_t *trainer)
 	return 0;
 }
 
+/* metadata.annotations from the shortcut's export flags (the TrainJob's
+ * check judges the values, as it does a file's). */
+static int shortcut_annotations(const train_args *a, json_t *meta)
+{
+	if (a->export_from && !a->export_to) {
+		kft_cli_error("train: --export-from needs --export-to");
+		return KFT_EXIT_USAGE;
+	}
+	if (!a->export_to)
+		return 0;
+	json_t *ann = json_pack("{s:s}", KFT_TRACK_ANN_EXPORT_TO, a->export_to);
+	if (ann && a->export_from)
+		json_object_set_new(ann, KFT_TRACK_ANN_EXPORT_FROM, json_string(a->export_from));
+	if (!ann || json_object_set_new(meta, "annotations", ann) != 0) {
+		kft_cli_error("out of memory");
+		return KFT_EXIT_FAILED;
+	}
+	return 0;
+}
+
 /* The TrainJob the shortcut describes (new reference in *out). */
 static int shortcut_job(const train_args *a, const kft_jobinput *in, json_t **out)
 {
@@ -317,6 +353,8 @@ static int shortcut_job(const train_args *a, const kft_jobinput *in, json_t **ou
 	}
 	json_t *spec = json_object_get(job, "spec");
 	int rc = shortcut_trainer(a, json_object_get(spec, "trainer"));
+	if (rc == 0)
+		rc = shortcut_annotations(a, json_object_get(job, "metadata"));
 	if (rc == 0 && (a->dataset || a->model)) {
 		json_t *init = json_object();
 		if (a->dataset)

@@ -272,6 +272,54 @@ def test_export_to_the_registry_and_a_directory(
     assert (dest / "tokenizer" / "vocab.txt").read_text() == "vocab\n"
 
 
+def test_export_from_the_cli_shortcut(kft: Kft, tmp_path: Path) -> None:
+    """kftrainer train --runtime's --export-to/--export-from write the export annotations
+    (issue 22: "the SDK/CLI options that set it"), checked like a file's."""
+    out = Path("/tmp/kft-tier-exp-cli")
+    dest = tmp_path / "from-cli"
+    kft.run(
+        "train",
+        "--runtime",
+        "torch-distributed",
+        "--name",
+        "exp-cli",
+        "--export-to",
+        f"file://{dest}",
+        "--export-from",
+        str(out),
+        "--",
+        "sh",
+        "-c",
+        make_model("exp-cli"),
+    )
+    ann = kft.get("exp-cli")["metadata"]["annotations"]
+    assert ann["tracking.kftrainer.dev/export-to"] == f"file://{dest}"
+    assert ann["tracking.kftrainer.dev/export-from"] == str(out)
+    c = kft.wait_for("exp-cli", "ModelExported")
+    assert c["message"] == f"exported {out} to file://{dest}"
+    assert (dest / "tokenizer" / "vocab.txt").read_text() == "vocab\n"
+    p = kft.run(
+        "train",
+        "--runtime",
+        "torch-distributed",
+        "--export-to",
+        "s3://x/m",
+        "--",
+        "true",
+        check=False,
+    )
+    assert p.returncode == 1
+    assert (
+        "metadata.annotations[tracking.kftrainer.dev/export-to]: Invalid value: "
+        '"s3://x/m": not a valid bucket name'
+    ) in p.stderr
+    p = kft.run(
+        "train", "--runtime", "torch-distributed", "--export-from", "/o", "--", "true", check=False
+    )
+    assert p.returncode == 2 and "--export-from needs --export-to" in p.stderr
+    assert kft.run("get", "-o", "name").stdout.split() == ["trainjob.trainer.kubeflow.org/exp-cli"]
+
+
 def test_refused_before_it_runs(kft: Kft) -> None:
     p = kft.run(
         "train",

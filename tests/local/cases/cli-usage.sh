@@ -35,6 +35,8 @@ usage "--state-dir without a value" "--state-dir" kft --state-dir
 usage "train without input" "-f" kft train
 usage "train -f and --runtime" "not both" kft train -f x.yaml --runtime torch-distributed
 usage "train -f with a shortcut flag" "--nodes" kft train -f x.yaml --nodes 2
+usage "train -f with --export-to" "--export-to belongs to the --runtime shortcut" \
+	kft train -f x.yaml --export-to file:///tmp/m
 usage "train --nodes not a number" '--nodes: "two"' \
 	kft train --runtime torch-distributed --nodes two -- true
 usage "train --env without =" '--env: "FOO"' \
