@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "local/tracking.h"
 #include "ui/ui_internal.h"
 
 #define FOLLOW_TICK_MS 250
@@ -139,6 +140,20 @@ static json_t *metrics(kft_ui_conn *c, const char *ns, const char *name, long lo
 	return json_pack("{s:o}", "items", reports);
 }
 
+/* A delete, refused (409) as kftrainer delete refuses it while the job's
+ * model is not out yet: its output would go with it. */
+static int delete_exported(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	char why[1024];
+	if (kft_local_export_pending(l, ns, name, why, sizeof(why)))
+		return kft_error_set(
+		        err, KFT_ECONFLICT,
+		        "TrainJob %s: its model is not exported (%s); kftrainer export "
+		        "%s retries, kftrainer delete --force deletes it anyway",
+		        name, why, name);
+	return kft_local_delete(l, ns, name, err);
+}
+
 static int action(kft_ui_conn *c, const char *ns, const char *name, const char *verb,
                   kft_error *err)
 {
@@ -148,7 +163,7 @@ static int action(kft_ui_conn *c, const char *ns, const char *name, const char *
 	if (strcmp(verb, "suspend") == 0 || strcmp(verb, "resume") == 0)
 		return kft_local_set_suspend(l, ns, name, strcmp(verb, "suspend") == 0, err);
 	if (strcmp(verb, "delete") == 0)
-		return kft_local_delete(l, ns, name, err);
+		return delete_exported(l, ns, name, err);
 	return kft_error_set(err, KFT_ENOTFOUND, "no such action");
 }
 

@@ -14,10 +14,23 @@ import json
 import os
 import re
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import kftrainer
-from conftest import S3, Kft, Mlflow, free_port, poll, report, start_mlflow, trainjob
+from conftest import (
+    KFTRAINER,
+    S3,
+    Kft,
+    Mlflow,
+    free_port,
+    poll,
+    report,
+    start,
+    start_mlflow,
+    trainjob,
+)
 
 
 def finished_run(mlflow: Mlflow, job: dict, status: str = "FINISHED"):
@@ -201,6 +214,38 @@ def test_export_to_s3_multipart(kft: Kft, s3: S3) -> None:
     assert "exported weights.bin" in log.read_text()
 
 
+def dashboard_delete(kft: Kft, name: str) -> tuple[int, str]:
+    """POST /api/jobs/default/NAME/delete to a `kftrainer ui` of kft's state: (status, error)."""
+    log = kft.state.parent / "ui.log"
+    ui = start(
+        [KFTRAINER, "--state-dir", str(kft.state), "ui", "--listen", "127.0.0.1:0"],
+        log,
+        kft.state.parent,
+    )
+    try:
+        url = poll(
+            "the dashboard's address", lambda: re.search(r"http://\S+token=\w+", log.read_text())
+        )
+        base, token = url[0].split("?token=")
+        auth = {"Authorization": f"Bearer {token}"}
+        with urllib.request.urlopen(
+            urllib.request.Request(base + "api/session", headers=auth)
+        ) as r:
+            csrf = json.load(r)["csrf"]
+        req = urllib.request.Request(
+            f"{base}api/jobs/default/{name}/delete",
+            method="POST",
+            headers={**auth, "X-KFT-CSRF": csrf},
+        )
+        try:
+            with urllib.request.urlopen(req) as r:
+                return r.status, ""
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)["error"]
+    finally:
+        ui.stop()
+
+
 def test_export_failure_then_retry(kft: Kft, s3: S3) -> None:
     out = Path("/tmp/kft-tier-exp-retry")
     kft.train(
@@ -222,6 +267,9 @@ def test_export_failure_then_retry(kft: Kft, s3: S3) -> None:
     # the output is not deleted before the model is out
     p = kft.run("delete", "exp-retry", check=False)
     assert p.returncode == 1 and "its model is not exported" in p.stderr
+    assert (kft.state / "jobs/default/exp-retry").is_dir()
+    code, said = dashboard_delete(kft, "exp-retry")
+    assert code == 409 and "its model is not exported" in said  # nor from the dashboard
     assert (kft.state / "jobs/default/exp-retry").is_dir()
     p = kft.run("export", "exp-retry", check=False)
     assert p.returncode == 1 and "AccessDenied" in p.stderr
