@@ -514,24 +514,6 @@ static int fetch_file_uri(const char *path, const char *dest_dir, const kft_fetc
 #define HF_NAME_MAX         96
 #define HF_PATH_MAX         1024
 
-typedef struct membuf {
-	kft_strbuf text;
-	size_t max;
-	int over;
-} membuf;
-
-static size_t on_mem(char *data, size_t size, size_t n, void *user)
-{
-	membuf *m = user;
-	size_t len = size * n;
-	if (len > m->max - m->text.len) {
-		m->over = 1;
-		return 0;
-	}
-	kft_strbuf_putn(&m->text, data, len);
-	return m->text.failed ? 0 : len;
-}
-
 /* What a listing's status says, in the words of the service asked. */
 typedef struct status_words {
 	const char *missing; /* 404 */
@@ -559,7 +541,7 @@ static int get_status_error(const char *url, long status, const status_words *w,
 static int http_get_text(const char *url, const char *const *headers, const kft_fetch_options *opt,
                          const status_words *words, kft_strbuf *text, kft_error *err)
 {
-	membuf m = {.max = HF_API_MAX_BYTES};
+	kft_strbuf_capped m = {.max = HF_API_MAX_BYTES};
 	char errbuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
 	struct curl_slist *hdrs = NULL;
@@ -577,7 +559,7 @@ static int http_get_text(const char *url, const char *const *headers, const kft_
 		return kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", url);
 	}
 	setup_common(c, url, hdrs, opt);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_mem);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kft_strbuf_capped_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	CURLcode cc = curl_easy_perform(c);

@@ -141,8 +141,7 @@ typedef struct exchange {
 	uint64_t offset, left; /* the file slice still to send */
 	const char *bytes;     /* or these */
 	size_t n_bytes;
-	kft_strbuf reply;
-	bool over;
+	kft_strbuf_capped reply;
 	char etag[200];
 } exchange;
 
@@ -165,17 +164,6 @@ static size_t on_read(char *buf, size_t size, size_t n, void *user)
 	x->offset += (uint64_t)r;
 	x->left -= (uint64_t)r;
 	return (size_t)r;
-}
-
-static size_t on_write(char *data, size_t size, size_t n, void *user)
-{
-	exchange *x = user;
-	if (x->reply.len + size * n > REPLY_MAX) {
-		x->over = true;
-		return 0;
-	}
-	kft_strbuf_putn(&x->reply, data, size * n);
-	return size * n;
 }
 
 static size_t on_header(char *line, size_t size, size_t n, void *user)
@@ -207,7 +195,8 @@ static int verdict(CURL *c, CURLcode cc, const char *errbuf, exchange *x, const 
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 200 && status < 300)
 		return 0;
-	kft_s3_xml_value(kft_strbuf_str(&x->reply), x->reply.len, "Code", code, sizeof(code));
+	kft_s3_xml_value(kft_strbuf_str(&x->reply.text), x->reply.text.len, "Code", code,
+	                 sizeof(code));
 	int rc = status == 404                    ? KFT_ENOTFOUND
 	         : status == 401 || status == 403 ? KFT_EDENIED
 	         : status >= 500                  ? KFT_EUNAVAILABLE
@@ -253,8 +242,8 @@ static int request(const kft_s3 *s, const char *method, const char *key, const c
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "kftrainer-exporter");
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kft_strbuf_capped_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &x->reply);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
 	if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
@@ -268,8 +257,8 @@ static int request(const kft_s3 *s, const char *method, const char *key, const c
 	if (ca && *ca)
 		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
 	CURLcode cc = curl_easy_perform(c);
-	rc = x->over ? kft_error_set(err, KFT_ELIMIT, "s3 %s: reply too large", what)
-	             : verdict(c, cc, errbuf, x, what, err);
+	rc = x->reply.over ? kft_error_set(err, KFT_ELIMIT, "s3 %s: reply too large", what)
+	                   : verdict(c, cc, errbuf, x, what, err);
 	curl_easy_cleanup(c);
 	curl_slist_free_all(hdrs);
 	return rc;
@@ -279,7 +268,8 @@ static void exchange_init(exchange *x, int fd)
 {
 	memset(x, 0, sizeof(*x));
 	x->fd = fd;
-	kft_strbuf_init(&x->reply);
+	kft_strbuf_init(&x->reply.text);
+	x->reply.max = REPLY_MAX;
 }
 
 /* ---- uploads ----------------------------------------------------------------------- */
@@ -291,7 +281,7 @@ static int put_whole(const kft_s3 *s, const char *key, int fd, uint64_t size, co
 	exchange_init(&x, fd);
 	x.left = size;
 	int rc = request(s, "PUT", key, NULL, &x, size, what, err);
-	kft_strbuf_free(&x.reply);
+	kft_strbuf_free(&x.reply.text);
 	return rc;
 }
 
@@ -303,11 +293,11 @@ static int create_upload(const kft_s3 *s, const char *key, char *id, size_t size
 	exchange_init(&x, -1);
 	x.bytes = "";
 	int rc = request(s, "POST", key, "uploads=", &x, 0, what, err);
-	if (rc == 0 &&
-	    !kft_s3_xml_value(kft_strbuf_str(&x.reply), x.reply.len, "UploadId", id, size))
+	if (rc == 0 && !kft_s3_xml_value(kft_strbuf_str(&x.reply.text), x.reply.text.len,
+	                                 "UploadId", id, size))
 		rc = kft_error_set(err, KFT_EPARSE, "s3 %s: CreateMultipartUpload without UploadId",
 		                   what);
-	kft_strbuf_free(&x.reply);
+	kft_strbuf_free(&x.reply.text);
 	return rc;
 }
 
@@ -347,7 +337,7 @@ static int put_parts(const kft_s3 *s, const char *key, int fd, uint64_t size, ui
 			kft_strbuf_printf(done,
 			                  "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>",
 			                  part, x.etag);
-		kft_strbuf_free(&x.reply);
+		kft_strbuf_free(&x.reply.text);
 	}
 	return rc;
 }
@@ -368,10 +358,10 @@ static int finish_upload(const kft_s3 *s, const char *key, const char *id, const
 	                 : kft_error_set(err, KFT_ELIMIT, "s3 %s: UploadId too long", what);
 	/* S3 may answer 200 with an Error document when completing fails late */
 	char code[128];
-	if (rc == 0 &&
-	    kft_s3_xml_value(kft_strbuf_str(&x.reply), x.reply.len, "Code", code, sizeof(code)))
+	if (rc == 0 && kft_s3_xml_value(kft_strbuf_str(&x.reply.text), x.reply.text.len, "Code",
+	                                code, sizeof(code)))
 		rc = kft_error_set(err, KFT_EIO, "s3 %s: CompleteMultipartUpload: %s", what, code);
-	kft_strbuf_free(&x.reply);
+	kft_strbuf_free(&x.reply.text);
 	kft_strbuf_free(&body);
 	return rc;
 }
@@ -383,7 +373,7 @@ static void abort_upload(const kft_s3 *s, const char *key, const char *id)
 	exchange_init(&x, -1);
 	if (upload_query(q, sizeof(q), 0, id) == 0)
 		request(s, "DELETE", key, q, &x, 0, "abort", NULL);
-	kft_strbuf_free(&x.reply);
+	kft_strbuf_free(&x.reply.text);
 }
 
 static int put_multipart(const kft_s3 *s, const char *key, int fd, uint64_t size,

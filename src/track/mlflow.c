@@ -35,11 +35,6 @@ struct kft_mlflow {
 	long timeout_s;
 };
 
-typedef struct sink {
-	kft_strbuf body;
-	bool over;
-} sink;
-
 extern char **environ;
 
 const char *kft_mlflow_env(char *const *env, const char *name)
@@ -136,18 +131,7 @@ const char *kft_mlflow_uri(const kft_mlflow *m)
 
 /* ---- one request ------------------------------------------------------------- */
 
-static size_t on_body(char *data, size_t size, size_t n, void *user)
-{
-	sink *r = user;
-	if (r->body.len + size * n > REPLY_MAX) {
-		r->over = true;
-		return 0;
-	}
-	kft_strbuf_putn(&r->body, data, size * n);
-	return size * n;
-}
-
-static void setup(kft_mlflow *m, const char *url, struct curl_slist *hdrs, sink *r)
+static void setup(kft_mlflow *m, const char *url, struct curl_slist *hdrs, kft_strbuf_capped *r)
 {
 	CURL *c = m->curl;
 	curl_easy_reset(c);
@@ -159,7 +143,7 @@ static void setup(kft_mlflow *m, const char *url, struct curl_slist *hdrs, sink 
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, m->timeout_s);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "kftrainer");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kft_strbuf_capped_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 	if (m->ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, m->ca_file);
@@ -189,8 +173,8 @@ static int code_status(const char *code, long http)
 
 /* The outcome of a performed request: 2xx with its JSON (when wanted), or
  * the error the reply or the transport says. */
-static int outcome(kft_mlflow *m, const char *what, CURLcode cc, const char *errbuf, sink *r,
-                   json_t **out, kft_error *err)
+static int outcome(kft_mlflow *m, const char *what, CURLcode cc, const char *errbuf,
+                   kft_strbuf_capped *r, json_t **out, kft_error *err)
 {
 	long http = 0;
 	if (r->over)
@@ -201,7 +185,7 @@ static int outcome(kft_mlflow *m, const char *what, CURLcode cc, const char *err
 		                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &http);
 	json_t *doc =
-	        r->body.len ? json_loadb(kft_strbuf_str(&r->body), r->body.len, 0, NULL) : NULL;
+	        r->text.len ? json_loadb(kft_strbuf_str(&r->text), r->text.len, 0, NULL) : NULL;
 	if (http >= 200 && http < 300) {
 		if (out && !(*out = doc ? doc : json_object()))
 			return kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -218,7 +202,8 @@ static int outcome(kft_mlflow *m, const char *what, CURLcode cc, const char *err
 	return rc;
 }
 
-static int perform(kft_mlflow *m, const char *what, sink *r, json_t **out, kft_error *err)
+static int perform(kft_mlflow *m, const char *what, kft_strbuf_capped *r, json_t **out,
+                   kft_error *err)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
 	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, errbuf);
@@ -247,7 +232,7 @@ int kft_mlflow_call(kft_mlflow *m, const char *method, const char *path, const j
 {
 	char url[URI_MAX + 512];
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	sink r = {0};
+	kft_strbuf_capped r = {.max = REPLY_MAX};
 	if (out)
 		*out = NULL;
 	if ((size_t)snprintf(url, sizeof(url), "%s/api/2.0/mlflow/%s", m->uri, path) >= sizeof(url))
@@ -258,14 +243,14 @@ int kft_mlflow_call(kft_mlflow *m, const char *method, const char *path, const j
 		free(text);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
-	kft_strbuf_init(&r.body);
+	kft_strbuf_init(&r.text);
 	setup(m, url, h, &r);
 	curl_easy_setopt(m->curl, CURLOPT_CUSTOMREQUEST, method);
 	if (text)
 		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, text);
 	int rc = perform(m, path, &r, out, err);
 	curl_slist_free_all(h);
-	kft_strbuf_free(&r.body);
+	kft_strbuf_free(&r.text);
 	free(text);
 	return rc;
 }
@@ -446,8 +431,8 @@ int kft_mlflow_artifact_put(kft_mlflow *m, const char *artifact_uri, const char 
 			fclose(f);
 		return rc;
 	}
-	sink r = {0};
-	kft_strbuf_init(&r.body);
+	kft_strbuf_capped r = {.max = REPLY_MAX};
+	kft_strbuf_init(&r.text);
 	struct curl_slist *h = headers(m, "Content-Type: application/octet-stream");
 	if (!h) {
 		fclose(f);
@@ -463,7 +448,7 @@ int kft_mlflow_artifact_put(kft_mlflow *m, const char *artifact_uri, const char 
 	curl_easy_setopt(m->curl, CURLOPT_LOW_SPEED_TIME, 120L);
 	rc = perform(m, "mlflow-artifacts upload", &r, NULL, err);
 	curl_slist_free_all(h);
-	kft_strbuf_free(&r.body);
+	kft_strbuf_free(&r.text);
 	fclose(f);
 	return rc;
 }

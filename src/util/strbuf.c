@@ -105,3 +105,15 @@ char *kft_strbuf_detach(kft_strbuf *b)
 	kft_strbuf_init(b);
 	return s;
 }
+
+size_t kft_strbuf_capped_write(char *data, size_t size, size_t n, void *capped)
+{
+	kft_strbuf_capped *c = capped;
+	size_t len = size * n;
+	if (len > c->max - c->text.len) {
+		c->over = 1;
+		return 0;
+	}
+	kft_strbuf_putn(&c->text, data, len);
+	return c->text.failed ? 0 : len;
+}

@@ -31,4 +31,16 @@ const char *kft_strbuf_str(const kft_strbuf *b);
  * any append failed. */
 char *kft_strbuf_detach(kft_strbuf *b);
 
+/* A reply collected up to a bound. kft_strbuf_capped_write has libcurl's
+ * CURLOPT_WRITEFUNCTION shape (with a kft_strbuf_capped as its data): it
+ * appends and returns size * n, or returns 0, which ends the transfer, once
+ * text would pass max (over is then set) or an append failed. The caller
+ * sets max, inits and frees text. */
+typedef struct kft_strbuf_capped {
+	kft_strbuf text;
+	size_t max;
+	int over;
+} kft_strbuf_capped;
+size_t kft_strbuf_capped_write(char *data, size_t size, size_t n, void *capped);
+
 #endif

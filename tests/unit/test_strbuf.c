@@ -60,11 +60,31 @@ static void test_binary_and_growth(void **state)
 	kft_strbuf_free(&b);
 }
 
+/* The capped collector libcurl writes replies into (s3.c, mlflow.c, fetch.c):
+ * every byte up to max is kept, and the first write past it is refused whole
+ * (0, which ends a transfer) and remembered. */
+static void test_capped(void **state)
+{
+	(void)state;
+	kft_strbuf_capped c = {.max = 10};
+	kft_strbuf_init(&c.text);
+	char six[] = "abcdef", four[] = "ghij";
+	assert_int_equal(kft_strbuf_capped_write(six, 1, 6, &c), 6);
+	assert_int_equal(kft_strbuf_capped_write(four, 2, 2, &c), 4);
+	assert_false(c.over);
+	assert_string_equal(kft_strbuf_str(&c.text), "abcdefghij");
+	assert_int_equal(kft_strbuf_capped_write(four, 1, 1, &c), 0);
+	assert_true(c.over);
+	assert_int_equal(c.text.len, 10);
+	kft_strbuf_free(&c.text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_appends),
 	        cmocka_unit_test(test_binary_and_growth),
+	        cmocka_unit_test(test_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
