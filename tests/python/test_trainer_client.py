@@ -348,6 +348,32 @@ def test_options_labels_annotations_deadline(client):
     assert failed["reason"] == "DeadlineExceeded"
 
 
+def test_tracking_options_through_upstreams_kubernetes_backend(config):
+    """kftrainer.Tracking and kftrainer.ExportTo are option callables of the SDK's own kind
+    (docs/tracking.md): upstream's KubernetesBackend.train, which a cluster's TrainerClient
+    runs, puts their tracking.kftrainer.dev annotations on the TrainJob it creates, beside an
+    upstream Annotations option given first, whose map they keep."""
+    body = upstream_body(
+        config,
+        runtime="jax-distributed",
+        trainer=CustomTrainer(func=sleep_long),
+        options=[
+            Annotations({"note": "kept"}),
+            kftrainer.Tracking(experiment="mnist", params={"lr": 0.1}, log_artifacts=True),
+            kftrainer.ExportTo("s3://models/mnist", from_path="/out", secret="s3-creds"),
+        ],
+    )
+    assert body["metadata"]["annotations"] == {
+        "note": "kept",
+        "tracking.kftrainer.dev/experiment": "mnist",
+        "tracking.kftrainer.dev/params": '{"lr": 0.1}',
+        "tracking.kftrainer.dev/log-artifacts": "true",
+        "tracking.kftrainer.dev/export-to": "s3://models/mnist",
+        "tracking.kftrainer.dev/export-from": "/out",
+        "tracking.kftrainer.dev/export-secret": "s3-creds",
+    }
+
+
 def test_container_trainer_with_command_and_args(client, caplog):
     """CustomTrainerContainer: the image is not pulled (said once), the command runs natively;
     TrainerCommand/TrainerArgs set spec.trainer.command/args as upstream's options do."""
