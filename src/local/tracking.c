@@ -34,10 +34,27 @@ static const char *meta_str(const json_t *tj, const char *key)
 	return json_string_value(json_object_get(json_object_get(tj, "metadata"), key));
 }
 
+/* How many reports wait while the server is down: a whole number in
+ * KFTRAINER_TRACKING_MAX_REPORTS (the supervisor's environment), else 0, the
+ * tracker's default. */
+static size_t max_reports(void)
+{
+	const char *v = getenv("KFTRAINER_TRACKING_MAX_REPORTS");
+	char *end = NULL;
+	unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+	if (v && (!end || *end || n > 10000000)) {
+		to_log(NULL, 1,
+		       "tracking: KFTRAINER_TRACKING_MAX_REPORTS is not a whole number "
+		       "up to 10000000; the default is used");
+		return 0;
+	}
+	return (size_t)n;
+}
+
 /* A tracker for obj when env names a server and obj wants a run. */
 static kft_tracker *tracker_for(const json_t *obj, char *const *env)
 {
-	kft_tracker_opts o = {.log = to_log};
+	kft_tracker_opts o = {.log = to_log, .max_reports = max_reports()};
 	kft_tracker *t = NULL;
 	kft_error err = {0};
 	kft_mlflow_opts_from_env(env, &o.mlflow);

@@ -584,8 +584,8 @@ static void *thread_main(void *arg)
 		t->in_hand = 1;
 		pthread_mutex_unlock(&t->mu);
 		if (dropped)
-			say(t, 1, "tracking: %zu reports dropped while the server was unavailable",
-			    dropped);
+			say(t, 1, "tracking: %zu report%s dropped while the server was unavailable",
+			    dropped, dropped == 1 ? "" : "s");
 		kft_error err = {0};
 		size_t n = 1;
 		int rc = process(t, o, &n, &err);

@@ -93,7 +93,18 @@ def test_reports_wait_while_the_server_is_down(kft: Kft, tmp_path: Path) -> None
         trainjob("run-outage", script),
         env={"MLFLOW_TRACKING_URI": url, "KFTRAINER_TRACKING_DRAIN": "120"},
     )
+    # the queue is bounded: past KFTRAINER_TRACKING_MAX_REPORTS the oldest report goes
+    five = "; ".join(report(str(float(s)), s) for s in range(1, 6))
+    bounded = kft.train(
+        trainjob("run-bounded", five),
+        env={
+            "MLFLOW_TRACKING_URI": url,
+            "KFTRAINER_TRACKING_DRAIN": "120",
+            "KFTRAINER_TRACKING_MAX_REPORTS": "2",
+        },
+    )
     kft.wait_for("run-outage", "Complete")
+    kft.wait_for("run-bounded", "Complete")
     poll("the retry line", lambda: "will retry with back-off" in kft.log("run-outage"))
     server = start_mlflow(tmp_path / "late-mlflow", port)
     try:
@@ -102,6 +113,12 @@ def test_reports_wait_while_the_server_is_down(kft: Kft, tmp_path: Path) -> None
         history = late.client.get_metric_history(run.info.run_id, "loss")
         assert [(m.step, m.value) for m in history] == [(1, 3.0), (2, 2.0), (3, 1.0)]
         assert "reachable again" in kft.log("run-outage")
+        run = finished_run(late, bounded)
+        history = late.client.get_metric_history(run.info.run_id, "loss")
+        assert [(m.step, m.value) for m in history] == [(4, 4.0), (5, 5.0)]
+        # said as they go: the counts since the last line, summing to the three dropped
+        said = re.findall(r"(\d+) reports? dropped while the server", kft.log("run-bounded"))
+        assert sum(map(int, said)) == 3
     finally:
         server.stop()
 
