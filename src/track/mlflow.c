@@ -33,6 +33,7 @@ struct kft_mlflow {
 	char *ca_file;
 	bool insecure;
 	long timeout_s;
+	const char *label; /* the server's name in messages (static) */
 };
 
 extern char **environ;
@@ -81,14 +82,15 @@ static char *auth_header(const kft_mlflow_opts *o)
 int kft_mlflow_open(const kft_mlflow_opts *o, kft_mlflow **out, kft_error *err)
 {
 	*out = NULL;
+	const char *setting = o->setting ? o->setting : "MLFLOW_TRACKING_URI";
 	if (!o->uri || (strncmp(o->uri, "http://", 7) != 0 && strncmp(o->uri, "https://", 8) != 0))
-		return kft_error_set(
-		        err, KFT_EINVAL,
-		        "MLFLOW_TRACKING_URI: Invalid value: \"%s\": kftrainer talks to "
-		        "a tracking server, http(s)://HOST[:PORT]",
-		        o->uri ? o->uri : "");
+		return kft_error_set(err, KFT_EINVAL,
+		                     "%s: Invalid value: \"%s\": kftrainer talks to "
+		                     "a %s server, http(s)://HOST[:PORT]",
+		                     setting, o->uri ? o->uri : "",
+		                     o->label ? o->label : "tracking");
 	if (strlen(o->uri) > URI_MAX || strpbrk(o->uri, " \r\n"))
-		return kft_error_set(err, KFT_EINVAL, "MLFLOW_TRACKING_URI: Invalid value");
+		return kft_error_set(err, KFT_EINVAL, "%s: Invalid value", setting);
 	kft_mlflow *m = calloc(1, sizeof(*m));
 	if (!m)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -97,11 +99,12 @@ int kft_mlflow_open(const kft_mlflow_opts *o, kft_mlflow **out, kft_error *err)
 	m->auth = auth_header(o);
 	m->insecure = o->insecure;
 	m->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
+	m->label = o->label ? o->label : "mlflow";
 	m->curl = curl_easy_init();
 	if (!m->uri || !m->curl || (o->ca_file && !m->ca_file)) {
 		const char *why = m->curl ? "out of memory" : curl_easy_strerror(CURLE_FAILED_INIT);
 		kft_mlflow_close(m);
-		return kft_error_set(err, KFT_ENOMEM, "mlflow: %s", why);
+		return kft_error_set(err, KFT_ENOMEM, "%s: %s", m->label, why);
 	}
 	size_t n = strlen(m->uri);
 	while (n > 0 && m->uri[n - 1] == '/')
@@ -168,7 +171,7 @@ static int code_status(const char *code, long http)
 		return KFT_EUNAVAILABLE;
 	if (http == 404)
 		return KFT_ENOTFOUND;
-	return KFT_EINVAL;
+	return http == 409 ? KFT_EEXIST : KFT_EINVAL;
 }
 
 /* The outcome of a performed request: 2xx with its JSON (when wanted), or
@@ -178,10 +181,10 @@ static int outcome(kft_mlflow *m, const char *what, CURLcode cc, const char *err
 {
 	long http = 0;
 	if (r->over)
-		return kft_error_set(err, KFT_ELIMIT, "mlflow %s %s: reply over %d bytes", m->uri,
-		                     what, REPLY_MAX);
+		return kft_error_set(err, KFT_ELIMIT, "%s %s %s: reply over %d bytes", m->label,
+		                     m->uri, what, REPLY_MAX);
 	if (cc != CURLE_OK)
-		return kft_error_set(err, KFT_EUNAVAILABLE, "mlflow %s %s: %s", m->uri, what,
+		return kft_error_set(err, KFT_EUNAVAILABLE, "%s %s %s: %s", m->label, m->uri, what,
 		                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &http);
 	json_t *doc =
@@ -195,8 +198,8 @@ static int outcome(kft_mlflow *m, const char *what, CURLcode cc, const char *err
 	}
 	const char *code = json_string_value(json_object_get(doc, "error_code"));
 	const char *msg = json_string_value(json_object_get(doc, "message"));
-	int rc = kft_error_set(err, code_status(code, http), "mlflow %s %s: HTTP %ld%s%s%s%.500s",
-	                       m->uri, what, http, code ? " " : "", code ? code : "",
+	int rc = kft_error_set(err, code_status(code, http), "%s %s %s: HTTP %ld%s%s%s%.500s",
+	                       m->label, m->uri, what, http, code ? " " : "", code ? code : "",
 	                       msg ? ": " : "", msg ? msg : "");
 	json_decref(doc);
 	return rc;
@@ -230,13 +233,23 @@ static struct curl_slist *headers(kft_mlflow *m, const char *content_type)
 int kft_mlflow_call(kft_mlflow *m, const char *method, const char *path, const json_t *body,
                     json_t **out, kft_error *err)
 {
-	char url[URI_MAX + 512];
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	char full[1024];
+	if ((size_t)snprintf(full, sizeof(full), "api/2.0/mlflow/%s", path) >= sizeof(full))
+		return kft_error_set(err, KFT_ELIMIT, "mlflow %s: request too long", path);
+	return kft_mlflow_call_at(m, method, full, body, out, err);
+}
+
+int kft_mlflow_call_at(kft_mlflow *m, const char *method, const char *path, const json_t *body,
+                       json_t **out, kft_error *err)
+{
+	char url[URI_MAX + 1100];
+	char *text = NULL;
 	kft_strbuf_capped r = {.max = REPLY_MAX};
 	if (out)
 		*out = NULL;
-	if ((size_t)snprintf(url, sizeof(url), "%s/api/2.0/mlflow/%s", m->uri, path) >= sizeof(url))
-		return kft_error_set(err, KFT_ELIMIT, "mlflow %s: request too long", path);
+	if ((size_t)snprintf(url, sizeof(url), "%s/%s", m->uri, path) >= sizeof(url))
+		return kft_error_set(err, KFT_ELIMIT, "%s %s: request too long", m->label, path);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	struct curl_slist *h = headers(m, "Content-Type: application/json");
 	if (!h || (body && !text)) {
 		curl_slist_free_all(h);

@@ -31,6 +31,9 @@ typedef struct kft_mlflow_opts {
 	const char *ca_file;             /* MLFLOW_TRACKING_SERVER_CERT_PATH */
 	bool insecure;                   /* MLFLOW_TRACKING_INSECURE_TLS=true */
 	long timeout_s;                  /* per request; 0: 30 */
+	/* Another JSON REST server reached the same way (modelreg.c): its
+	 * setting's name and its own name in messages; NULL: MLflow's. */
+	const char *setting, *label;
 } kft_mlflow_opts;
 
 /* The value of NAME in env (an array of "NAME=VALUE", NULL-terminated; NULL:
@@ -57,6 +60,10 @@ const char *kft_mlflow_uri(const kft_mlflow *m);
  * object, a new reference. */
 int kft_mlflow_call(kft_mlflow *m, const char *method, const char *path, const json_t *body,
                     json_t **reply, kft_error *err);
+/* The same at {uri}/{path}: another REST API of JSON documents (an HTTP 409
+ * is KFT_EEXIST, a 404 KFT_ENOTFOUND). */
+int kft_mlflow_call_at(kft_mlflow *m, const char *method, const char *path, const json_t *body,
+                       json_t **reply, kft_error *err);
 
 /* The id of the experiment named name (malloc'd into *id), created when
  * there is none. */
