@@ -45,7 +45,9 @@ static int usage(FILE *out, int rc)
 	fputs("Usage: kftrainer-export --from DIR --to URI\n\n"
 	      "Exports the model in DIR to URI: s3://BUCKET[/PREFIX], file:///DIR or\n"
 	      "models:/NAME (MLflow's registry). The TrainJob is read from\n"
-	      "$" KFT_TRACK_EXPORT_TRAINJOB_ENV "; MLFLOW_* and AWS_* from the environment.\n",
+	      "$" KFT_TRACK_EXPORT_TRAINJOB_ENV "; MLFLOW_* and AWS_* from the environment.\n"
+	      "A TrainJob annotated " KFT_TRACK_ANN_REGISTER_TO " has the model registered\n"
+	      "in the Kubeflow Model Registry at $KFTRAINER_MODEL_REGISTRY_URL.\n",
 	      out);
 	return rc;
 }

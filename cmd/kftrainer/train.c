@@ -40,7 +40,7 @@
 typedef struct train_args {
 	kft_paths files, runtimes, env, plugins;
 	const char *ns, *runtime, *name, *dataset, *model, *image, *nodes, *procs;
-	const char *export_to, *export_from; /* the tracking.kftrainer.dev/ annotations */
+	const char *export_to, *export_from, *register_to; /* tracking.kftrainer.dev/ */
 	bool follow, rm, job_workdir;
 	char **command;
 	int ncommand;
@@ -51,7 +51,7 @@ static void train_usage(FILE *out)
 	fputs("Usage: kftrainer train -f TRAINJOB.yaml [-r RUNTIMES] [-n NS] [--follow] [--rm]\n"
 	      "       kftrainer train --runtime NAME [--name N] [--nodes N] [--procs N]\n"
 	      "                       [--env K=V]... [--dataset URI] [--model URI] [--image I]\n"
-	      "                       [--export-to URI [--export-from PATH]]\n"
+	      "                       [--export-to URI [--export-from PATH] [--register-to M]]\n"
 	      "                       [-n NS] [--follow] [--rm] -- COMMAND [ARGS...]\n\n"
 	      "Run TrainJobs on this machine: each pod of the JobSet the runtime describes\n"
 	      "becomes a process (initializers first, then the trainer's nodes), supervised in\n"
@@ -85,6 +85,9 @@ static void train_usage(FILE *out)
 	      "                       tracking.kftrainer.dev/export-to; docs/tracking.md)\n"
 	      "      --export-from PATH  the output exported (tracking.kftrainer.dev/export-from;\n"
 	      "                       default /workspace/output)\n"
+	      "      --register-to M  once exported, a version of model M in the Kubeflow Model\n"
+	      "                       Registry at $KFTRAINER_MODEL_REGISTRY_URL\n"
+	      "                       (tracking.kftrainer.dev/register-to)\n"
 	      "      --follow         stream the pods' logs, each line prefixed [STEP-INDEX]\n"
 	      "                       (\"[node-1] ...\"), until the job ends; exit with its "
 	      "outcome\n"
@@ -135,6 +138,7 @@ static const struct option train_options[] = {
         {"image", required_argument, NULL, 'i'},
         {"export-to", required_argument, NULL, 'X'},
         {"export-from", required_argument, NULL, 'Y'},
+        {"register-to", required_argument, NULL, 'M'},
         {"follow", no_argument, NULL, 'F'},
         {"rm", no_argument, NULL, 'x'},
         {"job-workdir", no_argument, NULL, 'W'},
@@ -162,6 +166,7 @@ static int take_option(int c, train_args *a)
 	case 'i': a->image = optarg; break;
 	case 'X': a->export_to = optarg; break;
 	case 'Y': a->export_from = optarg; break;
+	case 'M': a->register_to = optarg; break;
 	case 'F': a->follow = true; break;
 	case 'x': a->rm = a->follow = true; break;
 	case 'W': a->job_workdir = true; break;
@@ -192,6 +197,8 @@ static const char *shortcut_flag_with_file(const train_args *a)
 		return "--export-to";
 	if (a->export_from)
 		return "--export-from";
+	if (a->register_to)
+		return "--register-to";
 	return a->ncommand ? "COMMAND" : NULL;
 }
 
@@ -316,8 +323,9 @@ static int shortcut_trainer(const train_args *a, json_t *trainer)
  * check judges the values, as it does a file's). */
 static int shortcut_annotations(const train_args *a, json_t *meta)
 {
-	if (a->export_from && !a->export_to) {
-		kft_cli_error("train: --export-from needs --export-to");
+	if ((a->export_from || a->register_to) && !a->export_to) {
+		kft_cli_error("train: %s needs --export-to",
+		              a->export_from ? "--export-from" : "--register-to");
 		return KFT_EXIT_USAGE;
 	}
 	if (!a->export_to)
@@ -325,6 +333,8 @@ static int shortcut_annotations(const train_args *a, json_t *meta)
 	json_t *ann = json_pack("{s:s}", KFT_TRACK_ANN_EXPORT_TO, a->export_to);
 	if (ann && a->export_from)
 		json_object_set_new(ann, KFT_TRACK_ANN_EXPORT_FROM, json_string(a->export_from));
+	if (ann && a->register_to)
+		json_object_set_new(ann, KFT_TRACK_ANN_REGISTER_TO, json_string(a->register_to));
 	if (!ann || json_object_set_new(meta, "annotations", ann) != 0) {
 		kft_cli_error("out of memory");
 		return KFT_EXIT_FAILED;

@@ -31,6 +31,7 @@ LOG_ARTIFACTS = PREFIX + "log-artifacts"
 EXPORT_TO = PREFIX + "export-to"
 EXPORT_FROM = PREFIX + "export-from"
 EXPORT_SECRET = PREFIX + "export-secret"
+REGISTER_TO = PREFIX + "register-to"
 
 
 def _annotate(job_spec: dict[str, Any], values: Mapping[str, str]) -> None:
@@ -88,11 +89,15 @@ class ExportTo:
             ``/workspace/output``, where a torchtune fine-tune leaves it).
         secret: on a cluster, the Secret whose keys become the export step's environment
             (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``, ...).
+        register_to: once exported (an ``s3://`` or ``file://`` uri), the files become a
+            version, named after the TrainJob, of this registered model in the Kubeflow Model
+            Registry that ``KFTRAINER_MODEL_REGISTRY_URL`` names where the export runs.
     """
 
     uri: str
     from_path: str | None = None
     secret: str | None = None
+    register_to: str | None = None
 
     def __call__(self, job_spec: dict[str, Any], trainer: Any, backend: Any) -> None:
         values = {EXPORT_TO: self.uri}
@@ -100,6 +105,8 @@ class ExportTo:
             values[EXPORT_FROM] = self.from_path
         if self.secret:
             values[EXPORT_SECRET] = self.secret
+        if self.register_to:
+            values[REGISTER_TO] = self.register_to
         _annotate(job_spec, values)
 
 

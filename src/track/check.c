@@ -7,6 +7,7 @@
  */
 #include "track/track.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,8 +53,26 @@ static void check_dest(const char *uri, kft_field_errors *errs)
 	invalid(errs, KFT_TRACK_ANN_EXPORT_TO, uri, why);
 }
 
+/* register-to: a model's name, and files somewhere the registry can point
+ * at (an s3:// or file:// export-to; models:/ is MLflow's own registry). */
+static void check_register(const char *name, const char *to, kft_field_errors *errs)
+{
+	bool control = false;
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		control |= *c < 0x20 || *c == 0x7f;
+	if (!*name || strlen(name) > 256 || control)
+		invalid(errs, KFT_TRACK_ANN_REGISTER_TO, name,
+		        "must be a registered model's name: 1 to 256 characters, no control "
+		        "characters");
+	else if (!to || (strncmp(to, "s3://", 5) != 0 && strncmp(to, "file://", 7) != 0))
+		invalid(errs, KFT_TRACK_ANN_REGISTER_TO, name,
+		        "needs an s3:// or file:// " KFT_TRACK_ANN_EXPORT_TO
+		        ": the registered version points at the exported files");
+}
+
 void kft_track_validate(const json_t *trainjob, kft_field_errors *errs)
 {
+	const char *reg = annotation(trainjob, KFT_TRACK_ANN_REGISTER_TO);
 	const char *to = annotation(trainjob, KFT_TRACK_ANN_EXPORT_TO);
 	const char *from = annotation(trainjob, KFT_TRACK_ANN_EXPORT_FROM);
 	const char *params = annotation(trainjob, KFT_TRACK_ANN_PARAMS);
@@ -61,6 +80,8 @@ void kft_track_validate(const json_t *trainjob, kft_field_errors *errs)
 	check_bool(trainjob, KFT_TRACK_ANN_LOGS, errs);
 	if (to)
 		check_dest(to, errs);
+	if (reg)
+		check_register(reg, to, errs);
 	if (from && from[0] != '/')
 		invalid(errs, KFT_TRACK_ANN_EXPORT_FROM, from,
 		        "must be an absolute path, as the trainer's pod sees it");

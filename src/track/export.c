@@ -21,6 +21,7 @@
 
 #include "local/fetch.h"
 #include "local/s3.h"
+#include "track/modelreg.h"
 #include "track/track.h"
 
 #define WALK_DEPTH 32
@@ -241,6 +242,41 @@ static int to_registry(const kft_export_opts *o, kft_mlflow *m, const char *name
 	return rc;
 }
 
+/* The exported files (at where) as a version of the model register-to
+ * names in the Kubeflow Model Registry; *where then says so too. */
+static int to_model_registry(const kft_export_opts *o, const char *model, char **where,
+                             kft_error *err)
+{
+	const json_t *meta = json_object_get(o->trainjob, "metadata");
+	const char *version = json_string_value(json_object_get(meta, "name"));
+	kft_mlflow_opts mo = {.uri = getenv(KFT_MODELREG_URL_ENV),
+	                      .setting = KFT_MODELREG_URL_ENV,
+	                      .label = "model registry"};
+	kft_mlflow *c = NULL;
+	char *id = NULL, *said = NULL;
+	if (!mo.uri)
+		return kft_error_set(
+		        err, KFT_EINVAL,
+		        "register %s: no Model Registry server (set " KFT_MODELREG_URL_ENV ")",
+		        model);
+	if (!version)
+		return kft_error_set(err, KFT_EINVAL, "register %s: the TrainJob has no name",
+		                     model);
+	int rc = kft_mlflow_open(&mo, &c, err);
+	if (rc == 0)
+		rc = kft_modelreg_register(c, model, version, *where, "kftrainer", &id, err);
+	if (rc == 0 &&
+	    asprintf(&said, "%s, registered as %s version %s", *where, model, version) < 0)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (rc == 0) {
+		free(*where);
+		*where = said;
+	}
+	free(id);
+	kft_mlflow_close(c);
+	return rc;
+}
+
 /* Tags the job's run (when there is one) with where the model went. */
 static void tag_run(const kft_export_opts *o, kft_mlflow *m, const char *run_id, const char *where)
 {
@@ -281,6 +317,11 @@ int kft_export_run(const kft_export_opts *o, char **where, kft_error *err)
 		rc = to_registry(o, m, d.path, files, &run_id, where, err);
 	if (rc == 0 && !*where && !(*where = strdup(o->to)))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	const char *reg = json_string_value(json_object_get(
+	        json_object_get(json_object_get(o->trainjob, "metadata"), "annotations"),
+	        KFT_TRACK_ANN_REGISTER_TO));
+	if (rc == 0 && reg && d.kind != KFT_DEST_MLFLOW)
+		rc = to_model_registry(o, reg, where, err);
 	if (rc == 0 && m && o->trainjob && kft_track_wanted(o->trainjob))
 		tag_run(o, m, run_id, *where);
 	kft_mlflow_close(m);

@@ -15,7 +15,10 @@
  *                         it, linked to the run
  *
  * Symbolic links and special files are left out. Where a run exists, it is
- * tagged kftrainer.export.uri with where the model went.
+ * tagged kftrainer.export.uri with where the model went. When the TrainJob
+ * says tracking.kftrainer.dev/register-to, an s3:// or file:// export then
+ * becomes a version of that model in the Kubeflow Model Registry
+ * (modelreg.h, at $KFTRAINER_MODEL_REGISTRY_URL).
  */
 #ifndef KFT_TRACK_EXPORT_H
 #define KFT_TRACK_EXPORT_H
@@ -39,8 +42,10 @@ typedef struct kft_export_opts {
 } kft_export_opts;
 
 /* Exports. *where (malloc'd) says where the model went: the s3:// or
- * file:// URI, or models:/NAME/VERSION. Errors: KFT_EINVAL (a destination
- * export-to refuses; models:/ without a tracking URI), KFT_ENOTFOUND
+ * file:// URI (followed by ", registered as MODEL version NAME"), or
+ * models:/NAME/VERSION. Errors: KFT_EINVAL (a destination export-to
+ * refuses; models:/ without a tracking URI; register-to without a
+ * registry URL), KFT_ENOTFOUND
  * (nothing to export: no directory, or no file in it), and those of the
  * transfer (s3.h, mlflow.h, fetch.h). */
 int kft_export_run(const kft_export_opts *o, char **where, kft_error *err);

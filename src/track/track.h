@@ -44,6 +44,10 @@
 #define KFT_TRACK_ANN_EXPORT_FROM   KFT_TRACK_PREFIX "export-from"
 #define KFT_TRACK_ANN_EXPORT_SECRET KFT_TRACK_PREFIX "export-secret"
 #define KFT_TRACK_DEFAULT_FROM      "/workspace/output"
+/* Once exported to s3:// or file://, the files become a version (named
+ * after the TrainJob) of this registered model in the Kubeflow Model
+ * Registry that KFTRAINER_MODEL_REGISTRY_URL names (modelreg.h). */
+#define KFT_TRACK_ANN_REGISTER_TO KFT_TRACK_PREFIX "register-to"
 
 /* hpo's labels and annotation on a trial TrainJob (src/hpo/hpo.h), read
  * here by value so tracking needs no part of the search. */

@@ -97,6 +97,7 @@ tool_main_module() {
 	helm) echo helm.sh/helm/v3 ;;
 	kueue) echo sigs.k8s.io/kueue ;;
 	seaweedfs) echo github.com/seaweedfs/seaweedfs ;;
+	model-registry) echo github.com/kubeflow/model-registry ;;
 	*) return 1 ;;
 	esac
 }

@@ -360,7 +360,9 @@ def test_tracking_options_through_upstreams_kubernetes_backend(config):
         options=[
             Annotations({"note": "kept"}),
             kftrainer.Tracking(experiment="mnist", params={"lr": 0.1}, log_artifacts=True),
-            kftrainer.ExportTo("s3://models/mnist", from_path="/out", secret="s3-creds"),
+            kftrainer.ExportTo(
+                "s3://models/mnist", from_path="/out", secret="s3-creds", register_to="mnist"
+            ),
         ],
     )
     assert body["metadata"]["annotations"] == {
@@ -371,6 +373,7 @@ def test_tracking_options_through_upstreams_kubernetes_backend(config):
         "tracking.kftrainer.dev/export-to": "s3://models/mnist",
         "tracking.kftrainer.dev/export-from": "/out",
         "tracking.kftrainer.dev/export-secret": "s3-creds",
+        "tracking.kftrainer.dev/register-to": "mnist",
     }
 
 

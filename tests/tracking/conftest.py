@@ -10,11 +10,14 @@ test that leaks a process fails.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -147,6 +150,73 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mlflow]:
         yield Mlflow(url, MlflowClient(tracking_uri=url, registry_uri=url))
     finally:
         p.stop()
+
+
+def as_db_user(argv: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as root, its programs run as the postgres user."""
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="session")
+def model_registry() -> Iterator[str]:
+    """The Kubeflow Model Registry's REST server (`model-registry proxy`, built from its Go
+    module by run-tier) over a PostgreSQL of its own (Debian's initdb and postgres); its
+    base URL."""
+    server = os.environ.get("KFT_MODEL_REGISTRY")
+    initdb = shutil.which("initdb") or next(
+        iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))), None
+    )
+    if not server:
+        pytest.skip("the Model Registry's server could not be built (see run-tier's output)")
+    if not initdb:
+        pytest.skip("PostgreSQL (initdb) is not installed: the Model Registry stores in it")
+    # not under pytest's own directory, which only root may enter
+    root = Path(tempfile.mkdtemp(prefix="kft-tier-model-registry-"))
+    procs: list[Proc] = []
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres")
+        subprocess.run(
+            as_db_user([initdb, "-D", str(root / "pg"), "-A", "trust", "-U", "mr"]),
+            check=True,
+            capture_output=True,
+        )
+        pg_port, port = free_port(), free_port()
+        postgres = str(Path(os.path.realpath(initdb)).parent / "postgres")
+        argv = [postgres, "-D", str(root / "pg"), "-p", str(pg_port), "-k", str(root)]
+        argv += ["-c", "listen_addresses=127.0.0.1"]
+        db = start(
+            as_db_user(argv),
+            root / "postgres.log",
+            root,
+        )
+        procs.append(db)
+        url = f"http://127.0.0.1:{port}"
+        poll("postgres", lambda: db.popen.poll() is None and listening(pg_port))
+        dsn = f"postgres://mr@127.0.0.1:{pg_port}/postgres?sslmode=disable"
+        argv = [server, "proxy", "--hostname", "127.0.0.1", "--port", str(port)]
+        argv += ["--embedmd-database-type", "postgres", "--embedmd-database-dsn", dsn]
+        mr = start(argv, root / "model-registry.log", root)
+        procs.insert(0, mr)
+        poll(
+            "the Model Registry",
+            lambda: (
+                mr.popen.poll() is None
+                and listening(port)
+                and healthy(f"{url}/api/model_registry/v1alpha3/registered_models")
+            ),
+            timeout=120,
+        )
+        yield url
+    finally:
+        for p in procs:
+            p.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @dataclass

@@ -17,6 +17,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import kftrainer
 from conftest import (
@@ -335,6 +336,77 @@ def test_export_to_the_registry_and_a_directory(
     dest = tmp_path / "exported"
     kft.run("export", "exp-reg", "--to", f"file://{dest}")
     assert (dest / "tokenizer" / "vocab.txt").read_text() == "vocab\n"
+
+
+def registry_get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r)
+
+
+def test_export_registered_in_the_kubeflow_model_registry(
+    kft: Kft, s3: S3, model_registry: str
+) -> None:
+    """register-to (issue 22, Done-when 4): the exported files become a version of a model in
+    the Kubeflow Model Registry, read back through its REST API (v1alpha3): the registered
+    model, one version named after the TrainJob, one model artifact at the S3 URI; a retried
+    export finds them and adds nothing twice."""
+    out = Path("/tmp/kft-tier-exp-kmr")
+    env = {"KFTRAINER_MODEL_REGISTRY_URL": model_registry}
+    kft.train(
+        trainjob(
+            "exp-kmr",
+            make_model("exp-kmr"),
+            {
+                "tracking.kftrainer.dev/export-to": "s3://models/kmr/",
+                "tracking.kftrainer.dev/export-from": str(out),
+                "tracking.kftrainer.dev/register-to": "tier-kmr",
+            },
+        ),
+        env=env,
+    )
+    c = kft.wait_for("exp-kmr", "ModelExported")
+    assert c["message"] == (
+        f"exported {out} to s3://models/kmr/, registered as tier-kmr version exp-kmr"
+    )
+    api = model_registry + "/api/model_registry/v1alpha3/"
+
+    def registered() -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+        # the whole listings: v0.3.0 over PostgreSQL cannot list one model's versions
+        model = registry_get(api + "registered_model?name=tier-kmr")
+        versions = [
+            (v["name"], v.get("author", ""))
+            for v in registry_get(api + "model_versions")["items"]
+            if v["registeredModelId"] == model["id"]
+        ]
+        artifacts = [
+            (a["artifactType"], a["name"], a["uri"])
+            for a in registry_get(api + "model_artifacts")["items"]
+            if a["name"] == "tier-kmr"
+        ]
+        return versions, artifacts
+
+    want = ([("exp-kmr", "kftrainer")], [("model-artifact", "tier-kmr", "s3://models/kmr/")])
+    assert registered() == want
+    body = s3.client.get_object(Bucket="models", Key="kmr/config.json")["Body"].read()
+    assert body == b'{"dim": 8}\n'
+    kft.run("export", "exp-kmr", env=env)
+    assert registered() == want
+    # without the server's address the export fails, saying what to set
+    p = kft.run("export", "exp-kmr", check=False)
+    assert p.returncode == 1 and "set KFTRAINER_MODEL_REGISTRY_URL" in p.stderr
+    # refused before it runs: MLflow's models:/ is no place for the registry to point at
+    bad = trainjob(
+        "bad-kmr",
+        "true",
+        {
+            "tracking.kftrainer.dev/export-to": "models:/x",
+            "tracking.kftrainer.dev/register-to": "tier-kmr",
+        },
+    )
+    p = kft.run("train", "-f", "-", check=False, input=json.dumps(bad))
+    assert p.returncode == 1
+    assert "metadata.annotations[tracking.kftrainer.dev/register-to]: Invalid value" in p.stderr
+    assert "needs an s3:// or file://" in p.stderr
 
 
 def test_export_from_the_cli_shortcut(kft: Kft, tmp_path: Path) -> None:

@@ -37,6 +37,8 @@ usage "train -f and --runtime" "not both" kft train -f x.yaml --runtime torch-di
 usage "train -f with a shortcut flag" "--nodes" kft train -f x.yaml --nodes 2
 usage "train -f with --export-to" "--export-to belongs to the --runtime shortcut" \
 	kft train -f x.yaml --export-to file:///tmp/m
+usage "train --register-to without --export-to" "--register-to needs --export-to" \
+	kft train --runtime torch-distributed --register-to m -- true
 usage "train --nodes not a number" '--nodes: "two"' \
 	kft train --runtime torch-distributed --nodes two -- true
 usage "train --env without =" '--env: "FOO"' \
