@@ -306,6 +306,40 @@ static void test_body_length(void **state)
 	        413);
 }
 
+/* k8s.io/apiserver's webhook dispatcher (pkg/admission/plugin/webhook/
+ * {validating,mutating}/dispatcher.go) tells the webhook its deadline as
+ * the `timeout` query parameter, from timeoutSeconds (default 10, at most
+ * 30 in admissionregistration/v1); the webhook answers within it. */
+static void test_timeout_parameter(void **state)
+{
+	(void)state;
+	const char *v = "POST /validate-trainer-kubeflow-org-v1alpha1-trainjob";
+	char head[256];
+	struct {
+		const char *query;
+		int64_t ms;
+	} cases[] = {
+	        {"?timeout=10s", 10000},
+	        {"?timeout=3s", 3000},
+	        {"?a=b&timeout=1500ms&c=d", 1500},
+	        {"", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"?timeout=", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"?timeout=ten", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"?xtimeout=3s", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"?timeout=1h", KFT_CM_ADMISSION_TIMEOUT_MAX_MS},
+	        {"?timeout=-5s", 1},
+	        {"?timeout=0", 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(head, sizeof(head), "%s%s HTTP/1.1\r\nHost: x\r\n\r\n", v, cases[i].query);
+		assert_int_equal(kft_cm_admission_timeout_ms(head), cases[i].ms);
+	}
+	/* Only the request line counts: a header mentioning timeout= does not. */
+	assert_int_equal(kft_cm_admission_timeout_ms("POST /x HTTP/1.1\r\nX: ?timeout=2s\r\n\r\n"),
+	                 KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS);
+	assert_int_equal(kft_cm_admission_timeout_ms(""), KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS);
+}
+
 /* ---- certificates ---------------------------------------------------------------------- */
 
 static kft_cert make_ca(long long seconds)
@@ -388,6 +422,7 @@ int main(void)
 	        cmocka_unit_test(test_runtime_rules),
 	        cmocka_unit_test(test_defaulter),
 	        cmocka_unit_test(test_body_length),
+	        cmocka_unit_test(test_timeout_parameter),
 	        cmocka_unit_test(test_cert_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

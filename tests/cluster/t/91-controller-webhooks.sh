@@ -196,6 +196,18 @@ rt_yaml TrainingRuntime bad-container 1 other | refused "TrainingRuntime ancesto
 rt_yaml ClusterTrainingRuntime kft-test-bad 2 node | refused "ClusterTrainingRuntime ancestor replicas" validator.clustertrainingruntime.trainer.kubeflow.org \
 	'always must be 1'
 rt_yaml TrainingRuntime good 1 node | accepted "a valid TrainingRuntime"
+# A wide runtime: 20,000 containers (about 0.8 MB) reach the validator, which checks them in one
+# pass; its duplicate checks used to compare every pair (8.8 s of CPU for this object, past the
+# API server's 10 s timeoutSeconds on a loaded machine, and a failurePolicy Fail refusal). The
+# API server checks its own rules first (apiextensions-apiserver's listtype, linear), so the
+# object is admitted when both answer in time. `create`, not `apply`: no annotation copy.
+wide_runtime() {
+	printf '{"apiVersion":"trainer.kubeflow.org/v1alpha1","kind":"TrainingRuntime","metadata":{"name":"wide","labels":{"kftrainer.test/webhooks":"yes"}},"spec":{"mlPolicy":{"numNodes":1,"torch":{}},"template":{"spec":{"replicatedJobs":[{"name":"node","template":{"metadata":{"labels":{"trainer.kubeflow.org/trainjob-ancestor-step":"trainer"}},"spec":{"template":{"spec":{"containers":[{"name":"node","image":"example.invalid/t:1"}'
+	seq 19999 | awk '{printf ",{\"name\":\"c%d\",\"image\":\"example.invalid/t:1\"}", $1}'
+	printf ']}}}}}]}}}}\n'
+}
+name="webhook admits: a TrainingRuntime with 20,000 containers $tag"
+if out=$(wide_runtime | k create -f - 2>&1); then pass "$name"; else fail "$name" "$(printf '%s' "$out" | head -c 600)"; fi
 rt_yaml TrainingRuntime unchecked 2 other 'trainer.kubeflow.org/webhook-validation: disabled' |
 	accepted "webhook-validation: disabled skips the runtime webhook"
 tj fine TrainingRuntime/torch-quick 'suspend: true' | accepted "a valid TrainJob"
