@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "framework/guard.h"
 #include "kftrainer/controller.h"
 
 #ifndef KFT_VERSION_STRING
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
 	kft_cm_flags flags;
 	kft_error err = {0};
 	signal(SIGPIPE, SIG_IGN);
+	kft_plugin_guard_install("kftrainer-controller-manager");
 	malloc_settings(argv);
 	if (kft_cm_flags_parse(argc, argv, &flags, &err) != 0) {
 		fprintf(stderr, "%s\n%s", err.message, kft_cm_usage());

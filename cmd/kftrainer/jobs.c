@@ -43,10 +43,11 @@ int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out)
 
 int kft_cli_job_error(const char *name, const kft_error *err)
 {
-	if (err->code == KFT_ENOTFOUND)
+	if (err->code == KFT_ENOTFOUND) {
 		kft_cli_not_found(name);
-	else
-		kft_cli_error("%s", err->message);
+		return KFT_EXIT_NOT_FOUND;
+	}
+	kft_cli_error("%s", err->message);
 	return KFT_EXIT_FAILED;
 }
 

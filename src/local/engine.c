@@ -334,27 +334,6 @@ static int job_env(engine *e, kft_error *err)
 	return rc ? kft_error_set(err, rc, "out of memory") : 0;
 }
 
-/* The plugins the submitter loaded (kft_submit_opts.plugins), so the job's
- * TrainJobStatus and TerminalCondition points are the ones its objects were
- * built with. */
-static int load_plugins(engine *e, kft_error *err)
-{
-	json_t *paths = NULL;
-	int rc = kft_store_job_get_plugins(e->store, e->ns, e->name, &paths, err);
-	size_t i;
-	json_t *p;
-	json_array_foreach(paths, i, p)
-	{
-		if (rc == 0 && !json_is_string(p))
-			rc = kft_error_set(err, KFT_EPARSE,
-			                   "stored plugin list holds a non-string");
-		else if (rc == 0)
-			rc = kft_framework_load_plugin(e->fw, json_string_value(p), err);
-	}
-	json_decref(paths);
-	return rc;
-}
-
 static int load_exec(engine *e, kft_error *err)
 {
 	json_t *base = NULL;
@@ -435,7 +414,7 @@ static int load(engine *e, kft_error *err)
 	kft_local_backend_init(&e->backend, e->info.uid, e->children);
 	rc = kft_framework_new(KFT_LOCAL_FEATURES, &e->fw, err);
 	if (rc == 0)
-		rc = load_plugins(e, err);
+		rc = kft_local_load_job_plugins(e->store, e->ns, e->name, e->fw, err);
 	if (rc == 0)
 		rc = load_exec(e, err);
 	if (rc == 0)
@@ -731,21 +710,25 @@ static void job_check_done(engine *e, eng_rjob *rj, int r)
 		start_next(e, rj, r);
 }
 
-/* "node-1 (pod NAME) exited with code 3": the node and the code, which a user
- * looks for first, then the pod's full name for the logs. */
+/* "node-1 (pod NAME) exited with code 3; its last lines: ...": the node and
+ * the code, which a user looks for first, the pod's full name for the logs,
+ * and the end of what the attempt wrote (logtail.c), which usually says
+ * why; the job's Failed condition carries it. */
 static void exit_message(const engine *e, const eng_rjob *rj, eng_pod *p)
 {
+	char how[64], tail[1024] = "";
+	char *log = log_path(e, rj, p);
+	if (log)
+		kft_local_log_tail(log, 8, tail, sizeof(tail));
+	free(log);
 	if (p->sig)
-		set_str(&p->message,
-		        "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX
-		        ") was killed by signal %d (exit code %d)",
-		        rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
-		        p->sig, p->exit_code);
+		snprintf(how, sizeof(how), "was killed by signal %d (exit code %d)", p->sig,
+		         p->exit_code);
 	else
-		set_str(&p->message,
-		        "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX ") exited with code %d",
-		        rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
-		        p->exit_code);
+		snprintf(how, sizeof(how), "exited with code %d", p->exit_code);
+	set_str(&p->message, "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX ") %s%s%s", rj->name,
+	        p->rec_index, e->jobset_name, rj->name, p->replica, p->index, how,
+	        tail[0] ? "; its last lines:\n" : "", tail);
 }
 
 /* restartPolicy OnFailure: the same pod again, after a back-off that doubles

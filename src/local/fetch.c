@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -665,6 +666,31 @@ static int hf_wanted(const hf_ref *r, const char *file)
 	return n == 0 || (!strncmp(file, r->prefix, n) && (file[n] == '\0' || file[n] == '/'));
 }
 
+/* Whether name matches one of the comma-separated patterns (see
+ * kft_fetch_options.ignore_patterns; blanks around a pattern are trimmed,
+ * as upstream's initializers split the variable). */
+static int ignored(const kft_fetch_options *opt, const char *name)
+{
+	const char *list = opt ? opt->ignore_patterns : NULL;
+	char pattern[512];
+	for (const char *p = list; p && *p; p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		const char *s = p, *e = p + n;
+		p = e;
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e == s || (size_t)(e - s) + 2 > sizeof(pattern))
+			continue;
+		int dir = e[-1] == '/';
+		snprintf(pattern, sizeof(pattern), "%.*s%s", (int)(e - s), s, dir ? "*" : "");
+		if (fnmatch(pattern, name, FNM_NOESCAPE) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int make_parents(const char *dest_dir, const char *rel, kft_error *err)
 {
 	char path[PATH_MAX_LEN];
@@ -736,10 +762,12 @@ static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
 			                     h->ref->repo, file ? file : "(none)");
 		if (!hf_wanted(h->ref, file))
 			continue;
+		matched++;
+		if (ignored(h->opt, file))
+			continue;
 		int rc = sibling_sha(sib, &sha, err);
 		if (rc || (rc = hf_download(h, file, sha, err)))
 			return rc;
-		matched++;
 	}
 	if (matched == 0)
 		return kft_error_set(err, KFT_ENOTFOUND, "fetch hf://%s: no file matches \"%s\"",
@@ -879,6 +907,8 @@ static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_optio
 		return kft_error_set(err, KFT_EINVAL,
 		                     "fetch %s: only single objects are supported (no prefixes)",
 		                     uri);
+	if (ignored(opt, key))
+		return 0; /* as upstream's S3 initializer skips an ignored key */
 	snprintf(bucket, sizeof(bucket), "%.*s", (int)(slash - b), b);
 	kft_aws_credentials c = {
 	        .access_key_id = getenv("AWS_ACCESS_KEY_ID"),

@@ -527,21 +527,23 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	int rc = kft_store_job_create(l->store, tj, NULL, &uid, err);
 	if (rc)
 		return rc;
-	/* the job is new (the store said so under its lock): its directory is ours */
 	char *dir = kft_local_job_dir(l, ns, name);
-	*made_dir = dir != NULL;
-	rc = dir ? kft_local_mkdir_under(l->state_dir, dir, err)
-	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (rc) {
-		free(dir);
+	if (!dir) {
 		free(uid);
-		return rc;
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	kft_local_backend_init(&b, uid, NULL);
 	b.job_dir = dir;
+	/* The plugins run before anything exists on disk: one that fails, or
+	 * takes the process down, leaves no directory behind (the store's
+	 * transaction is not committed either). */
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
 	if (rc == 0)
 		rc = refuse_nul_objects(objects, name, err);
+	/* the job is new (the store said so under its lock): its directory is ours */
+	*made_dir = rc == 0;
+	if (rc == 0)
+		rc = kft_local_mkdir_under(l->state_dir, dir, err);
 	char *own_wd = NULL;
 	if (rc == 0)
 		rc = own_workdir(l->state_dir, opts, dir, &own_wd, err);
@@ -658,22 +660,101 @@ static bool supervisor_alive(kft_local *l, const char *ns, const char *name, kft
 	return *rc == 0 && pid > 0 && kft_local_proc_is(pid, ticks);
 }
 
+/* Why the supervisor died, when it said so last: the report of a plugin
+ * that crashed it (framework/guard.h), the last line of its log, into
+ * why (size n, "" when there is none). Once a supervisor has crashed the
+ * job is finished, so such a line is always the latest supervisor's. */
+static void last_words(kft_local *l, const char *ns, const char *name, char *why, size_t n)
+{
+	char *dir = kft_local_job_dir(l, ns, name), *path = NULL, tail[1024];
+	why[0] = '\0';
+	FILE *f =
+	        dir && asprintf(&path, "%s/%s", dir, SUPERVISOR_LOG) >= 0 ? fopen(path, "r") : NULL;
+	free(dir);
+	free(path);
+	if (!f)
+		return;
+	size_t got = 0;
+	if (fseek(f, -(long)(sizeof(tail) - 1), SEEK_END) != 0)
+		rewind(f);
+	got = fread(tail, 1, sizeof(tail) - 1, f);
+	fclose(f);
+	while (got && tail[got - 1] == '\n')
+		got--;
+	tail[got] = '\0';
+	char *line = strrchr(tail, '\n');
+	line = line ? line + 1 : tail;
+	const char *report = strstr(line, ": plugin ");
+	if (report && strstr(report, " crashed ("))
+		snprintf(why, n, ": %s", report + 2);
+}
+
+/* The pods a lost supervisor ran were just killed with it: their Running
+ * and Pending records become Failed (exit 137, SIGKILL, reason
+ * SupervisorLost), as a kubelet reports containers killed under a pod, so
+ * no pod says Running beside a failed job. */
+static int settle_pods(kft_local *l, const char *ns, const char *name, const char *now,
+                       kft_error *err)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	int rc = kft_store_pods(l->store, ns, name, &recs, &n, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		kft_pod_record r = recs[i];
+		if (strcmp(r.state, "Running") != 0 && strcmp(r.state, "Pending") != 0)
+			continue;
+		r.state = "Failed";
+		r.exit_code = strcmp(recs[i].state, "Running") == 0 ? 128 + SIGKILL : 0;
+		r.signal = r.exit_code ? SIGKILL : 0;
+		r.finished = (char *)now;
+		r.reason = KFT_LOCAL_REASON_SUPERVISOR_LOST;
+		r.message = "stopped: the job's supervisor is gone";
+		rc = kft_store_pod_upsert(l->store, ns, name, &r, err);
+	}
+	kft_pod_records_free(recs, n);
+	return rc;
+}
+
+/* The same for the status the supervisor last wrote: Jobs it counted
+ * active or ready have failed with their pods. */
+static void settle_jobs_status(json_t *status)
+{
+	size_t i;
+	json_t *js;
+	json_array_foreach(json_object_get(status, "jobsStatus"), i, js)
+	{
+		json_int_t lost = json_integer_value(json_object_get(js, "active"));
+		if (!json_is_integer(json_object_get(js, "failed")))
+			continue;
+		json_object_set_new(
+		        js, "failed",
+		        json_integer(json_integer_value(json_object_get(js, "failed")) + lost));
+		json_object_set_new(js, "active", json_integer(0));
+		json_object_set_new(js, "ready", json_integer(0));
+	}
+}
+
 /* Inside the caller's transaction: the job re-read, still orphaned. */
 static int mark_lost(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
 	json_t *tj = NULL;
 	int pid = 0, rc;
 	long long ticks;
-	char now[32], msg[256];
+	char now[32], msg[1536], why[1100];
 	rc = kft_store_job_get(l->store, ns, name, &tj, err);
 	if (rc == 0 && needs_supervisor(tj) && !supervisor_alive(l, ns, name, err, &rc) &&
 	    rc == 0) {
 		kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, NULL);
 		kill_leftovers(l, ns, name);
 		kft_rfc3339_now(now);
+		last_words(l, ns, name, why, sizeof(why));
 		snprintf(msg, sizeof(msg),
-		         "the job's supervisor (pid %d) is gone; its processes were stopped", pid);
+		         "the job's supervisor (pid %d) is gone%s; its processes were stopped", pid,
+		         why);
 		rc = kft_trainjob_set_failed(tj, msg, KFT_LOCAL_REASON_SUPERVISOR_LOST, now, err);
+		settle_jobs_status(json_object_get(tj, "status"));
+		if (rc == 0)
+			rc = settle_pods(l, ns, name, now, err);
 		if (rc == 0)
 			rc = kft_store_job_set_status(l->store, ns, name,
 			                              json_object_get(tj, "status"), err);
@@ -806,12 +887,56 @@ static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error
 	return rc;
 }
 
+int kft_local_load_job_plugins(kft_store *s, const char *ns, const char *name, kft_framework *fw,
+                               kft_error *err)
+{
+	json_t *paths = NULL;
+	int rc = kft_store_job_get_plugins(s, ns, name, &paths, err);
+	size_t i;
+	json_t *p;
+	json_array_foreach(rc == 0 ? paths : NULL, i, p)
+	{
+		const char *path = json_string_value(p);
+		if (!path) {
+			rc = kft_error_set(err, KFT_EPARSE,
+			                   "stored plugin list holds a non-string");
+		} else if ((rc = kft_framework_load_plugin(fw, path, err)) != 0) {
+			char why[KFT_ERROR_MESSAGE_MAX];
+			snprintf(why, sizeof(why), "%s", err ? err->message : "");
+			rc = kft_error_set(
+			        err, KFT_EINVAL,
+			        "plugin %s, loaded when the job was submitted, cannot be "
+			        "loaded now: %s",
+			        path, why);
+		}
+		if (rc)
+			break;
+	}
+	json_decref(paths);
+	return rc;
+}
+
+/* The plugins a job's supervisor will load must load: a resume that would
+ * start a supervisor only to fail refuses instead, the job left as it was. */
+static int check_job_plugins(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	kft_framework *fw = NULL;
+	int rc = kft_framework_new(KFT_LOCAL_FEATURES, &fw, err);
+	if (rc == 0)
+		rc = kft_local_load_job_plugins(l->store, ns, name, fw, err);
+	kft_framework_free(fw);
+	return rc;
+}
+
 static int resume_job(kft_local *l, const char *ns, const char *name, json_t *tj, kft_error *err)
 {
+	int rc = check_job_plugins(l, ns, name, err);
+	if (rc)
+		return rc;
 	char now[32];
 	kft_rfc3339_now(now);
 	json_object_set_new(json_object_get(tj, "spec"), "suspend", json_false());
-	int rc = kft_trainjob_set_suspended(tj, now, err);
+	rc = kft_trainjob_set_suspended(tj, now, err);
 	if (rc == 0)
 		rc = kft_store_job_set_suspend(l->store, ns, name, false, err);
 	if (rc == 0)

@@ -12,6 +12,7 @@
 #define KFT_LOCAL_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -36,6 +37,12 @@
  *   with code 1 (pod NAME) <==
  * on one line, after an empty one, like tail(1)'s file headers. */
 #define KFT_LOCAL_ATTEMPT_MARK "==>"
+
+/* The last lines (at most max_lines, each indented by two spaces, joined by
+ * newlines) of the attempt a pod's log at path ends with, cleaned for a
+ * message (logtail.c), into out (size bytes, always terminated; "" when the
+ * log is missing or empty). Returns the number of lines written. */
+size_t kft_local_log_tail(const char *path, size_t max_lines, char *out, size_t size);
 
 /* How long a stopped pod's process group gets between SIGTERM and SIGKILL. */
 #define KFT_LOCAL_STOP_GRACE_MS 5000
@@ -73,6 +80,14 @@ int kft_local_mkdir_under(const char *state_dir, const char *dir, kft_error *err
 /* Removes a directory tree (does not follow symlinks; bounded depth).
  * Returns 0 or KFT_EIO naming the first path that could not be removed. */
 int kft_local_rmtree(const char *path, kft_error *err);
+
+/* Loads into fw the plugin files the job's submitter loaded (stored with
+ * the job), so its supervisor runs the PostExecution points its objects
+ * were built with. A file that cannot be loaded now (gone, replaced,
+ * refused) is KFT_EINVAL naming it: "plugin PATH, loaded when the job was
+ * submitted, cannot be loaded now: WHY". Errors of the store otherwise. */
+int kft_local_load_job_plugins(kft_store *s, const char *ns, const char *name, kft_framework *fw,
+                               kft_error *err);
 
 /* Kills the recorded process groups of every pod of a job (as
  * kft_local_kill_group). Errors of kft_store_pods. */

@@ -30,7 +30,7 @@ job none 1 1 "$show"
 KFTRAINER_GPUS='' expect_exit "no GPU here: refused" 1 kft train -f "$KFT_CASE_TMP/none.yaml"
 expect_contains "the refusal names the field" "$KFT_ERR" \
 	"spec.trainer.resourcesPerNode: 1 GPUs requested, but this machine has none"
-expect_exit "nothing was stored" 1 kft get none
+expect_exit "nothing was stored" 3 kft get none
 expect_eq "no job directory" "" "$(ls "$KFTRAINER_STATE_DIR/jobs/default" 2>/dev/null)"
 
 # 2 nodes x 2 GPUs of 4: disjoint slices, nproc from the slice.
@@ -46,7 +46,7 @@ job big 3 2 "$show"
 KFTRAINER_GPUS=4 expect_exit "6 GPUs of 4: refused" 1 kft train -f "$KFT_CASE_TMP/big.yaml"
 expect_contains "the refusal counts" "$KFT_ERR" \
 	"spec.trainer.resourcesPerNode: 6 GPUs requested, but only 4 of this machine's 4 are free"
-expect_exit "nothing was stored" 1 kft get big
+expect_exit "nothing was stored" 3 kft get big
 
 # A running job holds its GPUs (UUIDs this time); a finished one (two, above) holds none.
 gpus=GPU-aaaa,GPU-bbbb,GPU-cccc
