@@ -313,7 +313,7 @@ def test_trainjob_is_what_upstream_would_create(client, config, hub, monkeypatch
     """The TrainJob train() submits locally is, field for field, the one upstream's Kubernetes
     backend creates for the same call (command, args, env, resources, initializers, options)."""
     kwargs = dict(
-        runtime="plain-with-initializers",
+        runtime="python-with-initializers",
         initializer=Initializer(
             dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/none"),
             model=HuggingFaceModelInitializer(storage_uri="hf://acme/none", access_token="t0k"),
@@ -394,7 +394,7 @@ def test_huggingface_initializers_from_a_local_hub(client, hub, monkeypatch):
     (root / "acme/model/pytorch_model.bin").write_bytes(b"\0" * 1024)
     monkeypatch.setenv("HF_ENDPOINT", url)
     name = client.train(
-        runtime="plain-with-initializers",
+        runtime="python-with-initializers",
         initializer=Initializer(
             dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/tiny"),
             model=HuggingFaceModelInitializer(storage_uri="hf://acme/model"),
@@ -513,7 +513,7 @@ def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, 
     )
     with pytest.raises(ValueError, match=r"initializer\.dataset: DataCacheInitializer"):
         client.train(
-            runtime="plain-with-initializers",
+            runtime="python-with-initializers",
             initializer=Initializer(
                 dataset=DataCacheInitializer(
                     storage_uri="cache://s/t", metadata_loc="s3://b/m", num_data_nodes=2
