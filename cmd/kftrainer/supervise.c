@@ -4,6 +4,7 @@
  * job. Not for people; it is not listed in the help.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -11,17 +12,19 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: kftrainer supervise --state-dir DIR NAMESPACE NAME\n"
+	fprintf(out, "usage: kftrainer supervise --state-dir DIR [--go-fd FD] NAMESPACE NAME\n"
 	             "(started by the local backend; not meant to be run by hand)\n");
 }
 
 static int run(int argc, char **argv)
 {
 	const char *dir = NULL, *pos[2] = {NULL, NULL};
-	int npos = 0;
+	int npos = 0, go_fd = -1;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
 			dir = argv[++i];
+		else if (strcmp(argv[i], "--go-fd") == 0 && i + 1 < argc)
+			go_fd = atoi(argv[++i]);
 		else if (strncmp(argv[i], "--state-dir=", 12) == 0)
 			dir = argv[i] + 12;
 		else if (argv[i][0] != '-' && npos < 2)
@@ -36,7 +39,7 @@ static int run(int argc, char **argv)
 		return KFT_EXIT_USAGE;
 	}
 	kft_error err = {0};
-	if (kft_local_supervise(dir, pos[0], pos[1], &err) != 0) {
+	if (kft_local_supervise(dir, pos[0], pos[1], go_fd, &err) != 0) {
 		kft_cli_error("supervise %s/%s: %s", pos[0], pos[1], err.message);
 		return KFT_EXIT_INVALID;
 	}

@@ -107,6 +107,7 @@ typedef struct engine {
 	json_t *events;                  /* Events recorded since the last write (events.c) */
 	json_t *reports;                 /* TrainerStatus reports since the last write (history) */
 	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
+	const kft_statusserver_creds *creds; /* made ahead by the supervisor, or NULL */
 } engine;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -375,8 +376,8 @@ static void open_status_server(engine *e)
 	kft_error err = {0};
 	const char *url = NULL, *ca = NULL, *token = NULL;
 	kft_statusserver_find_env(e->jobset, &url, &ca, &token);
-	if (url && kft_statusserver_open(url, ca, token, e->ns, e->name, e->tj, &e->status_server,
-	                                 &err) != 0)
+	if (url && kft_statusserver_open(url, ca, token, e->ns, e->name, e->tj, e->creds,
+	                                 &e->status_server, &err) != 0)
 		fprintf(stderr, "kftrainer supervise: %s\n", err.message);
 }
 
@@ -1333,10 +1334,11 @@ static void engine_free(engine *e)
 }
 
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
-                         kft_error *err)
+                         const kft_statusserver_creds *creds, kft_error *err)
 {
 	engine e = {.state_dir = state_dir,
 	            .store = store,
+	            .creds = creds,
 	            .ns = ns && *ns ? ns : "default",
 	            .name = name,
 	            .sfd = -1};

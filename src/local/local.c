@@ -9,8 +9,14 @@
  *    failure rolls everything back and stops the supervisor, so a job is
  *    either fully submitted or not at all.
  *  - The supervisor is started with posix_spawn in a session of its own,
- *    stdin on /dev/null and output in <job dir>/supervisor.log, cwd "/", so
- *    it outlives the CLI and holds nothing of it.
+ *    stdin and output on /dev/null, cwd "/", so it outlives the CLI and
+ *    holds nothing of it, and a pipe on its fd 3: the submitter writes "g"
+ *    after its commit (or closes the pipe to call the start off), and the
+ *    supervisor then sends its output to <job dir>/supervisor.log and claims
+ *    the job. So no supervisor ever waits on the store's lock, and a submit
+ *    starts it first, before its own checks and writes: meanwhile the
+ *    supervisor starts and makes its status server's credentials, the
+ *    costliest part of its start (two P-256 keys), on the other core.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads
@@ -49,7 +55,8 @@ extern char **environ;
 
 #define MAX_CHILDREN       64
 #define SUPERVISOR_STOP_MS (KFT_LOCAL_STOP_GRACE_MS + 3000)
-#define SUPERVISOR_LOG     "supervisor.log"
+#define GO_FD              3 /* the supervisor's go pipe (see the top) */
+#define GO_FD_STRING       "3"
 
 struct kft_local {
 	char *state_dir, *exe;
@@ -57,6 +64,8 @@ struct kft_local {
 	kft_local_backend_state backend;
 	pid_t children[MAX_CHILDREN]; /* supervisors we started and must reap */
 	size_t n_children;
+	pid_t pending;  /* a supervisor started for the transaction under way, or -1 */
+	int pending_go; /* the write end of its go pipe, or -1 */
 };
 
 /* local.h promises NULL or "" means "default": every entry point that takes
@@ -76,6 +85,8 @@ int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_
 	char buf[PATH_MAX];
 	if (!l)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	l->pending = -1;
+	l->pending_go = -1;
 	l->state_dir = state_dir ? strdup(state_dir) : kft_store_default_dir();
 	if (!exe) {
 		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -110,10 +121,13 @@ static void reap_children(kft_local *l)
 	l->n_children = k;
 }
 
+static void release_supervisor(kft_local *l, bool go);
+
 void kft_local_close(kft_local *l)
 {
 	if (!l)
 		return;
+	release_supervisor(l, false);
 	reap_children(l);
 	kft_store_close(l->store);
 	free(l->state_dir);
@@ -236,62 +250,75 @@ static json_t *base_env_json(char *const *given)
 
 /* ---- starting a supervisor ----------------------------------------------------- */
 
-static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_t *pid,
-                            kft_error *err)
+/* Starts `kftrainer supervise` for ns/name, waiting on a go pipe (see the
+ * top); the pipe's write end becomes l->pending_go and the pid l->pending. */
+static int spawn_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
-	char *dir = kft_local_job_dir(l, ns, name), *logp = NULL;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	char *argv[] = {l->exe,     "supervise",  "--state-dir", l->state_dir,
-	                (char *)ns, (char *)name, NULL};
-	if (!dir || asprintf(&logp, "%s/%s", dir, SUPERVISOR_LOG) < 0) {
-		free(dir);
-		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	char *argv[] = {l->exe,       "supervise", "--state-dir", l->state_dir, "--go-fd",
+	                GO_FD_STRING, (char *)ns,  (char *)name,  NULL};
+	int go[2];
+	pid_t pid = -1;
+	if (pipe2(go, O_CLOEXEC) != 0)
+		return kft_error_set(err, KFT_EIO, "cannot start the supervisor: pipe: %s",
+		                     strerror(errno));
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+	                                      POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &none);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_adddup2(&fa, go[0], GO_FD);
+	posix_spawn_file_actions_addclosefrom_np(&fa, GO_FD + 1);
+	posix_spawn_file_actions_addchdir_np(&fa, "/");
+	int e = posix_spawn(&pid, l->exe, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(go[0]);
+	if (e != 0) {
+		close(go[1]);
+		return kft_error_set(err, KFT_EIO, "cannot start the supervisor %s: %s", l->exe,
+		                     strerror(e));
 	}
-	int rc = kft_local_mkdir_under(l->state_dir, dir, err);
-	if (rc == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		posix_spawn_file_actions_init(&fa);
-		posix_spawnattr_init(&at);
-		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-		                                      POSIX_SPAWN_SETSIGDEF);
-		posix_spawnattr_setsigmask(&at, &none);
-		posix_spawnattr_setsigdefault(&at, &none);
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, logp,
-		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-		posix_spawn_file_actions_adddup2(&fa, 1, 2);
-		posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-		posix_spawn_file_actions_addchdir_np(&fa, "/");
-		int e = posix_spawn(pid, l->exe, &fa, &at, argv, environ);
-		posix_spawn_file_actions_destroy(&fa);
-		posix_spawnattr_destroy(&at);
-		if (e != 0)
-			rc = kft_error_set(err, KFT_EIO, "cannot start the supervisor %s: %s",
-			                   l->exe, strerror(e));
-		else if (l->n_children < MAX_CHILDREN)
-			l->children[l->n_children++] = *pid;
-	}
-	free(dir);
-	free(logp);
-	return rc;
+	if (l->n_children < MAX_CHILDREN)
+		l->children[l->n_children++] = pid;
+	l->pending = pid;
+	l->pending_go = go[1];
+	return 0;
 }
 
-/* Starts a supervisor and records it; the caller holds the transaction. */
+/* Lets the pending supervisor go (after the commit), or calls it off; it
+ * then exits at once, and is reaped later. */
+static void release_supervisor(kft_local *l, bool go)
+{
+	if (l->pending_go >= 0) {
+		if (go)
+			while (write(l->pending_go, "g", 1) < 0 && errno == EINTR)
+				;
+		close(l->pending_go);
+	}
+	l->pending_go = -1;
+	l->pending = -1;
+}
+
+/* Records the pending supervisor (started now when none is) as the job's;
+ * the caller holds the transaction and releases the supervisor after it. */
 static int start_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
-	pid_t pid = -1;
 	long long ticks = 0;
-	int rc = spawn_supervisor(l, ns, name, &pid, err);
+	int rc = l->pending < 0 ? spawn_supervisor(l, ns, name, err) : 0;
 	if (rc)
 		return rc;
-	kft_local_proc_ticks(pid, &ticks, NULL); /* our unreaped child: it exists */
-	rc = kft_store_set_supervisor(l->store, ns, name, (int)pid, ticks, err);
-	if (rc) {
-		kill(pid, SIGKILL);
-		reap_children(l);
-	}
+	kft_local_proc_ticks(l->pending, &ticks, NULL); /* our unreaped child: it exists */
+	rc = kft_store_set_supervisor(l->store, ns, name, (int)l->pending, ticks, err);
+	if (rc)
+		release_supervisor(l, false);
 	return rc;
 }
 
@@ -605,6 +632,10 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));
+	/* The supervisor first (see the top); a suspended job gets none. */
+	if (rc == 0 && !json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend")))
+		rc = spawn_supervisor(l, json_string_value(json_object_get(meta, "namespace")),
+		                      json_string_value(json_object_get(meta, "name")), err);
 	if (rc == 0)
 		rc = kft_store_begin(l->store, err);
 	if (rc == 0) {
@@ -617,6 +648,7 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 		if (rc && made_dir)
 			remove_job_dir(l, meta);
 	}
+	release_supervisor(l, rc == 0);
 	const char *name = json_string_value(json_object_get(meta, "name"));
 	if (rc == 0 && name_out && !(*name_out = strdup(name)))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -668,8 +700,9 @@ static void last_words(kft_local *l, const char *ns, const char *name, char *why
 {
 	char *dir = kft_local_job_dir(l, ns, name), *path = NULL, tail[1024];
 	why[0] = '\0';
-	FILE *f =
-	        dir && asprintf(&path, "%s/%s", dir, SUPERVISOR_LOG) >= 0 ? fopen(path, "r") : NULL;
+	FILE *f = dir && asprintf(&path, "%s/%s", dir, KFT_LOCAL_SUPERVISOR_LOG) >= 0
+	                  ? fopen(path, "r")
+	                  : NULL;
 	free(dir);
 	free(path);
 	if (!f)
@@ -970,9 +1003,11 @@ int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool s
 	json_decref(tj);
 	if (rc) {
 		kft_store_rollback(l->store);
+		release_supervisor(l, false);
 		return rc;
 	}
 	rc = kft_store_commit(l->store, err);
+	release_supervisor(l, rc == 0); /* a resume's */
 	return rc == 0 && change && suspend ? suspend_job(l, ns, name, err) : rc;
 }
 

@@ -133,8 +133,12 @@ int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *
 
 /* The supervisor's body, run by the hidden `kftrainer supervise` verb: runs
  * job ns/name to its end (or until it is suspended or deleted), then
- * returns. Not for other callers. */
-int kft_local_supervise(const char *state_dir, const char *ns, const char *name, kft_error *err);
+ * returns. go_fd, when not -1, is the submitter's go pipe (local.c): the
+ * supervisor prepares, waits for "g" on it (returns 0 at once when the
+ * submit was called off) and then sends its output to the job's
+ * supervisor.log. Not for other callers. */
+int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
+                        kft_error *err);
 
 /*
  * Download progress in an initializer's log. While a file downloads, the

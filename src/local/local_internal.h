@@ -28,6 +28,9 @@
  * supervisor). */
 #define KFT_LOCAL_REASON_SUPERVISOR_LOST "SupervisorLost"
 
+/* The supervisor's output, in its job's directory. */
+#define KFT_LOCAL_SUPERVISOR_LOG "supervisor.log"
+
 /* The job's own temporary directory under its job directory: every process
  * of the job gets it as TMPDIR, and it is removed with the job. */
 #define KFT_LOCAL_JOB_TMP "tmp"
@@ -168,8 +171,10 @@ void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const j
 
 /* Runs job ns/name as its supervisor until it ends, is suspended or deleted
  * (the body of kft_local_supervise, which sets up the process first). The
- * store is taken over and closed before returning, on every path. */
+ * store is taken over and closed before returning, on every path. creds
+ * (borrowed, NULL: made when needed) serve the job's status endpoint. */
+struct kft_statusserver_creds;
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
-                         kft_error *err);
+                         const struct kft_statusserver_creds *creds, kft_error *err);
 
 #endif

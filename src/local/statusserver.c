@@ -2,9 +2,10 @@
  * statusserver.c - the supervisor's HTTPS server for upstream's status
  * endpoint (see statusserver.h and docs/local.md).
  *
- * Design in plain words. At job start the supervisor makes a CA (P-256,
- * util/cert.c), a serving certificate it signs for 127.0.0.1 and localhost,
- * and a random bearer token; the CA certificate and the token are written
+ * Design in plain words. The supervisor makes a CA (P-256, util/cert.c) and a
+ * serving certificate it signs for 127.0.0.1 and localhost (while it waits
+ * for its job's commit: kft_statusserver_creds_make), and at job start a
+ * random bearer token; the CA certificate and the token are written
  * 0600 where the TrainJobStatus plugin told the pods to look. The key never
  * touches the disk. The server then lives inside the supervisor's poll loop:
  * every socket is non-blocking, each connection is a small state machine
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/platform_util.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
@@ -169,7 +171,7 @@ static int listen_on(int port, kft_error *err)
 }
 
 /* The CA (whose certificate the pods trust) and the serving pair. */
-static int make_certs(kft_statusserver *s, const char *ca_path, kft_error *err)
+int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err)
 {
 	kft_cert ca = {0}, srv = {0};
 	kft_cert_opts ca_opts = {.key_type = KFT_CERT_EC_P256,
@@ -180,19 +182,49 @@ static int make_certs(kft_statusserver *s, const char *ca_path, kft_error *err)
 	                          .issuer = &ca,
 	                          .subject = "CN=localhost",
 	                          .valid_days = CA_DAYS};
+	memset(c, 0, sizeof(*c));
 	int rc = kft_cert_make(&ca_opts, "status server: cannot make its CA", &ca, err);
 	if (rc == 0)
 		rc = kft_cert_make(&srv_opts, "status server: cannot make its certificate", &srv,
 		                   err);
-	if (rc == 0)
-		rc = write_private(ca_path, ca.cert_pem, err);
-	if (rc == 0 && (mbedtls_x509_crt_parse(&s->crt, (const unsigned char *)srv.cert_pem,
-	                                       strlen(srv.cert_pem) + 1) != 0 ||
-	                mbedtls_pk_parse_key(&s->key, (const unsigned char *)srv.key_pem,
-	                                     strlen(srv.key_pem) + 1, NULL, 0) != 0))
-		rc = kft_error_set(err, KFT_EIO, "status server: cannot load its certificate");
+	if (rc == 0) { /* the CA's key signed the one certificate and goes */
+		c->ca_pem = ca.cert_pem, c->cert_pem = srv.cert_pem, c->key_pem = srv.key_pem;
+		ca.cert_pem = srv.cert_pem = srv.key_pem = NULL;
+	}
 	kft_cert_free(&ca);
 	kft_cert_free(&srv);
+	return rc;
+}
+
+void kft_statusserver_creds_free(kft_statusserver_creds *c)
+{
+	if (c->key_pem)
+		mbedtls_platform_zeroize(c->key_pem, strlen(c->key_pem));
+	free(c->ca_pem);
+	free(c->cert_pem);
+	free(c->key_pem);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Writes the CA where the pods look and loads the serving pair, from creds
+ * or from new ones. */
+static int use_creds(kft_statusserver *s, const kft_statusserver_creds *creds, const char *ca_path,
+                     kft_error *err)
+{
+	kft_statusserver_creds own = {0};
+	int rc = 0;
+	if (!creds || !creds->ca_pem || !creds->cert_pem || !creds->key_pem) {
+		rc = kft_statusserver_creds_make(&own, err);
+		creds = &own;
+	}
+	if (rc == 0)
+		rc = write_private(ca_path, creds->ca_pem, err);
+	if (rc == 0 && (mbedtls_x509_crt_parse(&s->crt, (const unsigned char *)creds->cert_pem,
+	                                       strlen(creds->cert_pem) + 1) != 0 ||
+	                mbedtls_pk_parse_key(&s->key, (const unsigned char *)creds->key_pem,
+	                                     strlen(creds->key_pem) + 1, NULL, 0) != 0))
+		rc = kft_error_set(err, KFT_EIO, "status server: cannot load its certificate");
+	kft_statusserver_creds_free(&own);
 	return rc;
 }
 
@@ -213,7 +245,8 @@ static int setup_tls(kft_statusserver *s, kft_error *err)
 
 int kft_statusserver_open(const char *url, const char *ca_path, const char *token_path,
                           const char *ns, const char *name, const json_t *trainjob,
-                          kft_statusserver **out, kft_error *err)
+                          const kft_statusserver_creds *creds, kft_statusserver **out,
+                          kft_error *err)
 {
 	int port = 0;
 	*out = NULL;
@@ -237,7 +270,7 @@ int kft_statusserver_open(const char *url, const char *ca_path, const char *toke
 	if (rc == 0)
 		rc = make_dir_of(token_path, err);
 	if (rc == 0)
-		rc = make_certs(s, ca_path, err);
+		rc = use_creds(s, creds, ca_path, err);
 	if (rc == 0)
 		rc = write_private(token_path, s->token, err);
 	if (rc == 0)
