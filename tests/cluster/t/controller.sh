@@ -20,6 +20,8 @@
 # turns certificate management on.
 # Ours also gets the bind addresses and --leader-elect as flags, which it documents.
 # KFT_CTRL_EXTRA_CONFIG, when set, is appended to the Configuration (top-level YAML keys).
+# KFT_CTRL_LOG_LEVEL sets both controllers' --zap-log-level (default debug; 2 adds the V(2) lines,
+# "Reconciling TrainJob" among them).
 #
 # A controller is a tier process like the others: started with start_proc under the name
 # ctrl-<name>, its pid file in $STATE/pids (so `down` stops it too), its log in
@@ -137,14 +139,14 @@ EOF
 	[ -n "${KFT_CTRL_MANAGED_CERTS:-}" ] || ctrl_webhook_cert "$dir"
 	if [ "$(ctrl_flavour)" = upstream ]; then
 		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" "$bin" --kubeconfig "$kcfg" \
-			--config "$dir/config.yaml" --zap-log-level=debug
+			--config "$dir/config.yaml" --zap-log-level="${KFT_CTRL_LOG_LEVEL:-debug}"
 	else
 		local extra=()
 		[ "$le" = true ] && extra+=(--leader-elect)
 		# shellcheck disable=SC2086 # KFT_CTRL_ENV is words
 		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" ${KFT_CTRL_ENV:-} "$bin" --kubeconfig "$kcfg" \
 			--config "$dir/config.yaml" --metrics-bind-address "127.0.0.1:$mp" \
-			--health-probe-bind-address "127.0.0.1:$hp" --zap-log-level debug "${extra[@]}"
+			--health-probe-bind-address "127.0.0.1:$hp" --zap-log-level "${KFT_CTRL_LOG_LEVEL:-debug}" "${extra[@]}"
 	fi
 	var=${name//-/_}
 	printf -v "CTRL_HEALTH_$var" '%s' "$hp"
