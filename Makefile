@@ -7,7 +7,8 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test unit bench bench-ui check-format format crds fuzz fuzz-run \
-        install demo demo-deps clean bench-controller test-frameworks bench-sdk python ui
+        install demo demo-deps clean bench-controller test-frameworks bench-sdk python ui \
+        test-llm bench-llm
 
 all: build
 
@@ -52,6 +53,17 @@ bench-ui: build
 # 2-process gloo DDP job (tests/frameworks). Not part of `make test`.
 test-frameworks: build
 	KFT_BUILD_DIR=$(abspath $(BUILD)) tests/frameworks/run-tier
+
+# Real torchtune (the pinned set, some GB from PyPI, cached in build/) fine-tunes a generated
+# Llama 3.2 1B checkpoint through kftrainer.TrainerClient and `kftrainer train -f`, on CPU:
+# LoRA, and full where memory allows (tests/llm). `make test` runs its fast variant.
+test-llm: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) tests/llm/run-tier
+
+# The same torchtune LoRA fine-tune through kftrainer.TrainerClient and `tune run` by hand:
+# tokens per second and time to the first step (bench/llm; the llm tier's environment).
+bench-llm: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/llm/run
 
 # train() to the function's first line: kftrainer's SDK backend, upstream's LocalProcessBackend
 # and `kftrainer train`, in one run (bench/sdk; the frameworks tier's environment).

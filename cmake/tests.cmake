@@ -79,6 +79,13 @@ foreach(tier validate golden plugins local python browser deploy cluster)
       TIMEOUT 3000 SKIP_RETURN_CODE 77)
   endif()
 endforeach()
+# The llm tier's make-test variant (tests/llm/run-tier --fast: a tiny Llama 3.2 through the
+# shipped torchtune runtime with real torchtune from PyPI); `make test-llm` runs the whole tier.
+add_test(NAME tier_llm_fast COMMAND ${CMAKE_SOURCE_DIR}/tests/llm/run-tier --fast
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(tier_llm_fast PROPERTIES LABELS llm
+  ENVIRONMENT "KFTRAINER=${CMAKE_BINARY_DIR}/bin/kftrainer;KFT_BUILD_DIR=${CMAKE_BINARY_DIR}"
+  TIMEOUT 3000 SKIP_RETURN_CODE 77)
 # Tiers that bring up (and down) the worktree's one simulated cluster never
 # run at the same time.
 foreach(tier browser cluster)

@@ -70,6 +70,16 @@ struct kft_backend {
 	 * directory. Returns 0, or -1 when it cannot say. */
 	int (*status_endpoint)(void *self, const char *ns, const char *job,
 	                       kft_status_endpoint *out);
+
+	/* Whether the place has GPUs to give a pod at all: 1 or 0. Kubernetes:
+	 * 1 (placing a GPU request is the scheduler's business). Local: 0 on a
+	 * machine with none. When 0, the TrainJob runs on CPU: the framework
+	 * removes every GPU request from the pods' resources (and from
+	 * trainer.resourcesPerNode) before any plugin reads them, so process
+	 * counts, recipes and placements are those of a CPU node, and a plugin
+	 * may add what a CPU needs (torchtune: device=cpu, dtype=fp32, an
+	 * optimizer that runs on CPU). */
+	int (*has_gpus)(void *self);
 };
 
 #ifdef __cplusplus

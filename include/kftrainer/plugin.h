@@ -31,8 +31,9 @@ extern "C" {
 
 /* The plugin ABI version: a plugin built against another version is refused
  * at load. Bump it whenever kft_plugin, kft_runtime_info, kft_pod_set,
- * kft_container, kft_trainjob or kft_plugin_ctx change layout or meaning. */
-#define KFT_PLUGIN_ABI_VERSION 1u
+ * kft_container, kft_trainjob, kft_plugin_ctx or kft_backend change layout or
+ * meaning (2: kft_backend.has_gpus). */
+#define KFT_PLUGIN_ABI_VERSION 2u
 
 /* Defined in framework.h and backend.h. */
 typedef struct kft_backend kft_backend;

@@ -19,9 +19,10 @@ is a KubernetesBackend), runtime derivation (framework, num_nodes, device, devic
 steps and their status, event filtering, waiting, ``get_runtime_packages``. Only what a
 cluster and a machine do differently is ours: the environment a job runs in (the caller's
 interpreter, ``environment.py``), logs (read from the engine, every attempt marked), what
-cannot run here (DataCacheInitializer) or needs a local tool (torchtune's ``tune``), and a
-failure's words (the engine's field errors, why a job failed). The SDK's module constants are
-read, never changed, and no call leaves state on the backend for another to find.
+cannot run here (DataCacheInitializer), and a failure's words (the engine's field errors, why a
+job failed); a BuiltinTrainer gets a ``tune`` with the tested torchtune set (torchtune.py). The
+SDK's module constants are read, never changed, and no call leaves state on the backend for
+another to find.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import json
 import logging
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -320,12 +320,11 @@ class LocalBackend(KubernetesBackend):
             else list(constants.DEFAULT_PIP_INDEX_URLS)
         )
         env = job_environment(packages, index_urls, self.cfg.venv_cache_dir)
-        if isinstance(trainer, types.BuiltinTrainer) and not shutil.which("tune", path=env["PATH"]):
-            raise ValueError(
-                "trainer: BuiltinTrainer(TorchTuneConfig) runs torchtune's `tune run` on this "
-                "machine, and no `tune` is on PATH: pip install torchtune (with torch) into "
-                "this environment, or use a cluster"
-            )
+        if isinstance(trainer, types.BuiltinTrainer):
+            # imported here: `python -m kftrainer.torchtune` must not find it loaded
+            from kftrainer.torchtune import torchtune_environment
+
+            env = torchtune_environment(env, self.cfg.venv_cache_dir)
         submit = _EngineObjects(self.engine, env, _mpi_home_paths(runtime, trainer))
         try:
             return KubernetesBackend.train(

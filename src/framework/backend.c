@@ -44,6 +44,12 @@ static int k8s_status_endpoint(void *self, const char *ns, const char *job,
 	return 0;
 }
 
+static int k8s_has_gpus(void *self)
+{
+	(void)self;
+	return 1;
+}
+
 static const kft_backend default_backend = {
         .name = "render",
         .pod_address = k8s_pod_address,
@@ -51,6 +57,7 @@ static const kft_backend default_backend = {
         .get_object = nothing_exists,
         .trainjob_uid = no_uid,
         .status_endpoint = k8s_status_endpoint,
+        .has_gpus = k8s_has_gpus,
 };
 
 const kft_backend *kft_backend_default(void)

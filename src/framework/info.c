@@ -8,6 +8,7 @@
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
+#include "framework/runtime_info.h"
 #include "kftrainer/quantity.h"
 
 kft_pod_set *kft_runtime_info_find_ancestor(const kft_runtime_info *info, const char *ancestor)
@@ -164,6 +165,13 @@ const json_t *kft_runtime_info_node_resources(const kft_runtime_info *info, cons
  * quantity that does not parse is an error naming the resource: upstream's
  * typed Quantity could never hold one, and reading it as 0 GPUs would let a
  * typo place a job on no GPU at all. */
+/* A GPU resource name (nvidia.com/gpu, amd.com/gpu ...), as upstream's
+ * GetNumGPUPerNode recognises one. */
+static int is_gpu_resource(const char *name)
+{
+	return strcasestr(name, "gpu") != NULL;
+}
+
 static int gpus_in(const json_t *list, const char *which, int64_t *out, kft_error *err)
 {
 	const char *key;
@@ -171,7 +179,7 @@ static int gpus_in(const json_t *list, const char *which, int64_t *out, kft_erro
 	*out = 0;
 	json_object_foreach((json_t *)list, key, q)
 	{
-		if (!strcasestr(key, "gpu"))
+		if (!is_gpu_resource(key))
 			continue;
 		kft_quantity v;
 		kft_error qerr;
@@ -195,4 +203,26 @@ int kft_resources_gpus(const json_t *resources, int64_t *out, kft_error *err)
 	else if (*out == 0 && lim > 0) /* GetNumGPUPerNode: requests, else limits */
 		*out = lim;
 	return rc;
+}
+
+int kft_resources_drop_gpus(json_t *resources)
+{
+	static const char *const parts[] = {"limits", "requests"};
+	int n = 0;
+	for (size_t p = 0; p < 2; p++) {
+		json_t *list = json_object_get(resources, parts[p]);
+		const char *key;
+		json_t *q;
+		void *tmp;
+		json_object_foreach_safe(list, tmp, key, q)
+		{
+			if (is_gpu_resource(key) && json_object_del(list, key) == 0)
+				n++;
+		}
+		/* a list left empty goes: readers tell "no limits" from "limits
+		 * naming nothing" (the SDK refuses the second) */
+		if (list && json_object_size(list) == 0)
+			json_object_del(resources, parts[p]);
+	}
+	return n;
 }

@@ -68,7 +68,26 @@ static kft_backend complete_backend(const kft_backend *b)
 		out.trainjob_uid = d->trainjob_uid;
 	if (!out.status_endpoint)
 		out.status_endpoint = d->status_endpoint;
+	if (!out.has_gpus)
+		out.has_gpus = d->has_gpus;
 	return out;
+}
+
+/* The TrainJob as this place can run it: itself, or, where the backend has
+ * no GPUs, a copy (*cpu, the caller's to release) whose resourcesPerNode
+ * asks for none, so that every plugin sees a CPU node (backend.h). */
+static int for_this_place(const kft_backend *b, const json_t **trainjob, json_t **cpu,
+                          kft_error *err)
+{
+	*cpu = NULL;
+	if (b->has_gpus(b->self))
+		return 0;
+	if (!(*cpu = json_deep_copy(*trainjob)))
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	kft_resources_drop_gpus(json_object_get(
+	        json_object_get(json_object_get(*cpu, "spec"), "trainer"), "resourcesPerNode"));
+	*trainjob = *cpu;
+	return 0;
 }
 
 static int info_with_backend(const kft_framework *fw, const kft_backend *backend,
@@ -78,6 +97,8 @@ static int info_with_backend(const kft_framework *fw, const kft_backend *backend
 	int rc = kft_trainjob_view(trainjob, job, err);
 	if (rc == 0)
 		rc = kft_runtime_info_build(runtime, job, out, err);
+	if (rc == 0 && !backend->has_gpus(backend->self))
+		kft_runtime_info_drop_gpus(*out);
 	kft_plugin_ctx ctx = {.backend = backend, .framework = fw};
 	for (int which = 0; rc == 0 && which < 4; which++)
 		rc = run_point(fw, &ctx, which, *out, job, err);
@@ -95,7 +116,12 @@ int kft_framework_runtime_info(const kft_framework *fw, const kft_backend *backe
 	kft_backend b = complete_backend(backend);
 	kft_trainjob job;
 	*out = NULL;
-	return info_with_backend(fw, &b, trainjob, runtime, &job, out, err);
+	json_t *cpu = NULL;
+	int rc = for_this_place(&b, &trainjob, &cpu, err);
+	if (rc == 0)
+		rc = info_with_backend(fw, &b, trainjob, runtime, &job, out, err);
+	json_decref(cpu);
+	return rc;
 }
 
 int kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
@@ -128,8 +154,11 @@ int kft_framework_build(const kft_framework *fw, const kft_backend *backend, con
 	kft_plugin_ctx ctx = {.backend = &b, .framework = fw};
 	kft_trainjob job;
 	kft_runtime_info *info = NULL;
+	json_t *cpu = NULL;
 	*objects = NULL;
-	int rc = info_with_backend(fw, &b, trainjob, runtime, &job, &info, err);
+	int rc = for_this_place(&b, &trainjob, &cpu, err);
+	if (rc == 0)
+		rc = info_with_backend(fw, &b, trainjob, runtime, &job, &info, err);
 	if (rc == 0)
 		rc = run_point(fw, &ctx, 4, info, &job, err);
 	json_t *out = json_array();
@@ -142,6 +171,7 @@ int kft_framework_build(const kft_framework *fw, const kft_backend *backend, con
 		kft_plugin_guard_leave();
 	}
 	kft_runtime_info_free(info);
+	json_decref(cpu);
 	if (rc != 0) {
 		json_decref(out);
 		return rc;

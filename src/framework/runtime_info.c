@@ -353,3 +353,30 @@ int kft_runtime_info_build(const json_t *runtime, const kft_trainjob *job, kft_r
 	*out = info;
 	return 0;
 }
+
+/* Every container's resources in a pod spec, GPUs removed. */
+static void drop_pod_gpus(json_t *pod_spec)
+{
+	static const char *const lists[] = {"initContainers", "containers"};
+	for (size_t l = 0; l < 2; l++) {
+		size_t i;
+		json_t *c;
+		json_array_foreach(json_object_get(pod_spec, lists[l]), i, c)
+		        kft_resources_drop_gpus(json_object_get(c, "resources"));
+	}
+}
+
+void kft_runtime_info_drop_gpus(kft_runtime_info *info)
+{
+	static const char *const pod_spec_path[] = {"template", "spec", "template", "spec", NULL};
+	size_t i;
+	json_t *rjob;
+	json_array_foreach(json_object_get(info->template_spec, "replicatedJobs"), i, rjob)
+	        drop_pod_gpus((json_t *)get_path(rjob, pod_spec_path));
+	for (size_t k = 0; k < info->n_pod_sets; k++) {
+		json_t *wrap =
+		        json_pack("{s:O}", "requests", info->pod_sets[k].single_pod_requests);
+		kft_resources_drop_gpus(wrap);
+		json_decref(wrap);
+	}
+}

@@ -108,6 +108,8 @@ typedef struct engine {
 	json_t *reports;                 /* TrainerStatus reports since the last write (history) */
 	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
 	const kft_statusserver_creds *creds; /* made ahead by the supervisor, or NULL */
+	bool no_views; /* pods' volumes by path rewriting, not in a view (mountns.h):
+	                * KFTRAINER_MOUNT_NAMESPACE=off, or the kernel refused one */
 } engine;
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -499,11 +501,48 @@ static int start_native(const kft_podspec *spec, const char *log, rjob_kind kind
 	return 0;
 }
 
+/* The pod's process in its volumes' view (mountns.h). The first time the
+ * kernel refuses a view, this supervisor stops asking for them: the event
+ * and a line in the pod's log say so once, and the pod starts again with its
+ * mount paths rewritten (podspec.h). */
+static int start_in_view(engine *e, eng_rjob *rj, eng_pod *p, kft_podspec_defaults *d,
+                         kft_podspec *spec, const char *log, kft_error *err)
+{
+	kft_mountns *ns = NULL;
+	int rc = d->view && spec->n_mounts
+	                 ? kft_mountns_plan(spec->mounts, spec->n_mounts, &ns, err)
+	                 : 0;
+	if (rc == 0)
+		rc = kft_proc_start_in(ns, spec->argv, spec->envp, spec->workdir, log, &p->proc,
+		                       err);
+	kft_mountns_free(ns);
+	if (rc != KFT_EUNAVAILABLE || !d->view)
+		return rc;
+	char pod[600];
+	pod_name(e, rj, p, pod, sizeof(pod));
+	e->no_views = true;
+	note_event(e, "Warning", "MountNamespaceUnavailable", "Pod", pod,
+	           "%s; mount paths are rewritten in arguments and env values instead",
+	           err->message);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd >= 0) {
+		dprintf(fd, KFT_LOCAL_ATTEMPT_MARK " %s: no private mount view here (%s) <==\n",
+		        pod, err->message);
+		close(fd);
+	}
+	kft_podspec_free(spec);
+	d->view = 0;
+	rc = kft_podspec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
+	                            rj->container, e->job_dir, d, spec, err);
+	return rc ? rc : kft_proc_start(spec->argv, spec->envp, spec->workdir, log, &p->proc, err);
+}
+
 static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, kft_error *err)
 {
 	/* the pod's GPU slice, set over everything as the device plugin does */
 	const char *slice = kft_local_gpus_slice(e->gpus, rj->name, p->rec_index);
 	char *cuda = NULL, *extra[] = {e->extra_env[0], NULL, NULL};
+	bool native = rj->kind == RJOB_DATASET_INIT || rj->kind == RJOB_MODEL_INIT;
 	if (slice && asprintf(&cuda, "%s=%s", KFT_LOCAL_GPUS_CUDA_ENV, slice) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	extra[1] = cuda;
@@ -511,18 +550,18 @@ static int start_process(engine *e, eng_rjob *rj, eng_pod *p, const char *log, k
 	                          .extra_env = extra,
 	                          .workdir = e->workdir,
 	                          .restart_attempt = e->restarts,
-	                          .native = rj->kind == RJOB_DATASET_INIT ||
-	                                    rj->kind == RJOB_MODEL_INIT};
+	                          .native = native,
+	                          .view = !native && !e->no_views};
 	kft_podspec spec;
 	int rc = kft_podspec_build_with(e->jobset, e->objects, rj->name, p->replica, p->index,
 	                                rj->container, e->job_dir, &d, &spec, err);
-	free(cuda);
 	if (rc == 0 && slice)
 		rc = kft_local_gpus_resolve_nproc(spec.envp, slice, err);
-	if (rc == 0 && (rj->kind == RJOB_DATASET_INIT || rj->kind == RJOB_MODEL_INIT))
+	if (rc == 0 && native)
 		rc = start_native(&spec, log, rj->kind, &p->proc, err);
 	else if (rc == 0)
-		rc = kft_proc_start(spec.argv, spec.envp, spec.workdir, log, &p->proc, err);
+		rc = start_in_view(e, rj, p, &d, &spec, log, err);
+	free(cuda);
 	kft_podspec_free(&spec);
 	return rc;
 }
@@ -556,6 +595,26 @@ static void mark_attempt(const engine *e, const eng_rjob *rj, const eng_pod *p, 
 	close(fd);
 }
 
+/* A job run on CPU on a machine with no GPU (gpus.h) says so once: first in
+ * its trainer's log, and a Warning event NoGPU on the TrainJob. */
+static void note_cpu(engine *e, const eng_rjob *rj, const char *log)
+{
+	const char *msg = kft_local_gpus_cpu_message(e->gpus);
+	const json_t *labels = json_object_get(
+	        json_object_get(json_object_get(rj->spec, "template"), "metadata"), "labels");
+	const char *ancestor = jstr(labels, KFT_LABEL_ANCESTOR);
+	struct stat st;
+	if (!msg || !ancestor || strcmp(ancestor, KFT_ANCESTOR_TRAINER) != 0 ||
+	    (stat(log, &st) == 0 && st.st_size > 0))
+		return;
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd >= 0) {
+		dprintf(fd, KFT_LOCAL_ATTEMPT_MARK " %s <==\n", msg);
+		close(fd);
+	}
+	note_event(e, "Warning", "NoGPU", "TrainJob", e->name, "%s", msg);
+}
+
 static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 {
 	kft_error err = {0};
@@ -563,6 +622,8 @@ static void start_pod(engine *e, eng_rjob *rj, eng_pod *p)
 	p->attempts++;
 	if (log && rj->kind != RJOB_PLACEHOLDER)
 		mark_attempt(e, rj, p, log);
+	if (log && rj->kind == RJOB_RUN && p->rec_index == 0)
+		note_cpu(e, rj, log);
 	p->phase = POD_RUNNING;
 	p->dirty = true;
 	kft_rfc3339_now(p->started);
@@ -1336,12 +1397,14 @@ static void engine_free(engine *e)
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
                          const kft_statusserver_creds *creds, kft_error *err)
 {
+	const char *views = getenv(KFT_LOCAL_MOUNT_NAMESPACE_ENV);
 	engine e = {.state_dir = state_dir,
 	            .store = store,
 	            .creds = creds,
 	            .ns = ns && *ns ? ns : "default",
 	            .name = name,
-	            .sfd = -1};
+	            .sfd = -1,
+	            .no_views = views && (strcmp(views, "off") == 0 || strcmp(views, "0") == 0)};
 	int rc = open_signals(&e, err);
 	if (rc == 0 && (rc = load(&e, err)) != 0 && rc != KFT_ENOTFOUND && e.tj)
 		fail_unrunnable(&e, err);

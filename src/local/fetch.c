@@ -30,6 +30,7 @@
 #include <openssl/evp.h>
 
 #include "local/fetch.h"
+#include "local/s3list.h"
 #include "util/strbuf.h"
 
 #define PATH_MAX_LEN   4096
@@ -542,43 +543,59 @@ static size_t on_mem(char *data, size_t size, size_t n, void *user)
 	return m->text.failed ? 0 : len;
 }
 
-static int get_status_error(const char *url, long status, kft_error *err)
+/* What a listing's status says, in the words of the service asked. */
+typedef struct status_words {
+	const char *missing; /* 404 */
+	const char *denied;  /* 401, 403 */
+} status_words;
+
+static const status_words HF_WORDS = {
+        "no such repository, or it is private and no HF_TOKEN was given", "check HF_TOKEN"};
+static const status_words S3_WORDS = {"no such bucket",
+                                      "check the credentials and the bucket's policy"};
+
+static int get_status_error(const char *url, long status, const status_words *w, kft_error *err)
 {
 	if (status == 404)
-		return kft_error_set(err, KFT_ENOTFOUND,
-		                     "fetch %s: HTTP 404 (no such repository, or it is private "
-		                     "and no HF_TOKEN was given)",
-		                     url);
+		return kft_error_set(err, KFT_ENOTFOUND, "fetch %s: HTTP 404 (%s)", url,
+		                     w->missing);
 	if (status == 401 || status == 403)
-		return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld (check HF_TOKEN)", url,
-		                     status);
+		return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld (%s)", url, status,
+		                     w->denied);
 	return kft_error_set(err, KFT_EIO, "fetch %s: HTTP %ld", url, status);
 }
 
-/* GETs a small JSON document into *out (caller json_decref()s it). */
-static int http_get_json(const char *url, const char *auth, const kft_fetch_options *opt,
-                         json_t **out, kft_error *err)
+/* GETs a small document (at most HF_API_MAX_BYTES) into *text, sending the
+ * header lines given (NULL-terminated; NULL entries end it early). */
+static int http_get_text(const char *url, const char *const *headers, const kft_fetch_options *opt,
+                         const status_words *words, kft_strbuf *text, kft_error *err)
 {
 	membuf m = {.max = HF_API_MAX_BYTES};
 	char errbuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: application/json");
-	struct curl_slist *more = (hdrs && auth) ? curl_slist_append(hdrs, auth) : hdrs;
-	CURL *c = more ? curl_easy_init() : NULL;
+	struct curl_slist *hdrs = NULL;
+	for (const char *const *h = headers; h && *h; h++) {
+		struct curl_slist *more = curl_slist_append(hdrs, *h);
+		if (!more) {
+			curl_slist_free_all(hdrs);
+			return kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", url);
+		}
+		hdrs = more;
+	}
+	CURL *c = curl_easy_init();
 	if (!c) {
 		curl_slist_free_all(hdrs);
 		return kft_error_set(err, KFT_ENOMEM, "fetch %s: out of memory", url);
 	}
-	setup_common(c, url, more, opt);
+	setup_common(c, url, hdrs, opt);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_mem);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	CURLcode cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(c);
-	curl_slist_free_all(more);
+	curl_slist_free_all(hdrs);
 	int rc = 0;
-	json_error_t jerr;
 	if (m.over)
 		rc = kft_error_set(err, KFT_ELIMIT, "fetch %s: reply larger than %zu bytes", url,
 		                   HF_API_MAX_BYTES);
@@ -586,11 +603,26 @@ static int http_get_json(const char *url, const char *auth, const kft_fetch_opti
 		rc = kft_error_set(err, KFT_EIO, "fetch %s: %s", url,
 		                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	else if (status != 200)
-		rc = get_status_error(url, status, err);
-	else if (!(*out = json_loadb(kft_strbuf_str(&m.text), m.text.len, 0, &jerr)))
+		rc = get_status_error(url, status, words, err);
+	if (rc)
+		kft_strbuf_free(&m.text);
+	else
+		*text = m.text;
+	return rc;
+}
+
+/* GETs a small JSON document into *out (caller json_decref()s it). */
+static int http_get_json(const char *url, const char *auth, const kft_fetch_options *opt,
+                         json_t **out, kft_error *err)
+{
+	const char *const headers[] = {"Accept: application/json", auth, NULL};
+	kft_strbuf text = {0};
+	json_error_t jerr;
+	int rc = http_get_text(url, headers, opt, &HF_WORDS, &text, err);
+	if (rc == 0 && !(*out = json_loadb(kft_strbuf_str(&text), text.len, 0, &jerr)))
 		rc = kft_error_set(err, KFT_EPARSE, "fetch %s: reply is not JSON: %s", url,
 		                   jerr.text);
-	kft_strbuf_free(&m.text);
+	kft_strbuf_free(&text);
 	return rc;
 }
 
@@ -744,6 +776,17 @@ static int hf_download(const hf_ctx *h, const char *file, const char *sha, kft_e
 	return rc ? rc : kft_fetch_url(url, dest, h->auth ? headers : NULL, sha, h->opt, err);
 }
 
+/* Whether file matches one of the caller's allow patterns (none: all do). */
+static int hf_allowed(const kft_fetch_options *opt, const char *file)
+{
+	if (!opt || !opt->hf_allow)
+		return 1;
+	for (const char *const *p = opt->hf_allow; *p; p++)
+		if (fnmatch(*p, file, 0) == 0)
+			return 1;
+	return 0;
+}
+
 static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
 {
 	json_t *sibs = json_object_get(info, "siblings"), *sib;
@@ -760,7 +803,7 @@ static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
 		if (!file || !relpath_ok(file))
 			return kft_error_set(err, KFT_EINVAL, "fetch hf://%s: unsafe file name %s",
 			                     h->ref->repo, file ? file : "(none)");
-		if (!hf_wanted(h->ref, file))
+		if (!hf_wanted(h->ref, file) || !hf_allowed(h->opt, file))
 			continue;
 		matched++;
 		if (ignored(h->opt, file))
@@ -783,6 +826,8 @@ static int fetch_hf(const char *uri, const char *dest_dir, const kft_fetch_optio
 	int rc = hf_parse(uri, &ref, err);
 	if (rc)
 		return rc;
+	if (opt && opt->hf_dataset)
+		ref.dataset = 1;
 	const char *ep = (opt && opt->hf_endpoint) ? opt->hf_endpoint : getenv("HF_ENDPOINT");
 	const char *tok = (opt && opt->hf_token) ? opt->hf_token : getenv("HF_TOKEN");
 	snprintf(endpoint, sizeof(endpoint), "%s", (ep && *ep) ? ep : HF_DEFAULT_ENDPOINT);
@@ -863,10 +908,10 @@ static const char *env_or(const char *name, const char *fallback)
 	return (v && *v) ? v : fallback;
 }
 
-/* Headers for one signed GET, written into hdr[] (each line in its own
- * buffer row). With no access key the request goes out anonymous. */
-static int s3_sign_headers(const s3_target *t, const char *path, const kft_aws_credentials *c,
-                           char hdr[5][2200], kft_error *err)
+/* Headers for one signed GET of path?query (query canonical, NULL: none),
+ * written into hdr[] (each line in its own buffer row). */
+static int s3_sign_headers(const s3_target *t, const char *path, const char *query,
+                           const kft_aws_credentials *c, char hdr[5][2200], kft_error *err)
 {
 	char date[20];
 	time_t now = time(NULL);
@@ -875,6 +920,7 @@ static int s3_sign_headers(const s3_target *t, const char *path, const kft_aws_c
 	kft_sigv4_request req = {.method = "GET",
 	                         .host = t->host,
 	                         .path = path,
+	                         .query = query,
 	                         .payload_hash = KFT_SIGV4_UNSIGNED_PAYLOAD,
 	                         .amz_date = date,
 	                         .service = "s3"};
@@ -893,53 +939,177 @@ static int s3_sign_headers(const s3_target *t, const char *path, const kft_aws_c
 	return 0;
 }
 
+/* One bucket, its endpoint and the credentials a request is signed with. */
+typedef struct s3_ctx {
+	s3_target t;
+	kft_aws_credentials c;
+	const kft_fetch_options *opt;
+	const char *uri;
+} s3_ctx;
+
+/* The header lines of a GET of path?query: signed when an access key is
+ * known, else none (anonymous). lines gets at most 5 and a NULL. */
+static int s3_headers(const s3_ctx *s, const char *path, const char *query, char hdr[5][2200],
+                      const char *lines[6], kft_error *err)
+{
+	memset(hdr, 0, 5 * sizeof(hdr[0]));
+	memset(lines, 0, 6 * sizeof(lines[0]));
+	if (!s->c.access_key_id || !*s->c.access_key_id)
+		return 0;
+	int rc = s3_sign_headers(&s->t, path, query, &s->c, hdr, err);
+	for (int i = 0; rc == 0 && i < 5; i++)
+		lines[i] = hdr[i][0] ? hdr[i] : NULL;
+	return rc;
+}
+
+/* Object key into dest (a file name). */
+static int s3_get(const s3_ctx *s, const char *key, const char *dest, kft_error *err)
+{
+	char enc[3 * HF_PATH_MAX], path[3 * HF_PATH_MAX + 80], url[4 * HF_PATH_MAX];
+	char hdr[5][2200];
+	const char *lines[6];
+	int rc = kft_s3_encode_key(key, enc, sizeof(enc), err);
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/%s", s->t.prefix, enc);
+	snprintf(url, sizeof(url), "%s%s", s->t.base, path);
+	if ((rc = s3_headers(s, path, NULL, hdr, lines, err)))
+		return rc;
+	return kft_fetch_url(url, dest, lines, NULL, s->opt, err);
+}
+
+/* A query value as SigV4's canonical query encodes it: every byte outside
+ * A-Z a-z 0-9 - . _ ~ as %XX, "/" included. */
+static int query_encode(const char *v, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if (n + 4 > cap)
+			return -1;
+		if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+			out[n++] = (char)*p;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		}
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+/* One page of ListObjectsV2 under prefix, after token (NULL: the first). */
+static int s3_list_page(const s3_ctx *s, const char *prefix, const char *token, kft_s3_list *out,
+                        kft_error *err)
+{
+	char eprefix[3 * KFT_S3_KEY_MAX + 1], etoken[3 * KFT_S3_KEY_MAX + 1] = "";
+	char query[7 * KFT_S3_KEY_MAX], path[80], url[8 * KFT_S3_KEY_MAX], hdr[5][2200];
+	const char *lines[6];
+	if (query_encode(prefix, eprefix, sizeof(eprefix)) != 0 ||
+	    (token && query_encode(token, etoken, sizeof(etoken)) != 0))
+		return kft_error_set(err, KFT_ELIMIT, "fetch %s: prefix too long", s->uri);
+	/* the canonical query's parameters in order of name */
+	snprintf(query, sizeof(query), "%s%s%slist-type=2&prefix=%s",
+	         token ? "continuation-token=" : "", etoken, token ? "&" : "", eprefix);
+	snprintf(path, sizeof(path), "%s", s->t.prefix[0] ? s->t.prefix : "/");
+	snprintf(url, sizeof(url), "%s%s?%s", s->t.base, path, query);
+	int rc = s3_headers(s, path, query, hdr, lines, err);
+	kft_strbuf text = {0};
+	if (rc == 0)
+		rc = http_get_text(url, lines, s->opt, &S3_WORDS, &text, err);
+	if (rc == 0)
+		rc = kft_s3_list_parse(kft_strbuf_str(&text), text.len, out, err);
+	kft_strbuf_free(&text);
+	return rc;
+}
+
+/* Every object under prefix (which ends with "/"), each to dest_dir with
+ * its key's path after the prefix, as upstream's initializers lay them out. */
+static int s3_get_prefix(const s3_ctx *s, const char *prefix, const char *dest_dir, kft_error *err)
+{
+	char *token = NULL, dest[PATH_MAX_LEN];
+	size_t listed = 0;
+	int rc = 0;
+	do {
+		kft_s3_list page = {0};
+		rc = s3_list_page(s, prefix, token, &page, err);
+		for (size_t i = 0; rc == 0 && i < page.n; i++) {
+			const char *key = page.keys[i], *rel = key + strlen(prefix);
+			if (strncmp(key, prefix, strlen(prefix)) != 0 || !*rel ||
+			    rel[strlen(rel) - 1] == '/')
+				continue; /* outside the prefix, or a folder marker */
+			listed++;
+			if (ignored(s->opt, key))
+				continue; /* as upstream's S3 initializers skip it */
+			if (!relpath_ok(rel))
+				rc = kft_error_set(err, KFT_EINVAL,
+				                   "fetch %s: unsafe object key %s", s->uri, key);
+			else if ((size_t)snprintf(dest, sizeof(dest), "%s/%s", dest_dir, rel) >=
+			         sizeof(dest))
+				rc = kft_error_set(err, KFT_ELIMIT,
+				                   "fetch %s: path too long for %s", s->uri, key);
+			else if (access(dest, F_OK) != 0 && /* else finished by an earlier run */
+			         (rc = make_parents(dest_dir, rel, err)) == 0)
+				rc = s3_get(s, key, dest, err);
+		}
+		free(token);
+		token = rc == 0 && page.truncated && page.next_token ? strdup(page.next_token)
+		                                                     : NULL;
+		if (rc == 0 && page.truncated && !token)
+			rc = kft_error_set(
+			        err, KFT_EPARSE,
+			        "fetch %s: a truncated list without a continuation token", s->uri);
+		kft_s3_list_free(&page);
+	} while (rc == 0 && token);
+	free(token);
+	if (rc == 0 && listed == 0)
+		return kft_error_set(err, KFT_ENOTFOUND, "fetch %s: no object under %s", s->uri,
+		                     prefix);
+	return rc;
+}
+
+/* s3://BUCKET/KEY: the object KEY, or, when there is none (or KEY ends with
+ * "/" or is empty), every object under KEY/ as a folder, as upstream's
+ * initializers (OpenDAL's recursive list) fetch it. */
 static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_options *opt,
                     kft_error *err)
 {
 	const char *b = uri + 5, *slash = strchr(b, '/');
 	const char *key = slash ? slash + 1 : "";
-	char bucket[64], enc[3 * HF_PATH_MAX], path[3 * HF_PATH_MAX + 80];
-	char url[4 * HF_PATH_MAX], dest[PATH_MAX_LEN];
-	char hdr[5][2200];
+	char bucket[64], dest[PATH_MAX_LEN], prefix[KFT_S3_KEY_MAX + 2];
 	if (!slash || !s3_bucket_ok(b, (size_t)(slash - b)))
 		return kft_error_set(err, KFT_EINVAL, "fetch %s: expected s3://BUCKET/KEY", uri);
-	if (!*key || key[strlen(key) - 1] == '/' || !relpath_ok(key))
-		return kft_error_set(err, KFT_EINVAL,
-		                     "fetch %s: only single objects are supported (no prefixes)",
-		                     uri);
-	if (ignored(opt, key))
-		return 0; /* as upstream's S3 initializer skips an ignored key */
+	size_t klen = strlen(key);
+	char folder[KFT_S3_KEY_MAX + 1];
+	snprintf(folder, sizeof(folder), "%.*s",
+	         (int)(klen && key[klen - 1] == '/' ? klen - 1 : klen), key);
+	if (klen > KFT_S3_KEY_MAX || (folder[0] && !relpath_ok(folder)))
+		return kft_error_set(err, KFT_EINVAL, "fetch %s: bad object key", uri);
 	snprintf(bucket, sizeof(bucket), "%.*s", (int)(slash - b), b);
-	kft_aws_credentials c = {
-	        .access_key_id = getenv("AWS_ACCESS_KEY_ID"),
-	        .secret_access_key = getenv("AWS_SECRET_ACCESS_KEY"),
-	        .session_token = getenv("AWS_SESSION_TOKEN"),
-	        .region = env_or("AWS_REGION", env_or("AWS_DEFAULT_REGION", "us-east-1")),
-	};
-	s3_target t;
-	int rc = s3_target_for(getenv("AWS_ENDPOINT_URL"), c.region, bucket, &t, err);
-	if (rc || (rc = kft_s3_encode_key(key, enc, sizeof(enc), err)))
+	s3_ctx s = {
+	        .c = {.access_key_id = getenv("AWS_ACCESS_KEY_ID"),
+	              .secret_access_key = getenv("AWS_SECRET_ACCESS_KEY"),
+	              .session_token = getenv("AWS_SESSION_TOKEN"),
+	              .region = env_or("AWS_REGION", env_or("AWS_DEFAULT_REGION", "us-east-1"))},
+	        .opt = opt,
+	        .uri = uri};
+	int rc = s3_target_for(getenv("AWS_ENDPOINT_URL"), s.c.region, bucket, &s.t, err);
+	if (rc)
 		return rc;
-	snprintf(path, sizeof(path), "%s/%s", t.prefix, enc);
-	snprintf(url, sizeof(url), "%s%s", t.base, path);
-	const char *name = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
-	if ((size_t)snprintf(dest, sizeof(dest), "%s/%s", dest_dir, name) >= sizeof(dest))
-		return kft_error_set(err, KFT_ELIMIT, "fetch %s: destination path too long", uri);
-	memset(hdr, 0, sizeof(hdr));
-	const char *lines[6] = {NULL};
-	if (c.access_key_id && *c.access_key_id) {
-		if ((rc = s3_sign_headers(&t, path, &c, hdr, err)))
+	if (klen && key[klen - 1] != '/' && !ignored(opt, key)) {
+		const char *name = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
+		if ((size_t)snprintf(dest, sizeof(dest), "%s/%s", dest_dir, name) >= sizeof(dest))
+			return kft_error_set(err, KFT_ELIMIT, "fetch %s: destination path too long",
+			                     uri);
+		rc = s3_get(&s, key, dest, err);
+		if (rc != KFT_ENOTFOUND)
 			return rc;
-		for (int i = 0; i < 5; i++)
-			lines[i] = hdr[i][0] ? hdr[i] : NULL;
 	}
-	return kft_fetch_url(url, dest, lines, NULL, opt, err);
+	snprintf(prefix, sizeof(prefix), "%s%s", key, klen && key[klen - 1] != '/' ? "/" : "");
+	return s3_get_prefix(&s, prefix, dest_dir, err);
 }
 
-/* ---- dispatch ---------------------------------------------------------- */
-
-/* The last path segment of an http(s) URL, without query or fragment. Names
- * that could escape dest_dir ("", ".", "..") become "download". */
 static void url_basename(const char *url, char *out, size_t size)
 {
 	const char *p = strstr(url, "://") + 3;

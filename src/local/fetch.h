@@ -96,6 +96,13 @@ typedef struct kft_fetch_options {
 	void *progress_user;
 	const char *hf_endpoint; /* NULL: $HF_ENDPOINT, else https://huggingface.co */
 	const char *hf_token;    /* NULL: $HF_TOKEN (unset means anonymous) */
+	/* hf:// names a dataset repository even without "datasets/" (upstream's
+	 * dataset initializer: snapshot_download(repo_type="dataset")). */
+	int hf_dataset;
+	/* NULL, or fnmatch(3) patterns (NULL-terminated; '*' crosses '/') a
+	 * repository file must match to be fetched (upstream's model
+	 * initializer: allow_patterns *.json *.safetensors *.model *.txt). */
+	const char *const *hf_allow;
 	/* The CA certificates HTTPS trusts, as curl's command-line tool picks
 	 * them: ca_file NULL means $CURL_CA_BUNDLE, else $SSL_CERT_FILE; ca_dir
 	 * NULL means $SSL_CERT_DIR (a directory of hashed certificates). A file
@@ -130,6 +137,10 @@ int kft_fetch_url(const char *url, const char *dest_path, const char *const *hea
  *                         directory's tree is copied into dest_dir (symlinks
  *                         are skipped, depth bounded)
  *   http(s)://host/p/NAME downloaded to dest_dir/NAME ("download" if no NAME)
+ *   s3://BUCKET/KEY       the object KEY to dest_dir/BASENAME, or, when there is
+ *                         none (404) or KEY ends with "/" or is empty, every object
+ *                         under KEY/ (ListObjectsV2, all pages) to dest_dir/REST
+ *                         (SigV4 with $AWS_ACCESS_KEY_ID..., $AWS_ENDPOINT_URL);
  *   hf://ORG/REPO[/PATH]  a Hugging Face model repository (revision "main"):
  *   hf://datasets/ORG/REPO[/PATH]  or dataset repository. The file list comes
  *                         from {endpoint}/api/{models|datasets}/ORG/REPO?blobs=true

@@ -331,6 +331,18 @@ int kft_local_gpus_place(const json_t *jobset, const kft_local_gpus *free_ids, j
 	return *out ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory");
 }
 
+json_t *kft_local_gpus_cpu_allocation(int64_t asked_per_node, const char *message)
+{
+	return json_pack("{s:s, s:s, s:{s:I, s:s}}", "apiVersion", KFT_LOCAL_GPUS_API_VERSION,
+	                 "kind", KFT_LOCAL_GPUS_KIND, "cpu", "gpusPerNode",
+	                 (json_int_t)asked_per_node, "message", message);
+}
+
+const char *kft_local_gpus_cpu_message(const json_t *allocation)
+{
+	return json_string_value(json_object_get(json_object_get(allocation, "cpu"), "message"));
+}
+
 const json_t *kft_local_gpus_find(const json_t *objects)
 {
 	size_t i;

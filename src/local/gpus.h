@@ -15,6 +15,13 @@
  * where a slice is CUDA_VISIBLE_DEVICES's value ("GPU-uuid,GPU-uuid" or
  * "0,1") and a pod's position is replica * completions + index (the pod
  * record's index). The supervisor sets CUDA_VISIBLE_DEVICES from it.
+ *
+ * On a machine with no GPU at all, a job that asks for some runs on CPU
+ * instead (the local backend answers has_gpus 0, backend.h, so the job is
+ * built without GPU requests); its allocation then holds no devices but
+ *   "cpu": {"gpusPerNode": N, "message": "..."}
+ * whose message the supervisor writes into the trainer's first log, as the
+ * submit recorded it in an event.
  */
 #ifndef KFT_LOCAL_GPUS_H
 #define KFT_LOCAL_GPUS_H
@@ -75,6 +82,15 @@ int kft_local_gpus_place(const json_t *jobset, const kft_local_gpus *free_ids, j
 
 /* The GPUAllocation among a job's stored objects (borrowed), or NULL. */
 const json_t *kft_local_gpus_find(const json_t *objects);
+
+/* The GPUAllocation of a job run on CPU (above): asked_per_node GPUs per
+ * trainer node left out, message (copied) saying so. New reference; NULL on
+ * ENOMEM. */
+json_t *kft_local_gpus_cpu_allocation(int64_t asked_per_node, const char *message);
+
+/* The message of an allocation made by kft_local_gpus_cpu_allocation, or
+ * NULL (no allocation, or one with devices). Borrowed from allocation. */
+const char *kft_local_gpus_cpu_message(const json_t *allocation);
 
 /* Appends the devices an allocation holds to *held (once each); *count gets
  * how many were new. */

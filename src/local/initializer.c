@@ -193,8 +193,15 @@ int kft_local_initializer_main(const char *kind, const char *workspace)
 		return 1;
 	}
 	init_progress prog = {.kind = kind, .dest = dest};
+	/* as upstream's initializers ask the hub: a dataset repository; a
+	 * model's weights, configuration and tokenizer files only */
+	static const char *const model_files[] = {"*.json", "*.safetensors", "*.model", "*.txt",
+	                                          NULL};
+	int dataset = strcmp(kind, "dataset") == 0;
 	kft_fetch_options opt = {.progress = progress,
 	                         .progress_user = &prog,
+	                         .hf_dataset = dataset,
+	                         .hf_allow = dataset ? NULL : model_files,
 	                         .ignore_patterns = getenv("IGNORE_PATTERNS")};
 	int rc = kft_fetch_uri(uri, dest, &opt, &err);
 	curl_global_cleanup();

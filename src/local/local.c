@@ -45,8 +45,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kftrainer/constants.h"
 #include "kftrainer/conditions.h"
 #include "local/gpus.h"
+#include "local/torchtune_env.h"
+#include "plugins/torchtune.h"
 #include "local/local_internal.h"
 #include "util/strbuf.h"
 #include "util/rfc3339.h"
@@ -421,15 +424,52 @@ static const char *gpus_field(const json_t *tj)
 	                                              : "the runtime's node container resources";
 }
 
+/* ---- no GPU at all: CPU (backend.h has_gpus) ------------------------------------ */
+
+static int no_gpus(void *self)
+{
+	(void)self;
+	return 0;
+}
+
+/* On a machine with no GPU at all, a job that asks for GPUs (want, in all)
+ * runs on CPU rather than being refused: it is built again with a backend
+ * whose has_gpus says 0, so every plugin sees CPU nodes, and the job's
+ * GPUAllocation carries the words the supervisor says it with (gpus.h).
+ * *objects is replaced. */
+static int run_on_cpu(const kft_framework *fw, const json_t *tj, const json_t *runtime,
+                      kft_local_backend_state *b, int64_t want, const char *source,
+                      json_t **objects, kft_error *err)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg),
+	         "this machine has no GPU (%s found none; %s names them): the %lld GPUs the "
+	         "job asks for are left out and it runs on CPU, with the settings a CPU needs "
+	         "(torchtune: device=cpu dtype=fp32)",
+	         source, KFT_LOCAL_GPUS_ENV, (long long)want);
+	b->table.has_gpus = no_gpus;
+	json_decref(*objects);
+	*objects = NULL;
+	int rc = kft_framework_build(fw, &b->table, tj, runtime, objects, err);
+	json_t *alloc = kft_local_gpus_cpu_allocation(want, msg);
+	if (rc == 0 && (!alloc || json_array_append(*objects, alloc) != 0))
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	json_decref(alloc);
+	return rc;
+}
+
 /* Gives each pod that asks for GPUs its slice (a GPUAllocation appended to
- * objects), or refuses the job naming the field: no GPU on this machine, or
- * fewer free than asked. Nothing is asked of NVML for a job without GPUs. */
-static int place_gpus(kft_local *l, const json_t *tj, json_t *objects, kft_error *err)
+ * *objects), runs the job on CPU where this machine has no GPU at all
+ * (run_on_cpu), or refuses it naming the field when fewer are free than
+ * asked. Nothing is asked of NVML for a job without GPUs. */
+static int place_gpus(kft_local *l, const kft_framework *fw, const json_t *tj,
+                      const json_t *runtime, kft_local_backend_state *b, json_t **objects,
+                      kft_error *err)
 {
 	const json_t *js = NULL;
 	size_t i;
 	const json_t *o;
-	json_array_foreach(objects, i, o)
+	json_array_foreach(*objects, i, o)
 	{
 		const char *kind = json_string_value(json_object_get(o, "kind"));
 		if (!js && kind && strcmp(kind, "JobSet") == 0)
@@ -448,13 +488,13 @@ static int place_gpus(kft_local *l, const json_t *tj, json_t *objects, kft_error
 		rc = gpus_held(l, &held, who, sizeof(who), err);
 	if (rc == 0)
 		rc = kft_local_gpus_minus(&all, &held, &avail, err);
-	if (rc == 0 && all.n == 0)
-		rc = kft_error_set(
-		        err, KFT_EINVAL,
-		        "%s: %lld GPUs requested, but this machine has none (%s found no "
-		        "GPU; %s names them)",
-		        gpus_field(tj), (long long)want, source, KFT_LOCAL_GPUS_ENV);
-	else if (rc == 0 && (uint64_t)want > avail.n)
+	if (rc == 0 && all.n == 0) {
+		kft_local_gpus_free(&all);
+		kft_local_gpus_free(&held);
+		kft_local_gpus_free(&avail);
+		return run_on_cpu(fw, tj, runtime, b, want, source, objects, err);
+	}
+	if (rc == 0 && (uint64_t)want > avail.n)
 		rc = kft_error_set(
 		        err, KFT_EINVAL,
 		        "%s: %lld GPUs requested, but only %zu of this machine's %zu are "
@@ -463,7 +503,7 @@ static int place_gpus(kft_local *l, const json_t *tj, json_t *objects, kft_error
 		        who[0] ? "; held by jobs that have not finished: " : "", who);
 	if (rc == 0)
 		rc = kft_local_gpus_place(js, &avail, &alloc, err);
-	if (rc == 0 && json_array_append_new(objects, alloc) != 0)
+	if (rc == 0 && json_array_append_new(*objects, alloc) != 0)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	kft_local_gpus_free(&all);
 	kft_local_gpus_free(&held);
@@ -541,6 +581,55 @@ static int refuse_nul_objects(const json_t *objects, const char *name, kft_error
 	return 0;
 }
 
+/* The config `tune run` names in the built JobSet's trainer (the Torch
+ * plugin's choice), or NULL. Borrowed from objects. */
+static const char *torchtune_config(const json_t *objects)
+{
+	const json_t *o, *rj, *c, *w;
+	size_t i, j, k, m;
+	json_array_foreach(objects, i, o)
+	{
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (!kind || strcmp(kind, "JobSet") != 0)
+			continue;
+		json_array_foreach(json_object_get(json_object_get(o, "spec"), "replicatedJobs"), j,
+		                   rj)
+		{
+			const json_t *pod = json_object_get(
+			        json_object_get(json_object_get(rj, "template"), "spec"),
+			        "template");
+			json_array_foreach(
+			        json_object_get(json_object_get(pod, "spec"), "containers"), k, c)
+			{
+				const json_t *cmd = json_object_get(c, "command");
+				const char *a0 = json_string_value(json_array_get(cmd, 0));
+				if (!a0 || strcmp(a0, "tune") != 0)
+					continue;
+				json_array_foreach(cmd, m, w)
+				{
+					const char *s = json_string_value(w);
+					if (s && strcmp(s, "--config") == 0)
+						return json_string_value(
+						        json_array_get(cmd, m + 1));
+				}
+			}
+		}
+	}
+	return NULL;
+}
+
+/* A torchtune job (`tune run`) runs only with the tested torchtune set and a
+ * config that set ships (torchtune_env.h): checked before anything starts. */
+static int check_torchtune(const json_t *tj, const json_t *objects, const kft_submit_opts *opts,
+                           kft_error *err)
+{
+	const json_t *trainer = json_object_get(json_object_get(tj, "spec"), "trainer");
+	if (!kft_torchtune_is_entrypoint(json_object_get(trainer, "command")))
+		return 0;
+	return kft_torchtune_env_check(opts ? opts->base_env : NULL, torchtune_config(objects),
+	                               err);
+}
+
 static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const json_t *runtime,
                       const kft_submit_opts *opts, bool *made_dir, kft_error *err)
 {
@@ -567,6 +656,8 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
 	if (rc == 0)
 		rc = refuse_nul_objects(objects, name, err);
+	if (rc == 0)
+		rc = check_torchtune(tj, objects, opts, err);
 	/* the job is new (the store said so under its lock): its directory is ours */
 	*made_dir = rc == 0;
 	if (rc == 0)
@@ -574,9 +665,9 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	char *own_wd = NULL;
 	if (rc == 0)
 		rc = own_workdir(l->state_dir, opts, dir, &own_wd, err);
-	free(dir);
 	if (rc == 0)
-		rc = place_gpus(l, tj, objects, err);
+		rc = place_gpus(l, fw, tj, runtime, &b, &objects, err);
+	free(dir);
 	if (rc == 0 && opts && opts->objects)
 		rc = add_user_objects(objects, opts->objects, ns, err);
 	if (rc == 0)

@@ -177,6 +177,17 @@ int kft_local_events(kft_local *l, const char *ns, const char *name, json_t **ou
  * KFT_EPARSE, KFT_ENOMEM. */
 int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out, kft_error *err);
 
+/* Where `path`, as a pod of job ns/name sees it, is on this machine: under
+ * the longest volume mount of the pod's main container that contains it, that
+ * volume's directory (the job's own, under its job directory). The pod is
+ * completion index 0 of replicated job `rjob`, or, with rjob NULL, of the
+ * trainer's (the replicated job labelled trainjob-ancestor-step: trainer, else
+ * "node"). Nothing is written. *out is malloc'd. Errors: KFT_ENOTFOUND (no
+ * such job or replicated job; path on no volume of the pod, the message then
+ * listing the mount paths), KFT_EINVAL (a relative path), KFT_ENOMEM. */
+int kft_local_host_path(kft_local *l, const char *ns, const char *name, const char *rjob,
+                        const char *path, char **out, kft_error *err);
+
 /* The backend table (backend.h) the local backend builds with. */
 const kft_backend *kft_local_backend(kft_local *l);
 

@@ -47,6 +47,11 @@
  * log is missing or empty). Returns the number of lines written. */
 size_t kft_local_log_tail(const char *path, size_t max_lines, char *out, size_t size);
 
+/* Set to "off" (or "0") in the supervisor's environment, pods with volumes
+ * run without a private mount view, their mount paths rewritten (podspec.h,
+ * mountns.h); otherwise a view is used wherever the kernel allows one. */
+#define KFT_LOCAL_MOUNT_NAMESPACE_ENV "KFTRAINER_MOUNT_NAMESPACE"
+
 /* How long a stopped pod's process group gets between SIGTERM and SIGKILL. */
 #define KFT_LOCAL_STOP_GRACE_MS 5000
 

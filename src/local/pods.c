@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kftrainer/constants.h"
 #include "kftrainer/quantity.h"
 #include "local/local.h"
 #include "local/podspec.h"
@@ -181,5 +182,89 @@ int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out,
 	json_decref(objects);
 	json_decref(job);
 	json_decref(items);
+	return rc;
+}
+
+/* The replicated job of the trainer: labelled so, else named "node". */
+static const json_t *trainer_rjob(const json_t *jobset, const char *want)
+{
+	const json_t *rj, *named = NULL;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(jobset, "spec"), "replicatedJobs"), i,
+	                   rj)
+	{
+		const char *name = json_string_value(json_object_get(rj, "name"));
+		const char *anc = json_string_value(json_object_get(
+		        json_object_get(
+		                json_object_get(json_object_get(rj, "template"), "metadata"),
+		                "labels"),
+		        KFT_LABEL_ANCESTOR));
+		if (want ? name && strcmp(name, want) == 0
+		         : anc && strcmp(anc, KFT_ANCESTOR_TRAINER) == 0)
+			return rj;
+		if (name && strcmp(name, KFT_CONTAINER_NODE) == 0)
+			named = rj;
+	}
+	return want ? NULL : named;
+}
+
+static int mapped(const kft_podspec *spec, const char *path, char **out, kft_error *err)
+{
+	const kft_mount *best = NULL;
+	size_t best_len = 0;
+	char listed[1024] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const char *mp = spec->mounts[i].mount_path;
+		size_t n = strlen(mp);
+		if (used < sizeof(listed))
+			used += (size_t)snprintf(listed + used, sizeof(listed) - used, "%s%s",
+			                         used ? ", " : "", mp);
+		if (n > best_len && strncmp(path, mp, n) == 0 && (!path[n] || path[n] == '/')) {
+			best = &spec->mounts[i];
+			best_len = n;
+		}
+	}
+	if (!best)
+		return kft_error_set(err, KFT_ENOTFOUND,
+		                     "%s is on no volume of pod %s (its mount paths: %s)", path,
+		                     spec->pod_name, used ? listed : "none");
+	return asprintf(out, "%s%s", best->host_path, path + best_len) < 0
+	               ? kft_error_set(err, KFT_ENOMEM, "out of memory")
+	               : 0;
+}
+
+int kft_local_host_path(kft_local *l, const char *ns, const char *name, const char *rjob,
+                        const char *path, char **out, kft_error *err)
+{
+	json_t *objects = NULL, *job = NULL;
+	*out = NULL;
+	if (!path || path[0] != '/')
+		return kft_error_set(err, KFT_EINVAL, "%s: want an absolute path",
+		                     path ? path : "");
+	int rc = kft_local_get(l, ns, name, &job, err);
+	if (rc == 0)
+		rc = kft_store_job_objects(kft_local_store(l), ns, name, &objects, err);
+	const json_t *jobset = stored_jobset(objects);
+	const json_t *rj = jobset ? trainer_rjob(jobset, rjob) : NULL;
+	const char *rname = json_string_value(json_object_get(rj, "name"));
+	char *dir = kft_local_job_dir(l, ns, name);
+	if (rc == 0 && !rname)
+		rc = kft_error_set(err, KFT_ENOTFOUND, "TrainJob %s has no replicated job %s", name,
+		                   rjob ? rjob : "for the trainer");
+	else if (rc == 0 && !dir)
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
+	if (rc == 0) {
+		kft_podspec spec;
+		const kft_podspec_defaults d = {.dry = 1, .view = 1, .native = 1};
+		rc = kft_podspec_build_with(jobset, objects, rname, 0, 0,
+		                            kft_pod_main_container(rj, rname), dir, &d, &spec, err);
+		if (rc == 0)
+			rc = mapped(&spec, path, out, err);
+		kft_podspec_free(&spec);
+	}
+	free(dir);
+	json_decref(objects);
+	json_decref(job);
 	return rc;
 }

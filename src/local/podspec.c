@@ -227,7 +227,7 @@ typedef struct pod_ctx {
 	json_t *claim_volume; /* a volume standing for a volumeClaimPolicies template */
 	char *pod_name;
 	json_t *labels, *annotations;
-	kft_podspec_mount *mounts;
+	kft_mount *mounts;
 	size_t n_mounts;
 } pod_ctx;
 
@@ -665,6 +665,8 @@ static int volume_dir(pod_ctx *p, const json_t *vol, char **dir, int *ro, kft_er
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	*ro = cm || sec || (pvc && jbool(pvc, "readOnly"));
+	if (p->defaults->dry)
+		return 0;
 	int rc = mkdir_p(*dir, err);
 	if (rc == 0 && (cm || sec))
 		rc = materialise(p, json_object_get(vol, cm ? "configMap" : "secret"), sec, *dir,
@@ -678,7 +680,7 @@ static int add_mount(pod_ctx *p, const json_t *vm, kft_error *err)
 	const char *sub = jstr(vm, "subPath");
 	const json_t *vol =
 	        name ? kft_json_find(json_object_get(p->podspec, "volumes"), "name", name) : NULL;
-	kft_podspec_mount *m;
+	kft_mount *m;
 	if (!vol && name)
 		vol = claim_template_volume(p, name);
 	char *dir = NULL;
@@ -699,7 +701,7 @@ static int add_mount(pod_ctx *p, const json_t *vm, kft_error *err)
 			                   "subPath %s must be relative, without ..", sub);
 		else if (asprintf(&full, "%s/%s", dir, sub) < 0)
 			rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
-		else
+		else if (!p->defaults->dry)
 			rc = mkdir_p(full, err);
 		free(dir);
 		dir = full;
@@ -738,26 +740,39 @@ static int build_mounts(pod_ctx *p, kft_error *err)
 
 /* ---- mount path rewriting ------------------------------------------------- */
 
-/* s rewritten when it starts with a mount path at a path boundary (longest
- * mount wins); otherwise a plain copy. Takes ownership of s. */
-static char *rewrite(const pod_ctx *p, char *s)
+/* The mount whose path starts s at a path boundary (longest wins), or NULL;
+ * *len is its path's length. */
+static const kft_mount *mount_at(const pod_ctx *p, const char *s, size_t *len)
 {
-	const kft_podspec_mount *best = NULL;
-	size_t best_len = 0;
-	if (!s)
-		return NULL;
+	const kft_mount *best = NULL;
+	*len = 0;
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		const char *mp = p->mounts[i].mount_path;
 		size_t n = strlen(mp);
-		if (n <= 1 || n <= best_len || strncmp(s, mp, n) != 0 || (s[n] && s[n] != '/'))
+		if (n <= 1 || n <= *len || strncmp(s, mp, n) != 0 || (s[n] && s[n] != '/'))
 			continue;
 		best = &p->mounts[i];
-		best_len = n;
+		*len = n;
 	}
-	if (!best)
+	return best;
+}
+
+/* Without a view: s with a mount path that starts it, or follows its first
+ * '=', replaced by the mount's host directory (podspec.h); in a view, or
+ * when no mount matches, s itself. Takes ownership of s. */
+static char *rewrite(const pod_ctx *p, char *s)
+{
+	if (!s || p->defaults->view)
+		return s;
+	const char *eq = strchr(s, '=');
+	size_t at = 0, len;
+	const kft_mount *m = mount_at(p, s, &len);
+	if (!m && eq && (m = mount_at(p, eq + 1, &len)))
+		at = (size_t)(eq + 1 - s);
+	if (!m)
 		return s;
 	char *out = NULL;
-	if (asprintf(&out, "%s%s", best->host_path, s + best_len) < 0)
+	if (asprintf(&out, "%.*s%s%s", (int)at, s, m->host_path, s + at + len) < 0)
 		out = NULL;
 	free(s);
 	return out;

@@ -32,15 +32,18 @@
  *    that mount the same claim share the files. configMap and secret volumes
  *    are written out (items or all keys; configMap files default to 0644,
  *    secret files to 0600, defaultMode and item mode win).
- *  - Mount paths. An unprivileged process cannot see a directory at
- *    /workspace or /root/.ssh, so the declared mount paths reach it two ways:
- *    (1) env KFTRAINER_MOUNTS holds a JSON object mapping each mountPath to its
- *    host directory, for programs that want to look paths up; (2) every env
- *    value, command/arg word and the working directory that *starts with* a
- *    mount path at a path boundary ("/workspace" or "/workspace/...", not
- *    "/workspacex") is rewritten to the host directory, longest mount first.
- *    Paths embedded later in a word ("--data=/workspace") are left alone:
- *    rewriting inside arbitrary text would corrupt more than it fixes.
+ *  - Mount paths. The local backend runs a pod with volumes in a private
+ *    filesystem view (mountns.h) where each mountPath is its host directory,
+ *    so the spec keeps every path as the pod declares it
+ *    (kft_podspec_defaults.view). Where no view can be made (a kernel without
+ *    unprivileged user namespaces), the paths are rewritten instead: every
+ *    env value, command/arg word and the working directory in which a mount
+ *    path starts the word or follows its first '=' ("/workspace/x",
+ *    "output_dir=/workspace/x", "--data=/workspace"), at a path boundary (not
+ *    "/workspacex"), gets the host directory, longest mount first; a path in
+ *    a program's own code is then beyond reach. Either way env
+ *    KFTRAINER_MOUNTS holds a JSON object mapping each mountPath to its host
+ *    directory, for programs that look paths up (kftrainer.host_path).
  */
 #ifndef KFT_LOCAL_PODSPEC_H
 #define KFT_LOCAL_PODSPEC_H
@@ -50,25 +53,21 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
+#include "local/mountns.h"
 
 /* The fixed pod-name suffix that stands in for the kubelet's random one. */
 #define KFT_POD_NAME_SUFFIX "local"
 /* The environment variable holding the mountPath -> host directory map. */
 #define KFT_MOUNTS_ENV "KFTRAINER_MOUNTS"
 
-typedef struct kft_podspec_mount {
-	char *mount_path; /* as declared in the container (trailing '/' removed) */
-	char *host_path;  /* directory (or subPath) under <job_dir>/volumes */
-	int read_only;
-} kft_podspec_mount;
-
 typedef struct kft_podspec {
-	char **argv;    /* command + args, NULL-terminated; exec'd directly, no shell */
-	char **envp;    /* "NAME=VALUE", NULL-terminated, in the container's env order */
-	char *image;    /* recorded for status and logs, not used to run anything */
-	char *workdir;  /* workingDir (mount-rewritten) or job_dir */
-	char *pod_name; /* "<jobset>-<rjob>-<replica>-<index>-local" */
-	kft_podspec_mount *mounts;
+	char **argv;       /* command + args, NULL-terminated; exec'd directly, no shell */
+	char **envp;       /* "NAME=VALUE", NULL-terminated, in the container's env order */
+	char *image;       /* recorded for status and logs, not used to run anything */
+	char *workdir;     /* workingDir (mount-rewritten unless in a view) or job_dir */
+	char *pod_name;    /* "<jobset>-<rjob>-<replica>-<index>-local" */
+	kft_mount *mounts; /* mount_path as declared (trailing '/' removed), host_path
+	                    * the directory (or subPath) under <job_dir>/volumes */
 	size_t n_mounts;
 } kft_podspec;
 
@@ -105,6 +104,11 @@ typedef struct kft_podspec_defaults {
 	int native;             /* the caller runs the container's work itself (an
 	                         * initializer image's program): a missing command is
 	                         * no error, argv is then empty */
+	int view;               /* the process runs in the mounts' view (mountns.h):
+	                         * paths are kept as declared, not rewritten */
+	int dry;                /* only compute: no volume directory is made, no
+	                         * configMap/secret file written (a query about an
+	                         * existing job, kft_local_host_path) */
 } kft_podspec_defaults;
 
 /* kft_podspec_build with defaults (NULL: none, the same as

@@ -19,10 +19,12 @@
  * PATH of the child's environment, which is not ours.
  */
 #include "local/spawn.h"
+#include "local/mountns.h"
 #include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
@@ -62,10 +64,14 @@ static int join_candidate(char *buf, size_t cap, const char *cwd, const char *di
 	return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-/* 0 when path is an executable regular file; else the errno exec would see. */
-static int check_executable(const char *path)
+/* 0 when path (in the view ns, NULL: the host's) is an executable regular
+ * file; else the errno exec would see. */
+static int check_executable(const kft_mountns *ns, const char *path)
 {
 	struct stat st;
+	char host[4096];
+	if (!(path = kft_mountns_host_path(ns, path, host, sizeof(host))))
+		return ENAMETOOLONG;
 	if (stat(path, &st) != 0)
 		return errno;
 	if (!S_ISREG(st.st_mode))
@@ -75,8 +81,8 @@ static int check_executable(const char *path)
 
 /* Finds name in the PATH of envp. Remembers EACCES like execvpe does, so a
  * command present but not executable is told apart from an absent one. */
-static int resolve(const char *name, char *const envp[], const char *cwd, char *buf, size_t cap,
-                   kft_error *err)
+static int resolve(const kft_mountns *ns, const char *name, char *const envp[], const char *cwd,
+                   char *buf, size_t cap, kft_error *err)
 {
 	const char *p = env_path(envp);
 	int denied = 0;
@@ -84,7 +90,7 @@ static int resolve(const char *name, char *const envp[], const char *cwd, char *
 		const char *end = strchr(p, ':');
 		size_t dlen = end ? (size_t)(end - p) : strlen(p);
 		if (join_candidate(buf, cap, cwd, p, dlen, name) == 0) {
-			int e = check_executable(buf);
+			int e = check_executable(ns, buf);
 			if (e == 0)
 				return 0;
 			denied |= e == EACCES;
@@ -133,17 +139,39 @@ static int open_dir(const char *cwd, kft_error *err)
 	return fd;
 }
 
+/* What a failed child reports over the pipe: errno, and which stage failed
+ * (EXEC_STAGE: the exec or the descriptors before it; otherwise the failing
+ * step of entering the mount namespace, as kft_mountns_enter numbers it). */
+#define EXEC_STAGE INT_MIN
+typedef struct child_report {
+	int err;
+	int stage;
+} child_report;
+
+static void report_and_exit(int report_fd, int stage)
+{
+	child_report r = {errno, stage};
+	while (write(report_fd, &r, sizeof(r)) < 0 && errno == EINTR)
+		;
+	_exit(127);
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. The
  * order matters: the death signal first, then the check that the parent did
- * not die before it was armed (the child would then wait for nothing). */
-static void child_exec(const char *path, char *const argv[], char *const envp[], int dir_fd,
-                       int log_fd, int report_fd, pid_t parent)
+ * not die before it was armed (the child would then wait for nothing). The
+ * mount namespace comes before the descriptors are rearranged, so a failure
+ * in it still reaches the parent over the report pipe. */
+static void child_exec(const char *path, char *const argv[], char *const envp[],
+                       const kft_mountns *ns, const char *cwd, int dir_fd, int log_fd,
+                       int report_fd, pid_t parent)
 {
 	static char *const empty_env[] = {NULL};
 	sigset_t none;
-	int e;
+	int stage;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
 		_exit(127);
+	if (ns && kft_mountns_enter(ns, cwd, &stage) != 0)
+		report_and_exit(report_fd, stage);
 	setpgid(0, 0);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL); /* fails harmlessly for KILL, STOP and the gaps */
@@ -153,30 +181,45 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 	if ((dir_fd >= 0 && fchdir(dir_fd) != 0) || null_fd < 0 ||
 	    dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 ||
 	    dup2(log_fd, STDERR_FILENO) < 0)
-		goto fail;
+		report_and_exit(report_fd, EXEC_STAGE);
 	/* everything above 2 goes, but the close-on-exec report channel */
 	if (report_fd > STDERR_FILENO + 1)
 		close_range(STDERR_FILENO + 1, (unsigned)report_fd - 1, 0);
 	close_range((unsigned)report_fd + 1, ~0u, 0);
 	execve(path, argv, envp ? envp : empty_env);
-fail:
-	e = errno;
-	while (write(report_fd, &e, sizeof(e)) < 0 && errno == EINTR)
-		;
-	_exit(127);
+	report_and_exit(report_fd, EXEC_STAGE);
 }
 
-/* fork + exec rather than posix_spawn, for one thing posix_spawn cannot
- * do: PR_SET_PDEATHSIG, which the child must set on itself. It kills the
- * process when the supervisor dies, even by SIGKILL, instead of leaving it
- * for the next CLI call to notice. The death signal fires when the *thread*
- * that forked ends: the supervisor is single-threaded. A failed exec is
- * reported back over a close-on-exec pipe, as glibc's posix_spawn does, and
- * the failed child is reaped here. */
-static int spawn_resolved(const char *path, char *const argv[], char *const envp[], int dir_fd,
-                          int log_fd, pid_t *pid, kft_error *err)
+/* A failed child's report as an error: a namespace that could not be made
+ * is KFT_EUNAVAILABLE (the caller may run without one), the rest as exec. */
+static int child_error(const kft_mountns *ns, const char *cmd, const char *cwd,
+                       const child_report *r, kft_error *err)
 {
-	int report[2], child_errno = 0;
+	char what[4200];
+	if (r->stage == -3)
+		return kft_error_set(err, KFT_EIO, "chdir %s: %s", cwd ? cwd : "/",
+		                     strerror(r->err));
+	if (r->stage != EXEC_STAGE)
+		return kft_error_set(err, KFT_EUNAVAILABLE, "mount namespace: %s: %s",
+		                     kft_mountns_describe(ns, r->stage, what, sizeof(what)),
+		                     strerror(r->err));
+	return kft_error_set(err, r->err == ENOENT ? KFT_ENOTFOUND : KFT_EIO, "exec: \"%s\": %s",
+	                     cmd, strerror(r->err));
+}
+
+/* fork + exec rather than posix_spawn, for what posix_spawn cannot do:
+ * PR_SET_PDEATHSIG, which the child must set on itself, and entering a mount
+ * namespace. The death signal kills the process when the supervisor dies,
+ * even by SIGKILL, instead of leaving it for the next CLI call to notice; it
+ * fires when the *thread* that forked ends: the supervisor is
+ * single-threaded. A failed exec is reported back over a close-on-exec pipe,
+ * as glibc's posix_spawn does, and the failed child is reaped here. */
+static int spawn_resolved(const char *path, char *const argv[], char *const envp[],
+                          const kft_mountns *ns, const char *cwd, int dir_fd, int log_fd,
+                          pid_t *pid, kft_error *err)
+{
+	int report[2];
+	child_report r;
 	ssize_t n;
 	if (pipe2(report, O_CLOEXEC) != 0)
 		return kft_error_set(err, KFT_EIO, "exec: \"%s\": pipe: %s", argv[0],
@@ -184,7 +227,7 @@ static int spawn_resolved(const char *path, char *const argv[], char *const envp
 	pid_t parent = getpid();
 	*pid = fork();
 	if (*pid == 0)
-		child_exec(path, argv, envp, dir_fd, log_fd, report[1], parent);
+		child_exec(path, argv, envp, ns, cwd, dir_fd, log_fd, report[1], parent);
 	int fork_errno = errno;
 	close(report[1]);
 	if (*pid < 0) {
@@ -194,7 +237,7 @@ static int spawn_resolved(const char *path, char *const argv[], char *const envp
 	}
 	setpgid(*pid, *pid); /* also done in the child: whichever runs first wins */
 	do
-		n = read(report[0], &child_errno, sizeof(child_errno));
+		n = read(report[0], &r, sizeof(r));
 	while (n < 0 && errno == EINTR);
 	close(report[0]);
 	if (n <= 0)
@@ -202,12 +245,19 @@ static int spawn_resolved(const char *path, char *const argv[], char *const envp
 	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	*pid = -1;
-	return kft_error_set(err, child_errno == ENOENT ? KFT_ENOTFOUND : KFT_EIO,
-	                     "exec: \"%s\": %s", argv[0], strerror(child_errno));
+	if (n != (ssize_t)sizeof(r))
+		r = (child_report){EIO, EXEC_STAGE};
+	return child_error(ns, argv[0], cwd, &r, err);
 }
 
 int kft_proc_start(char *const argv[], char *const envp[], const char *cwd, const char *log_path,
                    kft_proc *out, kft_error *err)
+{
+	return kft_proc_start_in(NULL, argv, envp, cwd, log_path, out, err);
+}
+
+int kft_proc_start_in(const kft_mountns *ns, char *const argv[], char *const envp[],
+                      const char *cwd, const char *log_path, kft_proc *out, kft_error *err)
 {
 	char found[4096];
 	const char *path;
@@ -221,11 +271,13 @@ int kft_proc_start(char *const argv[], char *const envp[], const char *cwd, cons
 		return kft_error_set(err, KFT_EINVAL, "exec: \"%s\": no log path", argv[0]);
 	path = argv[0];
 	if (!strchr(path, '/')) {
-		if ((rc = resolve(path, envp, cwd, found, sizeof(found), err)) != 0)
+		if ((rc = resolve(ns, path, envp, cwd, found, sizeof(found), err)) != 0)
 			return rc;
 		path = found;
 	}
-	if (cwd && (dir_fd = open_dir(cwd, err)) < 0)
+	/* a bad cwd is reported as such: opened here for the child's fchdir,
+	 * or, in a view, changed to by name in the child (stage -3) */
+	if (cwd && !ns && (dir_fd = open_dir(cwd, err)) < 0)
 		return dir_fd;
 	log_fd = open_log(log_path, err);
 	if (log_fd < 0) {
@@ -233,7 +285,7 @@ int kft_proc_start(char *const argv[], char *const envp[], const char *cwd, cons
 			close(dir_fd);
 		return log_fd;
 	}
-	rc = spawn_resolved(path, argv, envp, dir_fd, log_fd, &pid, err);
+	rc = spawn_resolved(path, argv, envp, ns, cwd, dir_fd, log_fd, &pid, err);
 	if (dir_fd >= 0)
 		close(dir_fd);
 	if (rc != 0) {

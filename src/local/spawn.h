@@ -52,6 +52,20 @@ int kft_proc_start(char *const argv[], char *const envp[], const char *cwd, cons
                    kft_proc *out, kft_error *err);
 
 /*
+ * kft_proc_start in the private filesystem view ns plans (mountns.h; NULL:
+ * the host's, exactly kft_proc_start). argv[0], PATH entries and cwd are
+ * paths in the view: a command under a mount path is looked up through the
+ * mount's host directory, and the child changes to cwd once in the view (a
+ * missing cwd is then KFT_EIO "chdir ..."). When the view cannot be entered
+ * (the kernel refuses the namespaces, or a step fails) nothing runs and the
+ * error is KFT_EUNAVAILABLE, "mount namespace: STEP: REASON": the caller may
+ * start the process again without a view. Other errors as kft_proc_start.
+ */
+typedef struct kft_mountns kft_mountns;
+int kft_proc_start_in(const kft_mountns *ns, char *const argv[], char *const envp[],
+                      const char *cwd, const char *log_path, kft_proc *out, kft_error *err);
+
+/*
  * Checks without blocking whether the process has ended. *exited becomes 1
  * once it has; then *exit_code is its exit status (0-255) and *signal is 0, or
  * *exit_code is 128+N and *signal is N when signal N killed it (the container

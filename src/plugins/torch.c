@@ -448,11 +448,18 @@ static int inject_targets(const kft_runtime_info *info, const torch_env *te, kft
 	return 0;
 }
 
+/* A backend without GPUs (backend.h): the job runs on CPU. A backend table
+ * a caller filled by hand may leave the question out: GPUs, as on a cluster. */
+static int on_cpu(const kft_backend *b)
+{
+	return b->has_gpus && !b->has_gpus(b->self);
+}
+
 /* The trainer's main container: the TrainJob's env, PET_*, and either the
  * master endpoint or, for torchtune, the completed command. */
-static int enforce_trainer(const kft_runtime_info *info, const kft_trainjob *job, kft_container *c,
-                           const torch_env *te, int32_t count, const kft_torch_nproc *npp,
-                           int64_t gpus, kft_error *err)
+static int enforce_trainer(const kft_plugin_ctx *ctx, const kft_runtime_info *info,
+                           const kft_trainjob *job, kft_container *c, const torch_env *te,
+                           int32_t count, const kft_torch_nproc *npp, int64_t gpus, kft_error *err)
 {
 	if (upsert_all(c->env, job->env) || upsert_all(c->env, te->pet))
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -468,7 +475,7 @@ static int enforce_trainer(const kft_runtime_info *info, const kft_trainjob *job
 		        job->command,
 		        kft_torchtune_needs_rendezvous(count, npp, gpus) ? rdzv : NULL, count, npp,
 		        gpus, job->args, json_string_value(json_object_get(ref, "name")),
-		        info->template_spec);
+		        info->template_spec, on_cpu(ctx->backend));
 		if (!cmd)
 			return kft_error_set(err, KFT_ENOMEM,
 			                     "building the torchtune command failed");
@@ -496,6 +503,11 @@ static int enforce_with_env(const kft_plugin_ctx *ctx, kft_runtime_info *info,
 		ps->count = e.max;
 	int32_t count = ps ? ps->count : 1;
 	int rc = resolve_nproc(info, job, &npp, &gpus, err);
+	/* kftrainer: a torchtune node on CPU is one device, one process (torch
+	 * computes with every core of it; torchtune 0.6.1's distributed LoRA
+	 * recipe asks for NCCL, which has no CPU backend) */
+	if (rc == 0 && on_cpu(ctx->backend) && kft_torchtune_is_entrypoint(job->command))
+		npp = (kft_torch_nproc){.is_int = 1, .n = 1};
 	rc = rc ? rc : master_address(ctx, info, job, te->addr, sizeof(te->addr), err);
 	rc = rc ? rc : torch_port(ctx, job, &te->port, err);
 	if (rc != 0)
@@ -504,7 +516,7 @@ static int enforce_with_env(const kft_plugin_ctx *ctx, kft_runtime_info *info,
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	kft_container *c =
 	        job->trainer && ps ? kft_pod_set_find_container(ps, KFT_CONTAINER_NODE) : NULL;
-	if (c && (rc = enforce_trainer(info, job, c, te, count, &npp, gpus, err)) != 0)
+	if (c && (rc = enforce_trainer(ctx, info, job, c, te, count, &npp, gpus, err)) != 0)
 		return rc;
 	return inject_targets(info, te, err);
 }

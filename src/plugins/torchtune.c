@@ -29,6 +29,9 @@
 #define SUFFIX_QLORA_DIST   "_qlora"
 
 #define CFG_LORA_ATTN_MODULES "model.lora_attn_modules"
+#define CFG_DEVICE_CPU        "device=cpu"
+#define CFG_DTYPE_FP32        "dtype=fp32"
+#define CFG_OPTIMIZER_CPU     "optimizer._component_=torch.optim.AdamW"
 #define CFG_QUANTIZE_BASE     "model.quantize_base"
 #define CFG_USE_DORA          "model.use_dora"
 
@@ -258,9 +261,20 @@ static int append_string(json_t *arr, const char *s)
 	return json_array_append_new(arr, json_string(s));
 }
 
+/* What torchtune needs on a CPU (the backend has no GPUs, backend.h): the
+ * configs say device: cuda and dtype: bf16, and the full single-device ones
+ * a bitsandbytes optimizer that runs on CUDA only; AdamW keeps their lr. */
+static int append_cpu_settings(json_t *out, const char *recipe)
+{
+	int rc = append_string(out, CFG_DEVICE_CPU) || append_string(out, CFG_DTYPE_FP32);
+	if (rc == 0 && strcmp(recipe, RECIPE_FULL_SINGLE) == 0)
+		rc = append_string(out, CFG_OPTIMIZER_CPU);
+	return rc;
+}
+
 json_t *kft_torchtune_command(const json_t *command, const char *rdzv_endpoint, int32_t num_nodes,
                               const kft_torch_nproc *npp, int64_t gpus, const json_t *args,
-                              const char *runtime_name, const json_t *template_spec)
+                              const char *runtime_name, const json_t *template_spec, int cpu)
 {
 	const char *recipe;
 	char config[320], rdzv[600];
@@ -277,6 +291,8 @@ json_t *kft_torchtune_command(const json_t *command, const char *rdzv_endpoint, 
 	if (rc == 0)
 		rc = append_string(out, recipe) || append_string(out, ARG_CONFIG) ||
 		     append_string(out, config) || json_array_extend(out, overrides);
+	if (rc == 0 && cpu)
+		rc = append_cpu_settings(out, recipe);
 	json_decref(overrides);
 	if (rc != 0) {
 		json_decref(out);

@@ -71,10 +71,32 @@ json_t *kft_torchtune_runtime_overrides(const json_t *template_spec);
 
 /* The complete torchtune command: `command` (the TrainJob's ["tune", "run"])
  * followed by "--rdzv_endpoint=<rdzv_endpoint>" when rdzv_endpoint is not
- * NULL, the recipe, "--config", the config, and the runtime's overrides.
+ * NULL, the recipe, "--config", the config, and the runtime's overrides;
+ * with cpu (a backend without GPUs, kft_backend.has_gpus) then "device=cpu",
+ * "dtype=fp32" and, for the full single-device recipe, whose configs name a
+ * CUDA-only bitsandbytes optimizer, "optimizer._component_=torch.optim.AdamW"
+ * (the trainer's args follow the command, so a setting the user gives wins).
  * A new array the caller owns; NULL when out of memory or a name overflows. */
 json_t *kft_torchtune_command(const json_t *command, const char *rdzv_endpoint, int32_t num_nodes,
                               const kft_torch_nproc *npp, int64_t gpus, const json_t *args,
-                              const char *runtime_name, const json_t *template_spec);
+                              const char *runtime_name, const json_t *template_spec, int cpu);
+
+/* ---- reporting progress (torchtune_status.c, for the TrainJobStatus plugin) ---- */
+
+/* When job's trainer runs `tune run`: points torchtune's metric_logger at the
+ * status logger (an item after the node container's command), puts its
+ * directory first on PYTHONPATH, and mounts the ConfigMap that holds it
+ * (kft_torchtune_status_config_map) into the trainer's node container.
+ * Nothing for other jobs, or a pod set without a node container. Returns 0
+ * or KFT_ENOMEM. */
+typedef struct kft_pod_set kft_pod_set;
+typedef struct kft_trainjob kft_trainjob;
+typedef struct kft_plugin_ctx kft_plugin_ctx;
+int kft_torchtune_instrument(kft_pod_set *ps, const kft_trainjob *job);
+
+/* The ConfigMap "<name>-torchtune-status" holding the status logger
+ * (src/plugins/torchtune_status.py), owned by the TrainJob. New reference;
+ * NULL when out of memory. */
+json_t *kft_torchtune_status_config_map(const kft_plugin_ctx *ctx, const kft_trainjob *job);
 
 #endif

@@ -25,6 +25,11 @@
  * kubeflow-trainer-webhook-cert). A backend that provides the CA and token
  * files itself (the local engine: its supervisor serves the endpoint on
  * loopback) gets the three variables only: no volume, no ConfigMap.
+ *
+ * kftrainer, beyond upstream: a torchtune fine-tune (`tune run`), which has
+ * no way to call the endpoint by itself, gets a status logger that does
+ * (torchtune_status.c), so its loss and progress reach trainerStatus without
+ * the user editing the runtime.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +38,7 @@
 
 #include "kftrainer/constants.h"
 #include "plugins/builtin.h"
+#include "plugins/torchtune.h"
 #include "util/base64.h"
 
 #define ENV_STATUS_URL KFT_ENV_STATUS_SERVER_URL
@@ -136,6 +142,8 @@ static int enforce_ml_policy(const kft_plugin_ctx *ctx, kft_runtime_info *info,
 	json_t *env = env_vars(job, &ep);
 	json_t *mount = volume ? volume_mount() : NULL, *vol = volume ? token_volume(job) : NULL;
 	int rc = (env && (!volume || (mount && vol))) ? inject(ps, env, mount, vol) : KFT_ENOMEM;
+	if (rc == 0)
+		rc = kft_torchtune_instrument(ps, job);
 	json_decref(env);
 	json_decref(mount);
 	json_decref(vol);
@@ -201,6 +209,11 @@ static int component_builder(const kft_plugin_ctx *ctx, const kft_runtime_info *
 	kft_status_endpoint ep = {0};
 	if (!info || !job)
 		return 0;
+	if (kft_torchtune_is_entrypoint(job->command)) {
+		json_t *cm = kft_torchtune_status_config_map(ctx, job);
+		if (!cm || json_array_append_new(objects, cm) != 0)
+			return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
 	if (endpoint_of(ctx, job, &ep) == 0 && ep.files_provided)
 		return 0; /* no projected volume reads a ConfigMap */
 	json_t *secret = ctx->backend->get_object(ctx->backend->self, "v1", "Secret",

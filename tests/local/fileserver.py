@@ -27,6 +27,9 @@ which headers follow a redirect where.
 --error PREFIX=STATUS (repeatable) answers a request whose path starts with
 PREFIX with that status and an S3-style XML error document as the body.
 
+S3's ListObjectsV2 (GET /BUCKET?list-type=2&prefix=P, path-style, as an S3 endpoint
+override sends it) lists the files under ROOT/BUCKET, --s3-page-size keys a reply.
+
 A directory holding an index.html is served as that file (a PEP 503 "simple"
 package index is such directories). Only files under --root are served; paths
 that would escape it are 404.
@@ -44,6 +47,7 @@ import ssl
 import sys
 import time
 import urllib.parse
+import xml.sax.saxutils
 
 CHUNK = 64 * 1024
 
@@ -52,6 +56,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     root = "."
     log_file = None
     rate = 0
+    s3_page = 1000
     redirects = []
     errors = []
     protocol_version = "HTTP/1.1"
@@ -110,6 +115,40 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                  "lfs": {"sha256": digest, "size": os.path.getsize(full)}})
         return json.dumps({"id": m.group(2), "siblings": siblings}).encode()
 
+    def s3_listing(self):
+        """S3's ListObjectsV2 for /BUCKET?list-type=2&prefix=P (path-style), or None: the files
+        under ROOT/BUCKET whose key starts with P, in key order, --s3-page-size at a time
+        (continuation-token: the last key of the page before)."""
+        parts = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(parts.query)
+        if query.get("list-type") != ["2"]:
+            return None
+        bucket = self.inside(parts.path.strip("/"))
+        if not bucket or not os.path.isdir(bucket):
+            return None
+        prefix = query.get("prefix", [""])[0]
+        after = query.get("continuation-token", [""])[0]
+        keys = []
+        for base, dirs, files in os.walk(bucket):
+            for name in files:
+                key = os.path.relpath(os.path.join(base, name), bucket)
+                if key.startswith(prefix) and key > after:
+                    keys.append(key)
+        keys.sort()
+        page, more = keys[: Handler.s3_page], len(keys) > Handler.s3_page
+        esc = xml.sax.saxutils.escape
+        body = ['<?xml version="1.0" encoding="UTF-8"?>',
+                '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+                f"<Name>{esc(os.path.basename(bucket))}</Name><Prefix>{esc(prefix)}</Prefix>",
+                f"<KeyCount>{len(page)}</KeyCount><IsTruncated>{str(more).lower()}</IsTruncated>"]
+        if more:
+            body.append(f"<NextContinuationToken>{esc(page[-1])}</NextContinuationToken>")
+        for key in page:
+            size = os.path.getsize(os.path.join(bucket, key))
+            body.append(f"<Contents><Key>{esc(key)}</Key><Size>{size}</Size></Contents>")
+        body.append("</ListBucketResult>")
+        return "".join(body).encode()
+
     def parse_range(self, size):
         """(start, end) inclusive, None for no range, or "bad" when unsatisfiable."""
         value = self.headers.get("Range")
@@ -158,10 +197,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def answer(self, body):
         if self.redirect() or self.error(body):
             return
-        listing = self.hub_listing()
+        listing, kind = self.hub_listing(), "application/json"
+        if listing is None:
+            listing, kind = self.s3_listing(), "application/xml"
         if listing is not None:
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(listing)))
             self.end_headers()
             self.record(200)
@@ -235,7 +276,10 @@ def main():
                     help="answer paths starting with FROM with a 307 to TO + the rest")
     ap.add_argument("--error", action="append", default=[], metavar="PREFIX=STATUS",
                     help="answer paths starting with PREFIX with STATUS and an XML body")
+    ap.add_argument("--s3-page-size", type=int, default=1000,
+                    help="keys per ListObjectsV2 reply (S3's is 1000)")
     a = ap.parse_args()
+    Handler.s3_page = a.s3_page_size
     Handler.redirects = [tuple(r.split("=", 1)) for r in a.redirect]
     Handler.errors = [tuple(r.split("=", 1)) for r in a.error]
     Handler.rate = a.rate

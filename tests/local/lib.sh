@@ -246,7 +246,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # when the case exits. Returns 1 when the server did not come up. With FS_RATE=N set, every reply
 # goes at about N bytes a second; with FS_REDIRECTS="FROM=TO ...", those redirects (see
 # fileserver.py --redirect); with FS_ERRORS="PREFIX=STATUS ...", those error replies
-# (--error).
+# (--error); with FS_S3_PAGE=N, S3 list replies of N keys (--s3-page-size).
 start_file_server() {
 	local dir=$1 tls=${2:-} pf args=()
 	pf=$(mktemp "$KFT_CASE_TMP/fs-port.XXXXXX")
@@ -263,6 +263,7 @@ start_file_server() {
 	local r
 	for r in ${FS_REDIRECTS:-}; do args+=(--redirect "$r"); done
 	for r in ${FS_ERRORS:-}; do args+=(--error "$r"); done
+	[ -n "${FS_S3_PAGE:-}" ] && args+=(--s3-page-size "$FS_S3_PAGE")
 	"$KFT_PYTHON" "$KFT_LOCAL_DIR/fileserver.py" --root "$dir" --port-file "$pf" \
 		--log "$FS_LOG" "${args[@]}" </dev/null >/dev/null 2>>"$FS_LOG" &
 	FS_PID=$!

@@ -533,12 +533,6 @@ def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, 
             runtime="torch-distributed",
             trainer=CustomTrainer(func=report_rank, env={"PET_NNODES": "3"}),
         )
-    with pytest.raises(ValueError, match="tune"):
-        from kubeflow.trainer import BuiltinTrainer, TorchTuneConfig
-
-        client.train(
-            runtime="torchtune-llama3.2-1b", trainer=BuiltinTrainer(config=TorchTuneConfig())
-        )
     assert client.list_jobs() == []
     out = subprocess.run(
         [kftrainer.engine.find_binary(), "--state-dir", str(state_dir), "get", "-o", "name"],

@@ -458,6 +458,27 @@ static void test_hf_dataset_and_path(void **state)
 	                 KFT_ENOTFOUND);
 }
 
+/* Upstream v2.3.0's initializers (pkg/initializers/{dataset,model}/huggingface.py):
+ * the dataset one asks for repo_type="dataset" whatever the URI says, the
+ * model one fetches allow_patterns *.json *.safetensors *.model *.txt only. */
+static void test_hf_initializer_options(void **state)
+{
+	char path[600];
+	kft_error err;
+	hub_env();
+	kft_fetch_options ds = {.hf_dataset = 1};
+	assert_int_equal(kft_fetch_uri("hf://org/ds", *state, &ds, &err), 0);
+	path_in(path, sizeof(path), *state, "train.csv");
+	assert_int_equal(access(path, F_OK), 0);
+	static const char *const allow[] = {"*.json", "*.safetensors", "*.model", "*.txt", NULL};
+	kft_fetch_options model = {.hf_allow = allow};
+	assert_int_equal(kft_fetch_uri("hf://org/model", *state, &model, &err), 0);
+	path_in(path, sizeof(path), *state, "config.json");
+	assert_int_equal(access(path, F_OK), 0);
+	path_in(path, sizeof(path), *state, "weights/model.bin");
+	assert_int_not_equal(access(path, F_OK), 0); /* *.bin is not among them */
+}
+
 static void test_hf_errors(void **state)
 {
 	kft_error err;
@@ -516,7 +537,9 @@ static void test_s3_errors(void **state)
 	s3_env("s3cr3t", NULL);
 	assert_int_equal(kft_fetch_uri("s3://my-bucket/dir/none.bin", *state, NULL, &err),
 	                 KFT_ENOTFOUND);
-	assert_int_equal(kft_fetch_uri("s3://my-bucket/dir/", *state, NULL, &err), KFT_EINVAL);
+	/* a folder is listed (ListObjectsV2; this server has no listing) */
+	assert_int_equal(kft_fetch_uri("s3://my-bucket/dir/", *state, NULL, &err), KFT_ENOTFOUND);
+	assert_non_null(strstr(err.message, "list-type=2&prefix=dir%2F: HTTP 404 (no such bucket)"));
 	assert_int_equal(kft_fetch_uri("s3://Bad_Bucket/x", *state, NULL, &err), KFT_EINVAL);
 	assert_int_equal(kft_fetch_uri("s3://my-bucket/../x", *state, NULL, &err), KFT_EINVAL);
 	setenv("AWS_ENDPOINT_URL", "ftp://127.0.0.1", 1);
@@ -581,6 +604,7 @@ int main(void)
 	        DIR_TEST(test_bad_schemes),
 	        DIR_TEST(test_hf_model),
 	        DIR_TEST(test_hf_dataset_and_path),
+	        DIR_TEST(test_hf_initializer_options),
 	        DIR_TEST(test_hf_errors),
 	        DIR_TEST(test_ignore_patterns),
 	        DIR_TEST(test_s3_signed_get),

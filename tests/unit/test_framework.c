@@ -25,6 +25,7 @@
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/plugin.h"
+#include "framework/runtime_info.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -457,6 +458,104 @@ static void test_error_prefix_not_doubled(void **state)
 	kft_framework_free(fw);
 }
 
+static int no_gpus(void *self)
+{
+	(void)self;
+	return 0;
+}
+
+/* The node container of the JobSet among objects. */
+static const json_t *built_node(const json_t *objects)
+{
+	const json_t *js = json_array_get(objects, json_array_size(objects) - 1);
+	const json_t *rj =
+	        json_array_get(json_object_get(json_object_get(js, "spec"), "replicatedJobs"), 0);
+	const json_t *pod = json_object_get(
+	        json_object_get(json_object_get(json_object_get(rj, "template"), "spec"),
+	                        "template"),
+	        "spec");
+	return json_array_get(json_object_get(pod, "containers"), 0);
+}
+
+/* kftrainer (backend.h has_gpus): where the backend has no GPUs, the job is
+ * built as for a CPU node. The runtime's nvidia.com/gpu (which survives the
+ * merge with resourcesPerNode, as upstream merges it) and the TrainJob's are
+ * gone, other resources stay, and torch's "auto" process count is the CPU
+ * count, as upstream resolves it for a node without GPUs. */
+static void test_build_without_gpus(void **state)
+{
+	(void)state;
+	kft_framework *fw;
+	assert_int_equal(kft_framework_new(0, &fw, NULL), 0);
+	json_t *job = yaml("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+	                   "kind: TrainJob\n"
+	                   "metadata: {name: job, namespace: team}\n"
+	                   "spec:\n"
+	                   "  runtimeRef: {name: rt, apiGroup: trainer.kubeflow.org, kind: "
+	                   "TrainingRuntime}\n"
+	                   "  trainer:\n"
+	                   "    resourcesPerNode: {limits: {cpu: 3, amd.com/gpu: 1}}\n");
+	json_t *runtime = yaml("apiVersion: trainer.kubeflow.org/v1alpha1\n"
+	                       "kind: TrainingRuntime\n"
+	                       "metadata: {name: rt, namespace: team}\n"
+	                       "spec:\n"
+	                       "  mlPolicy: {numNodes: 1, torch: {numProcPerNode: auto}}\n"
+	                       "  template:\n"
+	                       "    spec:\n"
+	                       "      replicatedJobs:\n"
+	                       "      - name: node\n"
+	                       "        template:\n"
+	                       "          metadata:\n"
+	                       "            labels: {trainer.kubeflow.org/trainjob-ancestor-step: "
+	                       "trainer}\n"
+	                       "          spec:\n"
+	                       "            template:\n"
+	                       "              spec:\n"
+	                       "                containers:\n"
+	                       "                - name: node\n"
+	                       "                  image: img\n"
+	                       "                  command: [python]\n"
+	                       "                  resources: {limits: {nvidia.com/gpu: 2}}\n");
+	json_t *gpu = NULL, *cpu = NULL;
+	kft_error err = {0};
+	kft_backend be = {.name = "cpu", .has_gpus = no_gpus};
+	assert_int_equal(kft_framework_build(fw, NULL, job, runtime, &gpu, &err), 0);
+	assert_int_equal(kft_framework_build(fw, &be, job, runtime, &cpu, &err), 0);
+	const json_t *lim =
+	        json_object_get(json_object_get(built_node(gpu), "resources"), "limits");
+	assert_int_equal(json_object_size(lim), 3); /* cpu, amd.com/gpu, nvidia.com/gpu */
+	lim = json_object_get(json_object_get(built_node(cpu), "resources"), "limits");
+	assert_int_equal(json_object_size(lim), 1);
+	assert_non_null(json_object_get(lim, "cpu"));
+	/* a list left empty goes (the SDK refuses limits naming no device) */
+	json_t *res = json_pack("{s:{s:i}, s:{s:i}}", "limits", "nvidia.com/gpu", 1, "requests",
+	                        "cpu", 1);
+	assert_int_equal(kft_resources_drop_gpus(res), 1);
+	assert_null(json_object_get(res, "limits"));
+	assert_non_null(json_object_get(res, "requests"));
+	json_decref(res);
+	const json_t *env = json_object_get(built_node(cpu), "env"), *e;
+	size_t i;
+	const char *nproc = NULL;
+	json_array_foreach(env, i, e) if (strcmp(json_string_value(json_object_get(e, "name")),
+	                                         "PET_NPROC_PER_NODE") == 0) nproc =
+	        json_string_value(json_object_get(e, "value"));
+	assert_non_null(nproc);
+	assert_string_equal(nproc, "3");
+	/* the caller's TrainJob is left as it was */
+	assert_non_null(json_object_get(
+	        json_object_get(
+	                json_object_get(json_object_get(json_object_get(job, "spec"), "trainer"),
+	                                "resourcesPerNode"),
+	                "limits"),
+	        "amd.com/gpu"));
+	json_decref(gpu);
+	json_decref(cpu);
+	json_decref(job);
+	json_decref(runtime);
+	kft_framework_free(fw);
+}
+
 /* ---- runtime resolution (upstream's TrainJob webhook, v2.3.0) ------------ */
 
 static const json_t *resolve(const char *job_ns, const char *kind, const char *group,
@@ -587,6 +686,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_status_order, world_setup, world_teardown),
 	        cmocka_unit_test_setup_teardown(test_error_prefixes, world_setup, world_teardown),
 	        cmocka_unit_test(test_error_prefix_not_doubled),
+	        cmocka_unit_test(test_build_without_gpus),
 	        cmocka_unit_test(test_resolve_kinds),
 	        cmocka_unit_test(test_resolve_missing),
 	        cmocka_unit_test(test_resolve_deprecated_warns),

@@ -587,6 +587,44 @@ static void test_enforce_torchtune_overrides(void **state)
 	fixture_free(&f);
 }
 
+static int no_gpus(void *self)
+{
+	(void)self;
+	return 0;
+}
+
+/* kftrainer: on a backend without GPUs (a machine with none, backend.h) the
+ * torchtune command gets what a CPU needs after the runtime's settings (the
+ * configs say device: cuda, dtype: bf16; the full single-device ones a
+ * bitsandbytes optimizer, CUDA only), before the user's args, which win. */
+static void test_enforce_torchtune_cpu(void **state)
+{
+	kft_backend be = {.has_gpus = no_gpus};
+	fixture f;
+	fixture_init(&f, TORCH);
+	kft_container *c = trainer_node(&f, 1);
+	fixture_job(&f, JOB_REF("tt", "torchtune-llama3.2-1b",
+	                        "{`command`:[`tune`,`run`],`numProcPerNode`:1,"
+	                        "`args`:[`dtype=bf16`]}"));
+	assert_int_equal(enforce(&f, &be, NULL), 0);
+	assert_json_text(c->command, "[`tune`,`run`,`full_finetune_single_device`,`--config`,"
+	                             "`llama3_2/1B_full_single_device`,`device=cpu`,`dtype=fp32`,"
+	                             "`optimizer._component_=torch.optim.AdamW`]");
+	fixture_free(&f);
+
+	fixture_init(&f, TORCH);
+	c = trainer_node(&f, 1);
+	/* four CPUs are still one device: one process, the single-device recipe
+	 * (torchtune 0.6.1's distributed LoRA recipe asks for NCCL) */
+	fixture_job(&f, JOB_REF("tt", "torchtune-llama3.2-1b",
+	                        "{`command`:[`tune`,`run`],`resourcesPerNode`:{`limits`:{`cpu`:4}},"
+	                        "`args`:[`model.lora_attn_modules=[q_proj]`]}"));
+	assert_int_equal(enforce(&f, &be, NULL), 0);
+	assert_json_text(c->command, "[`tune`,`run`,`lora_finetune_single_device`,`--config`,"
+	                             "`llama3_2/1B_lora_single_device`,`device=cpu`,`dtype=fp32`]");
+	fixture_free(&f);
+}
+
 /* ---- elastic (kftrainer) ---------------------------------------------------------- */
 
 static json_t *elastic_env(const char *job, const char *nnodes, const char *restarts)
@@ -1095,6 +1133,7 @@ int main(void)
 	        cmocka_unit_test(test_enforce_backend),
 	        cmocka_unit_test(test_enforce_backend_ipv6),
 	        cmocka_unit_test(test_enforce_torchtune_overrides),
+	        cmocka_unit_test(test_enforce_torchtune_cpu),
 	        cmocka_unit_test(test_elastic),
 	        cmocka_unit_test(test_elastic_defaults),
 	        cmocka_unit_test(test_elastic_invalid),

@@ -305,6 +305,48 @@ static void test_backend_provides_files(void **state)
 	fixture_free(&f);
 }
 
+/* kftrainer: a torchtune fine-tune (trainer command `tune run`) cannot call
+ * the endpoint itself, so the plugin gives its node container the status
+ * logger: an item after the (torch plugin's) command, PYTHONPATH first
+ * naming the mounted ConfigMap's directory (an existing value kept after
+ * it), and the ConfigMap, owned by the TrainJob, holding the module. */
+static void test_torchtune_status_logger(void **state)
+{
+	(void)state;
+	fixture f;
+	kft_error err = {0};
+	fixture_init(&f,
+	             "{\"metadata\": {\"name\": \"tt\", \"namespace\": \"default\", \"uid\": "
+	             "\"u\"}, \"spec\": {\"trainer\": {\"command\": [\"tune\", \"run\"]}}}",
+	             NULL);
+	f.backend.status_endpoint = local_endpoint;
+	kft_pod_set *ps = add_trainer(f.info, "node", "trainer", 1, "node", NULL);
+	kft_container *c = &ps->containers[0];
+	json_array_append_new(c->command, json_string("tune"));
+	json_array_append_new(c->command, json_string("run"));
+	kft_upsert_env(c->env, "PYTHONPATH", "/opt/mine");
+	enforce(&f, f.info);
+	assert_string_equal(json_string_value(json_array_get(c->command, 2)),
+	                    "metric_logger._component_=kubeflow_trainer_torchtune.StatusLogger");
+	expect_json(json_array_get(c->env, 0), "{\"name\": \"PYTHONPATH\", \"value\": "
+	                                       "\"/var/run/kftrainer/torchtune:/opt/mine\"}");
+	expect_json(c->volume_mounts, "[{\"name\": \"kftrainer-torchtune-status\", \"readOnly\": "
+	                              "true, \"mountPath\": \"/var/run/kftrainer/torchtune\"}]");
+	expect_json(ps->volumes, "[{\"name\": \"kftrainer-torchtune-status\", \"configMap\": "
+	                         "{\"name\": \"tt-torchtune-status\"}}]");
+	assert_int_equal(build(&f, f.info, &err), 0);
+	assert_int_equal(json_array_size(f.objects), 1);
+	const json_t *cm = json_array_get(f.objects, 0);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_object_get(cm, "metadata"), "name")),
+	        "tt-torchtune-status");
+	const char *py = json_string_value(
+	        json_object_get(json_object_get(cm, "data"), "kubeflow_trainer_torchtune.py"));
+	assert_non_null(py);
+	assert_non_null(strstr(py, "class StatusLogger(DiskLogger):"));
+	fixture_free(&f);
+}
+
 static void test_table(void **state)
 {
 	assert_string_equal(kft_plugin_trainjobstatus.name, "TrainJobStatus");
@@ -328,6 +370,7 @@ int main(void)
 	        cmocka_unit_test(test_build_no_ca_cert),
 	        cmocka_unit_test(test_build_base64),
 	        cmocka_unit_test(test_backend_provides_files),
+	        cmocka_unit_test(test_torchtune_status_logger),
 	        cmocka_unit_test(test_table),
 	};
 	return cmocka_run_group_tests_name("plugin_trainjobstatus", tests, NULL, NULL);

@@ -225,15 +225,20 @@ struct built {
 	kft_podspec s;
 };
 
-static void build_node(const char *dir, struct built *b)
+static void build_node_with(const char *dir, const kft_podspec_defaults *d, struct built *b)
 {
 	kft_error err;
 	b->js = parse(JOBSET);
 	b->objs = parse(OBJECTS);
-	int rc = kft_podspec_build(b->js, b->objs, "node", 1, 3, "node", dir, &b->s, &err);
+	int rc = kft_podspec_build_with(b->js, b->objs, "node", 1, 3, "node", dir, d, &b->s, &err);
 	if (rc != 0)
 		fprintf(stderr, "build: %s\n", err.message);
 	assert_int_equal(rc, 0);
+}
+
+static void build_node(const char *dir, struct built *b)
+{
+	build_node_with(dir, NULL, b);
 }
 
 static void built_free(struct built *b)
@@ -287,7 +292,8 @@ static void test_argv_and_mounts(void **state)
 	snprintf(want, sizeof(want), "%s/train.py", ws);
 	assert_string_equal(b.s.argv[1], want);
 	assert_string_equal(b.s.argv[2], "3");
-	assert_string_equal(b.s.argv[3], "--out=/workspace/o"); /* not at the start: kept */
+	snprintf(want, sizeof(want), "--out=%s/o", ws); /* after the first '=' */
+	assert_string_equal(b.s.argv[3], want);
 	assert_string_equal(b.s.argv[4], "$(EPOCHS)");
 	assert_string_equal(b.s.argv[5], "$(NOPE)");
 	assert_string_equal(b.s.argv[6], "/workspacex"); /* not a path boundary */
@@ -312,6 +318,29 @@ static void test_argv_and_mounts(void **state)
 	struct stat st;
 	assert_int_equal(stat(model, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
+	built_free(&b);
+}
+
+/* In a view (mountns.h) the process sees each volume at its mountPath, as a
+ * container does, so nothing is rewritten; the mount table and
+ * KFTRAINER_MOUNTS are the same. */
+static void test_view_keeps_paths(void **state)
+{
+	const char *dir = *state;
+	const kft_podspec_defaults d = {.view = 1};
+	struct built b;
+	build_node_with(dir, &d, &b);
+	assert_string_equal(b.s.argv[1], "/workspace/train.py");
+	assert_string_equal(b.s.argv[3], "--out=/workspace/o");
+	assert_string_equal(b.s.argv[7], "/workspace/model/x");
+	assert_string_equal(b.s.workdir, "/workspace");
+	assert_string_equal(env_of(&b.s, "DATA"), "/workspace/dataset");
+	assert_int_equal(b.s.n_mounts, 6);
+	json_t *m = parse(env_of(&b.s, KFT_MOUNTS_ENV));
+	char ws[256];
+	snprintf(ws, sizeof(ws), "%s/volumes/ws", dir);
+	assert_string_equal(json_string_value(json_object_get(m, "/workspace")), ws);
+	json_decref(m);
 	built_free(&b);
 }
 
@@ -553,6 +582,7 @@ int main(void)
 	        cmocka_unit_test(test_expand_table),
 	        cmocka_unit_test_setup_teardown(test_env_forms, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_argv_and_mounts, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_view_keeps_paths, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_volume_files, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_missing_keys, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),

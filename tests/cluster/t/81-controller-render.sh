@@ -63,41 +63,6 @@ install_builtin_runtimes || {
 	exit 0
 }
 
-# render's List, owned by the TrainJob with uid $2, moved to namespace $3 for the dry run.
-for_dry_run() {
-	python3 - "$1" "$2" "$3" <<'EOF'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for o in doc["items"]:
-    o["metadata"]["namespace"] = sys.argv[3]
-    for r in o["metadata"].get("ownerReferences", []):
-        r["uid"] = sys.argv[2]
-print(json.dumps(doc))
-EOF
-}
-
-# The resource name kubectl needs for an item (PodGroup exists in two groups).
-resource_of() {
-	local kind=$1 api=$2
-	case "$api" in
-	*/*) echo "$(tr 'A-Z' 'a-z' <<<"$kind")s.${api%/*}" ;;
-	*) tr 'A-Z' 'a-z' <<<"$kind" ;;
-	esac
-}
-
-# Everything the TrainJob $1 controls among the kinds controllers make, as one List.
-controlled_objects() {
-	kubectl -n "$ns" get jobsets.jobset.x-k8s.io,secrets,configmaps,podgroups.scheduling.x-k8s.io,podgroups.scheduling.volcano.sh \
-		-o json 2>/dev/null | python3 -c '
-import json, sys
-name = sys.argv[1]
-items = [o for o in json.load(sys.stdin).get("items", [])
-         if any(r.get("kind") == "TrainJob" and r.get("name") == name and r.get("controller")
-                for r in o["metadata"].get("ownerReferences", []))]
-print(json.dumps({"kind": "List", "items": items}))
-' "$1"
-}
-
 # The snapshot ConfigMap holds the runtime the TrainJob was built from: same kind, name and uid,
 # and the same spec once the empty objects a typed round trip adds are pruned.
 check_snapshot() {
@@ -187,56 +152,17 @@ done
 
 for c in "${CASES[@]}"; do
 	[ -n "${tj_of[$c]:-}" ] || continue
-	tj=${tj_of[$c]} name="$c: objects equal render's $tag"
+	tj=${tj_of[$c]}
 	rargs=(-r "$KFT_REPO_ROOT/manifests/runtimes")
 	[ -d "$KFT_REPO_ROOT/tests/golden/cases/$c/runtimes" ] && rargs+=(-r "$work/$c-runtime.yaml")
-	if ! "$KFTRAINER" render -f "$work/$c.yaml" "${rargs[@]}" -o json >"$work/$c.render.json" 2>"$work/err"; then
-		fail "$name" "kftrainer render failed" "$(cat "$work/err")"
-		continue
-	fi
-	uid=$(kubectl -n "$ns" get trainjob "$tj" -o jsonpath='{.metadata.uid}')
-	for_dry_run "$work/$c.render.json" "$uid" "$scratch" >"$work/$c.dry.json"
-	if ! kubectl create --dry-run=server -o json -f "$work/$c.dry.json" >"$work/$c.expected.json" 2>"$work/err"; then
-		fail "$name" "the API server refused render's objects" "$(cat "$work/err")"
-		continue
-	fi
-	# kubectl prints one JSON document per object; make them one List.
-	python3 -c '
-import json, sys
-text, dec, items, pos = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
-while text[pos:].strip():
-    pos += len(text[pos:]) - len(text[pos:].lstrip())
-    doc, pos = dec.raw_decode(text, pos)
-    items.extend(doc["items"] if doc.get("kind") == "List" else [doc])
-json.dump({"kind": "List", "items": items}, open(sys.argv[1], "w"))' "$work/$c.expected.json"
-	# Wait for every expected object to exist.
-	want=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$work/$c.expected.json")
-	have() {
-		[ "$(controlled_objects "$tj" | python3 -c 'import json,sys; print(len([o for o in json.load(sys.stdin)["items"] if not o["metadata"]["name"].endswith("-runtime-snapshot")]))')" -ge "$want" ]
-	}
-	if ! wait_slowly 60 have; then
-		fail "$name" "the controller did not make the $want objects within 60 s" "$(kubectl -n "$ns" get trainjob "$tj" -o yaml 2>&1 | sed -n '/^status:/,$p')"
-		trainjob_events "$ns" "$tj" | sed 's/^/    /' >&2
-		continue
-	fi
-	sleep 1 # a reconcile in flight could still be changing them
-	controlled_objects "$tj" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-d["items"] = [o for o in d["items"] if not o["metadata"]["name"].endswith("-runtime-snapshot")]
-print(json.dumps(d))' >"$work/$c.actual.json"
 	# Flux's scripts are kftrainer's own (tests/golden/cases/flux-1-node says how they were
 	# checked against upstream's computed values); against upstream only their absence would count.
-	skipdata=() note=""
+	skipdata=()
 	if [ "$(ctrl_flavour)" = upstream ] && [[ "$c" == flux-* ]]; then
 		skipdata=(--skip-data "ConfigMap/$tj-flux-entrypoint")
-		note=", Flux scripts not compared"
 	fi
-	if out=$(python3 "$KFT_CLUSTER_DIR/t/objcompare.py" "${skipdata[@]}" "$work/$c.expected.json" "$work/$c.actual.json"); then
-		pass "$name ($want objects$note)"
-	else
-		fail "$name" "$(grep -c . <<<"$out") differences" "$(head -n 30 <<<"$out")"
-	fi
+	objects_equal_render "$c: objects equal render's $tag" "$ns" "$scratch" "$tj" "$work/$c.yaml" \
+		"$work/$c" "${rargs[@]}" -- "${skipdata[@]}" || continue
 	check_snapshot "$tj" "${rkind_of[$c]:-ClusterTrainingRuntime}" "${rname_of[$c]}"
 done
 if ctrl_alive main; then

@@ -154,6 +154,49 @@ else
 	fail "status server $tag: wiring" "no ConfigMap job-a-tls-config / JobSet job-a" "$(ctrl_log_tail st)"
 fi
 
+# --- a torchtune trainer gets the status logger (kftrainer; upstream has no such wiring) ----------
+if [ "$(ctrl_flavour)" = ours ]; then
+	k apply -f - >/dev/null <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tune-a}
+spec:
+  suspend: true
+  runtimeRef: {name: torchtune-llama3.2-1b}
+  trainer: {command: [tune, run]}
+EOF
+	if wait_slowly 60 k get configmap tune-a-torchtune-status && wait_slowly 60 k get jobset tune-a; then
+		verdict=$(k get jobset tune-a -o json | python3 -c '
+import json, sys
+js = json.load(sys.stdin)
+for rj in js["spec"]["replicatedJobs"]:
+    if rj["name"] != "node":
+        continue
+    pod = rj["template"]["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+    vols = {v["name"]: v.get("configMap", {}).get("name") for v in pod.get("volumes", [])}
+    ok = ("metric_logger._component_=kubeflow_trainer_torchtune.StatusLogger" in c["command"]
+          and env.get("PYTHONPATH") == "/var/run/kftrainer/torchtune"
+          and mounts.get("/var/run/kftrainer/torchtune") == "kftrainer-torchtune-status"
+          and vols.get("kftrainer-torchtune-status") == "tune-a-torchtune-status")
+    print("ok" if ok else "command=%s env=%s mounts=%s volumes=%s" % (c["command"], env, mounts, vols))
+')
+		module=$(k get configmap tune-a-torchtune-status -o jsonpath='{.data.kubeflow_trainer_torchtune\.py}')
+		if [ "$verdict" = ok ] && [ "$module" = "$(cat "$KFT_REPO_ROOT/src/plugins/torchtune_status.py")" ]; then
+			pass "status server $tag: a torchtune trainer gets the status logger (ConfigMap, mount, PYTHONPATH, metric_logger)"
+		else
+			fail "status server $tag: torchtune status logger" "$verdict" \
+				"module matches src/plugins/torchtune_status.py: $([ "$module" = "$(cat "$KFT_REPO_ROOT/src/plugins/torchtune_status.py")" ] && echo yes || echo no)"
+		fi
+	else
+		fail "status server $tag: torchtune status logger" "no ConfigMap tune-a-torchtune-status / JobSet tune-a" "$(ctrl_log_tail st)"
+	fi
+else
+	skip "status server $tag: torchtune status logger" "kftrainer's own; upstream v2.3.0 adds none"
+fi
+
 # --- a valid report ------------------------------------------------------------------------------
 tok_a=$(k create token default --audience "$(aud "$ns" job-a)")
 tok_b=$(k create token default --audience "$(aud "$ns" job-b)")

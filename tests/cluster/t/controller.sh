@@ -276,6 +276,89 @@ print(yaml.safe_dump_all(docs, sort_keys=False), end="")
 EOF
 }
 
+# render's List, owned by the TrainJob with uid $2, moved to namespace $3 for the dry run.
+for_dry_run() {
+	python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for o in doc["items"]:
+    o["metadata"]["namespace"] = sys.argv[3]
+    for r in o["metadata"].get("ownerReferences", []):
+        r["uid"] = sys.argv[2]
+print(json.dumps(doc))
+EOF
+}
+
+# Everything the TrainJob $2 in namespace $1 controls among the kinds controllers make, as one
+# List.
+controlled_objects() {
+	kubectl -n "$1" get jobsets.jobset.x-k8s.io,secrets,configmaps,podgroups.scheduling.x-k8s.io,podgroups.scheduling.volcano.sh \
+		-o json 2>/dev/null | python3 -c '
+import json, sys
+name = sys.argv[1]
+items = [o for o in json.load(sys.stdin).get("items", [])
+         if any(r.get("kind") == "TrainJob" and r.get("name") == name and r.get("controller")
+                for r in o["metadata"].get("ownerReferences", []))]
+print(json.dumps({"kind": "List", "items": items}))
+' "$2"
+}
+
+# objects_equal_render NAME NS SCRATCH TJ JOBFILE WORK RENDER_ARGS... -- [OBJCOMPARE_ARGS...]
+# One check, NAME: the objects the controller made for TrainJob TJ in NS (its runtime snapshot
+# ConfigMap aside) equal `kftrainer render` of JOBFILE with RENDER_ARGS, given TJ's uid and
+# defaulted by a server-side dry run in namespace SCRATCH (so the API server and JobSet's webhook
+# default them as they did the controller's), field for field as objcompare.py compares them.
+# WORK is a path prefix for the files it writes. Returns non-zero when it failed.
+objects_equal_render() {
+	local name=$1 ns=$2 scratch=$3 tj=$4 job=$5 work=$6
+	shift 6
+	local rargs=() cargs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do rargs+=("$1") && shift; done
+	[ $# -gt 0 ] && shift
+	cargs=("$@")
+	local kft=${KFTRAINER:-${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/bin/kftrainer} uid want out
+	if ! "$kft" render -f "$job" "${rargs[@]}" -o json >"$work.render.json" 2>"$work.err"; then
+		fail "$name" "kftrainer render failed" "$(cat "$work.err")"
+		return 1
+	fi
+	uid=$(kubectl -n "$ns" get trainjob "$tj" -o jsonpath='{.metadata.uid}')
+	for_dry_run "$work.render.json" "$uid" "$scratch" >"$work.dry.json"
+	if ! kubectl create --dry-run=server -o json -f "$work.dry.json" >"$work.expected.json" 2>"$work.err"; then
+		fail "$name" "the API server refused render's objects" "$(cat "$work.err")"
+		return 1
+	fi
+	# kubectl prints one JSON document per object; make them one List.
+	python3 -c '
+import json, sys
+text, dec, items, pos = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
+while text[pos:].strip():
+    pos += len(text[pos:]) - len(text[pos:].lstrip())
+    doc, pos = dec.raw_decode(text, pos)
+    items.extend(doc["items"] if doc.get("kind") == "List" else [doc])
+json.dump({"kind": "List", "items": items}, open(sys.argv[1], "w"))' "$work.expected.json"
+	want=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$work.expected.json")
+	_made() {
+		[ "$(controlled_objects "$ns" "$tj" | python3 -c 'import json,sys; print(len([o for o in json.load(sys.stdin)["items"] if not o["metadata"]["name"].endswith("-runtime-snapshot")]))')" -ge "$want" ]
+	}
+	if ! wait_slowly 60 _made; then
+		fail "$name" "the controller did not make the $want objects within 60 s" "$(kubectl -n "$ns" get trainjob "$tj" -o yaml 2>&1 | sed -n '/^status:/,$p')"
+		trainjob_events "$ns" "$tj" | sed 's/^/    /' >&2
+		return 1
+	fi
+	sleep 1 # a reconcile in flight could still be changing them
+	controlled_objects "$ns" "$tj" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+d["items"] = [o for o in d["items"] if not o["metadata"]["name"].endswith("-runtime-snapshot")]
+print(json.dumps(d))' >"$work.actual.json"
+	if out=$(python3 "$KFT_CLUSTER_DIR/t/objcompare.py" "${cargs[@]}" "$work.expected.json" "$work.actual.json"); then
+		pass "$name ($want objects${cargs[*]:+, ${cargs[*]} not compared})"
+	else
+		fail "$name" "$(grep -c . <<<"$out") differences" "$(head -n 30 <<<"$out")"
+		return 1
+	fi
+}
+
 # A TrainJob, of the runtime TJ_RUNTIME ("KIND/NAME", default the built-in
 # ClusterTrainingRuntime/torch-distributed).
 # trainjob_yaml NAME [SUSPEND] [NUM_NODES] [POD_PATCH]

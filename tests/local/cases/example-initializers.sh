@@ -30,7 +30,7 @@ expect_eq "train --follow exits 0" 0 "$KFT_RC" ||
 expect_contains "the trainer saw the dataset file" "$KFT_OUT" \
 	"$(sha256_of data/train.csv)  dataset/train.csv"
 expect_contains "the trainer saw the model files" "$KFT_OUT" \
-	"$(sha256_of model/model.cfg)  model/model.cfg"
+	"$(sha256_of model/model.txt)  model/model.txt"
 expect_contains "the trainer's checksum over everything matches" "$KFT_OUT" "$want"
 expect_contains "the dataset came from the file server" "$(cat "$FS_LOG")" "GET /train.csv"
 expect_eq "Complete" True "$(job_cond initializers Complete | cut -d'|' -f1)"
@@ -60,7 +60,7 @@ hublog=$(cat "$FS_LOG")
 expect_contains "hf://: the dataset listing was asked for" "$hublog" \
 	"GET /api/datasets/acme/tiny-csv?blobs=true - 200 auth"
 expect_contains "hf://: files came from resolve/main with the token" "$hublog" \
-	"GET /acme/tiny-model/resolve/main/model.cfg - 200 auth"
+	"GET /acme/tiny-model/resolve/main/model.txt - 200 auth"
 
 # A storageUri that does not exist fails the initializer, and the trainer never starts.
 sed -e "s#/train.csv#/missing.csv#" -e "s#name: initializers#name: initializers-404#" \

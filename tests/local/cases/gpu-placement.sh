@@ -3,8 +3,10 @@
 # KFTRAINER_GPUS (docs/local.md): each node gets a disjoint CUDA_VISIBLE_DEVICES slice sized by
 # resourcesPerNode's nvidia.com/gpu, torch's numProcPerNode "auto" becomes the slice's size,
 # GPUs held by a job that has not finished are not handed out again, and a request that does not
-# fit (or any on a machine without GPUs) is refused at submit: exit 1, the field named, nothing
-# stored, nothing started.
+# fit is refused at submit: exit 1, the field named, nothing stored, nothing started. On a
+# machine with no GPU at all the job runs on CPU instead (issue 20, item 4): its GPU requests are
+# left out of what is built, torch's "auto" counts CPUs, a Warning event NoGPU and the first line
+# of the trainer's log say so.
 # Pins: upstream v2.3.0 GetNumGPUPerNode (requests, else limits; the first resource whose name
 # contains "gpu") and the torch plugin, which keeps numProcPerNode "auto" for torchrun when the
 # node has GPUs (torchrun then counts the CUDA devices it can see: the slice).
@@ -25,13 +27,17 @@ YAML
 }
 show='echo "cuda=$CUDA_VISIBLE_DEVICES nproc=$PET_NPROC_PER_NODE"'
 
-# No GPU on this machine (KFTRAINER_GPUS set and empty overrides NVML): refused, nothing stored.
+# No GPU on this machine (KFTRAINER_GPUS set and empty overrides NVML): the job runs on CPU.
 job none 1 1 "$show"
-KFTRAINER_GPUS='' expect_exit "no GPU here: refused" 1 kft train -f "$KFT_CASE_TMP/none.yaml"
-expect_contains "the refusal names the field" "$KFT_ERR" \
-	"spec.trainer.resourcesPerNode: 1 GPUs requested, but this machine has none"
-expect_exit "nothing was stored" 3 kft get none
-expect_eq "no job directory" "" "$(ls "$KFTRAINER_STATE_DIR/jobs/default" 2>/dev/null)"
+KFTRAINER_GPUS='' expect_exit "no GPU here: accepted" 0 kft train -f "$KFT_CASE_TMP/none.yaml"
+expect_eq "it completes" Complete "$(wait_job none 60)"
+logs=$(kft logs none 2>&1)
+expect_contains "the trainer's log says so first" "$(echo "$logs" | head -1)" \
+	"==> this machine has no GPU (KFTRAINER_GPUS found none; KFTRAINER_GPUS names them): the 1 GPUs the job asks for are left out and it runs on CPU"
+expect_contains "no GPU slice, and torch's auto counts CPUs" "$logs" "cuda= nproc=1"
+expect_contains "an event says so" "$(kft events none 2>&1)" "NoGPU"
+expect_eq "the pod asks for no GPU" "" \
+	"$(kft pods none -o json | jq -r '.items[0].spec.containers[0].resources.limits // {} | keys[] | select(test("gpu"))')"
 
 # 2 nodes x 2 GPUs of 4: disjoint slices, nproc from the slice.
 job two 2 2 "$show"
@@ -80,7 +86,8 @@ expect_eq "it completes" Complete "$(wait_job cpu 60)"
 expect_contains "it keeps the submitter's CUDA_VISIBLE_DEVICES" "$(kft logs cpu 2>&1)" "cuda=7"
 
 # A bad inventory is an error naming the variable.
-KFTRAINER_GPUS='0,,1' expect_exit "a bad KFTRAINER_GPUS: refused" 1 kft train -f "$KFT_CASE_TMP/none.yaml"
+job badinv 1 1 "$show"
+KFTRAINER_GPUS='0,,1' expect_exit "a bad KFTRAINER_GPUS: refused" 1 kft train -f "$KFT_CASE_TMP/badinv.yaml"
 expect_contains "it names the variable and entry" "$KFT_ERR" "KFTRAINER_GPUS: entry 2 is empty"
 expect_exit "delete all" 0 kft delete --all
 expect_no_processes "no process left"

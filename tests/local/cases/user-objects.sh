@@ -104,7 +104,7 @@ EOF2
 		note "$KFT_OUT $KFT_ERR")
 hublog=$(cat "$FS_LOG")
 expect_contains "the model came with the Secret's token" "$hublog" \
-	"GET /acme/tiny-model/resolve/main/model.cfg - 200 auth"
+	"GET /acme/tiny-model/resolve/main/model.txt - 200 auth"
 expect_contains "the dataset came with the Secret's token" "$hublog" \
 	"GET /api/datasets/acme/tiny-csv?blobs=true - 200 auth"
 kft delete env-from-objects token-from-secret >/dev/null 2>&1
