@@ -1097,7 +1097,9 @@ static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_optio
 	int rc = s3_target_for(getenv("AWS_ENDPOINT_URL"), s.c.region, bucket, &s.t, err);
 	if (rc)
 		return rc;
-	if (klen && key[klen - 1] != '/' && !ignored(opt, key)) {
+	if (klen && key[klen - 1] != '/' && ignored(opt, key))
+		return 0; /* as upstream's S3 initializers skip a key that matches */
+	if (klen && key[klen - 1] != '/') {
 		const char *name = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
 		if ((size_t)snprintf(dest, sizeof(dest), "%s/%s", dest_dir, name) >= sizeof(dest))
 			return kft_error_set(err, KFT_ELIMIT, "fetch %s: destination path too long",

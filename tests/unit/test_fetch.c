@@ -539,7 +539,8 @@ static void test_s3_errors(void **state)
 	                 KFT_ENOTFOUND);
 	/* a folder is listed (ListObjectsV2; this server has no listing) */
 	assert_int_equal(kft_fetch_uri("s3://my-bucket/dir/", *state, NULL, &err), KFT_ENOTFOUND);
-	assert_non_null(strstr(err.message, "list-type=2&prefix=dir%2F: HTTP 404 (no such bucket)"));
+	assert_non_null(
+	        strstr(err.message, "list-type=2&prefix=dir%2F: HTTP 404 (no such bucket)"));
 	assert_int_equal(kft_fetch_uri("s3://Bad_Bucket/x", *state, NULL, &err), KFT_EINVAL);
 	assert_int_equal(kft_fetch_uri("s3://my-bucket/../x", *state, NULL, &err), KFT_EINVAL);
 	setenv("AWS_ENDPOINT_URL", "ftp://127.0.0.1", 1);
