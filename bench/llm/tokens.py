@@ -126,6 +126,7 @@ def iso_seconds(t: str) -> float:
 
 
 def by_hand(cfg, name: str, tune_bin: str, tmp: Path) -> tuple[float, list[float]]:
+    tmp.mkdir(parents=True, exist_ok=True)
     pods = pods_of(cfg, name)
     node = next(p for p in pods if "-node-" in p["metadata"]["name"])
     c = node["spec"]["containers"][0]
@@ -174,7 +175,16 @@ def main() -> int:
                     venv_cache_dir=a.venvs,
                 )
                 name, e_first, e_tps, init = through_engine(cfg, tmp)
+                print(
+                    f"run {i}: TrainerClient: first step after {e_first:.1f} s "
+                    f"(initializers {init:.1f} s), tokens/s {e_tps}",
+                    flush=True,
+                )
                 h_first, h_tps = by_hand(cfg, name, a.tune_bin, tmp / f"hand-{i}")
+                print(
+                    f"run {i}: by hand: first step after {h_first:.1f} s, tokens/s {h_tps}",
+                    flush=True,
+                )
                 rows.append(
                     (e_first, init, statistics.median(e_tps), h_first, statistics.median(h_tps))
                 )
