@@ -7,7 +7,7 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test unit bench bench-ui check-format format crds fuzz fuzz-run \
-        install demo demo-deps clean bench-controller test-frameworks bench-sdk python ui \
+        install demo demo-deps clean bench-controller test-frameworks bench-sdk bench-hpo python ui \
         test-llm bench-llm
 
 all: build
@@ -48,6 +48,11 @@ bench-controller: build
 # The dashboard: its jobs API over 1,000 TrainJobs and a 100 MiB log through its logs endpoint.
 bench-ui: build
 	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/ui/run
+
+# Hyperparameter search on the local engine: per-trial overhead over 20 trials, and the search's
+# wall time against the same trials run one by one by `kftrainer train` from a shell script.
+bench-hpo: build
+	KFT_BUILD_DIR=$(abspath $(BUILD)) bench/hpo/run
 
 # Real torch from PyPI (about 3 GB, downloaded once) through kftrainer.TrainerClient: a 2-node x
 # 2-process gloo DDP job (tests/frameworks). Not part of `make test`.

@@ -48,6 +48,7 @@ extern const kft_verb kft_verb_validate;
 extern const kft_verb kft_verb_render;
 extern const kft_verb kft_verb_runtimes;
 extern const kft_verb kft_verb_train;
+extern const kft_verb kft_verb_optimize;
 extern const kft_verb kft_verb_get;
 extern const kft_verb kft_verb_path;
 extern const kft_verb kft_verb_logs;

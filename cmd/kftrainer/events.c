@@ -10,15 +10,19 @@
 
 #include "cli.h"
 #include "jobs.h"
+#include "optjobs.h"
 
 static void events_usage(FILE *out)
 {
-	fputs("Usage: kftrainer events [NAME] [-n NAMESPACE] [-o json|yaml]\n\n"
+	fputs("Usage: kftrainer events [NAME] [-n NAMESPACE] [-o json|yaml]\n"
+	      "       kftrainer events optimizationjob/NAME [-n NAMESPACE] [-o json|yaml]\n\n"
 	      "List the Events of a TrainJob (of every TrainJob in the namespace without NAME),\n"
 	      "oldest first, as kubectl events does:\n\n"
 	      "  LAST SEEN  TYPE  REASON  OBJECT  MESSAGE\n\n"
 	      "OBJECT is the pod, Job or JobSet the Event is about (pod/NAME, job/NAME,\n"
-	      "jobset/NAME). -o json or yaml prints a v1 EventList of core/v1 Events.\n\n"
+	      "jobset/NAME). -o json or yaml prints a v1 EventList of core/v1 Events.\n"
+	      "For an OptimizationJob: its own Events (trials created, ended, waiting for\n"
+	      "GPUs; the search's end), then those of each trial's TrainJob.\n\n"
 	      "Options:\n"
 	      "  -n, --namespace NS   the namespace (default: default)\n"
 	      "  -o, --output FORMAT  json or yaml\n"
@@ -27,7 +31,7 @@ static void events_usage(FILE *out)
 	      out);
 }
 
-static void print_table(const json_t *items)
+void kft_cli_events_table(const json_t *items)
 {
 	json_t *rows = json_array();
 	const char *head[] = {"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"};
@@ -62,7 +66,12 @@ static int run_events(int argc, char **argv)
 	int rc = kft_cli_ns_output_options(argc, argv, events_usage, &ns, &format);
 	if (rc != 0)
 		return rc < 0 ? KFT_EXIT_OK : rc;
-	if (argc - optind > 1 || format == KFT_OUT_WIDE || format == KFT_OUT_NAME) {
+	const char *opt = NULL;
+	bool typed = optind < argc && kft_cli_is_optjob(argv[optind], &opt);
+	if (typed && !opt && optind + 1 < argc)
+		opt = argv[++optind];
+	if (argc - optind > 1 || format == KFT_OUT_WIDE || format == KFT_OUT_NAME ||
+	    (typed && !opt)) {
 		events_usage(stderr);
 		return KFT_EXIT_USAGE;
 	}
@@ -71,6 +80,11 @@ static int run_events(int argc, char **argv)
 	rc = kft_cli_open_local(&l);
 	if (rc)
 		return rc;
+	if (typed) {
+		rc = kft_cli_optjob_events(l, ns, opt, format);
+		kft_local_close(l);
+		return rc;
+	}
 	json_t *list = NULL;
 	kft_error err;
 	if (kft_local_events(l, ns, name, &list, &err) != 0)
@@ -80,7 +94,7 @@ static int run_events(int argc, char **argv)
 	else if (json_array_size(json_object_get(list, "items")) == 0)
 		fprintf(stderr, "No events found in %s namespace.\n", ns);
 	else
-		print_table(json_object_get(list, "items"));
+		kft_cli_events_table(json_object_get(list, "items"));
 	json_decref(list);
 	kft_local_close(l);
 	return rc;

@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "jobs.h"
+#include "optjobs.h"
 #include "kftrainer/constants.h"
 #include "util/json.h"
 
@@ -43,7 +44,8 @@ typedef struct get_args {
 static void get_usage(FILE *out)
 {
 	fputs("Usage: kftrainer get [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]\n"
-	      "                     [--no-headers]\n\n"
+	      "                     [--no-headers]\n"
+	      "       kftrainer get optimizationjobs [NAME...] [options as above]\n\n"
 	      "Show TrainJobs run by the local backend:\n\n"
 	      "  NAME  RUNTIME  STATUS  NODES  RESTARTS  PROGRESS  ETA  AGE\n\n"
 	      "STATUS is Created, Running, Suspended, Complete, Failed, or Terminating while\n"
@@ -60,6 +62,11 @@ static void get_usage(FILE *out)
 	      "                          a v1 List unless one NAME is given), name\n"
 	      "      --no-headers        no header line\n"
 	      "  -h, --help              this help\n\n"
+	      "OptimizationJobs (the type named first, or optimizationjob/NAME):\n\n"
+	      "  NAME  STATUS  TRIALS  RUNNING  SUCCEEDED  FAILED  BEST  OBJECTIVE  AGE\n\n"
+	      "TRIALS is started/numTrials; OBJECTIVE is the best trial's objective (its min\n"
+	      "when minimizing); -o wide adds ALGORITHM, PARALLEL, REASON, MESSAGE. With one\n"
+	      "NAME, each trial follows (parameters, state, metrics) and the best one.\n\n"
 	      "Exit status: 0 shown; 2 bad usage; 3 a named job does not exist (the others\n"
 	      "are shown).\n",
 	      out);
@@ -94,7 +101,9 @@ static int parse_args(int argc, char **argv, get_args *a)
 	a->nnames = argc - optind;
 	if (!a->ns)
 		a->ns = "default";
-	if (a->all_ns && a->nnames) {
+	const char *typed = NULL;
+	bool type_only = a->nnames && kft_cli_is_optjob(a->names[0], &typed) && !typed;
+	if (a->all_ns && a->nnames > (type_only ? 1 : 0)) {
 		kft_cli_error("get: a resource cannot be retrieved by name across all namespaces");
 		return KFT_EXIT_USAGE;
 	}
@@ -268,15 +277,33 @@ static int collect(kft_local *l, const get_args *a, json_t *jobs)
 	return rc;
 }
 
+/* get optimizationjobs ...: the type named first. */
+static int get_optjobs(kft_local *l, const get_args *a)
+{
+	int n = 0, rc = 0;
+	char **names = kft_cli_optjob_names(a->names, a->nnames, &n, &rc);
+	kft_cli_optjob_get o = {a->ns, a->all_ns, a->no_headers, a->format};
+	if (names)
+		rc = kft_cli_optjob_get_run(l, &o, names, n);
+	free(names);
+	return rc;
+}
+
 static int run_get(int argc, char **argv)
 {
 	get_args a = {0};
+	const char *typed = NULL;
 	int rc = parse_args(argc, argv, &a);
 	if (rc != 0)
 		return rc < 0 ? KFT_EXIT_OK : rc;
 	kft_local *l = NULL;
 	if ((rc = kft_cli_open_local(&l)) != 0)
 		return rc;
+	if (a.nnames && kft_cli_is_optjob(a.names[0], &typed)) {
+		rc = get_optjobs(l, &a);
+		kft_local_close(l);
+		return rc;
+	}
 	json_t *jobs = json_array();
 	rc = collect(l, &a, jobs);
 	bool structured = a.format == KFT_OUT_JSON || a.format == KFT_OUT_YAML;

@@ -32,7 +32,8 @@ int kft_jobinput_init(kft_jobinput *in, FILE *errors)
 	in->runtimes = json_array();
 	in->unchecked = json_array();
 	in->others = json_array();
-	if (!in->jobs || !in->runtimes || !in->unchecked || !in->others) {
+	in->optjobs = json_array();
+	if (!in->jobs || !in->runtimes || !in->unchecked || !in->others || !in->optjobs) {
 		kft_cli_error("out of memory");
 		return KFT_EXIT_INPUT;
 	}
@@ -50,7 +51,8 @@ void kft_jobinput_free(kft_jobinput *in)
 	json_decref(in->runtimes);
 	json_decref(in->unchecked);
 	json_decref(in->others);
-	in->jobs = in->runtimes = in->unchecked = in->others = NULL;
+	json_decref(in->optjobs);
+	in->jobs = in->runtimes = in->unchecked = in->others = in->optjobs = NULL;
 }
 
 static int is_dir(const char *p)
@@ -129,10 +131,14 @@ static json_t *wanted_names(const kft_jobinput *in, const json_t *records)
 	json_array_foreach(records, i, r)
 	{
 		const json_t *obj = json_object_get(r, "object");
-		const json_t *ref = json_object_get(json_object_get(obj, "spec"), "runtimeRef");
 		const char *kind = json_string_value(json_object_get(obj, "kind"));
-		const json_t *name = json_object_get(ref, "name");
-		if (kind && strcmp(kind, "TrainJob") == 0 && json_is_string(name))
+		const json_t *spec = json_object_get(obj, "spec");
+		if (kind && strcmp(kind, "OptimizationJob") == 0)
+			spec = json_object_get(json_object_get(spec, "trainJobTemplate"), "spec");
+		else if (!kind || strcmp(kind, "TrainJob") != 0)
+			continue;
+		const json_t *name = json_object_get(json_object_get(spec, "runtimeRef"), "name");
+		if (json_is_string(name))
 			json_array_append(names, (json_t *)name);
 	}
 	return names;
@@ -269,6 +275,8 @@ static int check_record(kft_jobinput *in, json_t *record)
 		print_errors(in->errors, file, obj, kind ? kind->namespaced : 1, &errs);
 	else if (kind && strcmp(kind->kind, "TrainJob") == 0)
 		json_array_append(in->jobs, record);
+	else if (kind && strcmp(kind->kind, "OptimizationJob") == 0)
+		json_array_append(in->optjobs, record);
 	else if (kind)
 		json_array_append(in->runtimes, obj);
 	else if (is_secret_or_configmap(obj))
@@ -355,6 +363,18 @@ int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj)
 	int rc = check_records(in, records);
 	json_decref(records);
 	return rc;
+}
+
+json_t *kft_jobinput_template_record(const json_t *optjob_record)
+{
+	const json_t *opt = json_object_get(optjob_record, "object");
+	const json_t *meta = json_object_get(opt, "metadata");
+	const json_t *tmpl = json_object_get(json_object_get(opt, "spec"), "trainJobTemplate");
+	return json_pack("{s:O?, s:{s:s, s:s, s:{s:O?, s:O?}, s:O?}}", "file",
+	                 json_object_get(optjob_record, "file"), "object", "apiVersion",
+	                 "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata", "name",
+	                 json_object_get(meta, "name"), "namespace",
+	                 json_object_get(meta, "namespace"), "spec", json_object_get(tmpl, "spec"));
 }
 
 const json_t *kft_jobinput_resolve(const kft_jobinput *in, const kft_framework *fw,
@@ -475,4 +495,24 @@ int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins)
 		}
 	}
 	return 0;
+}
+
+int kft_jobinput_framework(const char *verb, unsigned features, const kft_paths *flags,
+                           kft_framework **fw, json_t *recorded)
+{
+	kft_error err;
+	kft_paths plugins = {0};
+	*fw = NULL;
+	int rc = kft_framework_new(features, fw, &err);
+	if (rc != 0) {
+		kft_cli_error("%s: %s", verb, err.message);
+		return KFT_EXIT_FAILED;
+	}
+	rc = kft_jobinput_plugin_paths(flags, &plugins);
+	if (rc == 0)
+		rc = kft_jobinput_load_plugins(*fw, &plugins);
+	for (size_t i = 0; rc == 0 && i < plugins.count; i++)
+		json_array_append_new(recorded, json_string(plugins.items[i]));
+	kft_paths_free(&plugins);
+	return rc;
 }

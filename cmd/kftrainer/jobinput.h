@@ -27,6 +27,7 @@ typedef struct kft_jobinput {
 	json_t *runtimes;         /* valid TrainingRuntimes and ClusterTrainingRuntimes */
 	json_t *others;           /* v1 Secrets and ConfigMaps in the inputs (for train's
 	                           * pods, as if they were on the cluster) */
+	json_t *optjobs;          /* {"file", "object"} records of valid OptimizationJobs */
 	FILE *errors;             /* where field errors go (validate's stream: stdout) */
 	const char *ns;           /* kubectl -n: the namespace of objects that name none; an
 	                           * object naming another is an error (NULL: no such rule) */
@@ -78,6 +79,12 @@ int kft_jobinput_check_runtimes(kft_jobinput *in, const json_t *record);
  * kft_jobinput_read. */
 int kft_jobinput_add(kft_jobinput *in, const char *source, const json_t *obj);
 
+/* A TrainJob record standing for the trials of an OptimizationJob record
+ * (its template's spec, named and placed as the OptimizationJob), for
+ * kft_jobinput_check_runtimes and kft_jobinput_resolve. New reference; NULL
+ * on ENOMEM. */
+json_t *kft_jobinput_template_record(const json_t *optjob_record);
+
 /* Resolves the runtime of a TrainJob record of in->jobs and runs
  * CustomValidation with fw (and backend, NULL: the default). Field errors and
  * warnings are printed. Returns the runtime (borrowed from in->runtimes), or
@@ -105,5 +112,13 @@ int kft_jobinput_plugin_paths(const kft_paths *flags, kft_paths *out);
 /* Loads each shared object of plugins into fw, in order. Returns 0, or
  * KFT_EXIT_INPUT (reported) for one that cannot be loaded. */
 int kft_jobinput_load_plugins(kft_framework *fw, const kft_paths *plugins);
+
+/* What train and optimize start with: a framework with `features` and the
+ * plugins --plugin (flags) or the configuration names, each plugin's path
+ * appended to `recorded` so the supervisors load the same files. Returns
+ * 0, KFT_EXIT_INPUT (a plugin: reported) or KFT_EXIT_FAILED (reported with
+ * `verb`); *fw is set either way (NULL or to free). */
+int kft_jobinput_framework(const char *verb, unsigned features, const kft_paths *flags,
+                           kft_framework **fw, json_t *recorded);
 
 #endif

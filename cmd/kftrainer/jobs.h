@@ -71,4 +71,8 @@ int kft_cli_rjob_pods(const json_t *jobset, const char *rjob);
  * launcher labelled as the trainer step; "-" without a JobSet. */
 void kft_cli_job_nodes(kft_local *l, const json_t *job, char *buf, size_t size);
 
+/* kubectl events' table (LAST SEEN TYPE REASON OBJECT MESSAGE) of core/v1
+ * Events (borrowed), on stdout (events.c). */
+void kft_cli_events_table(const json_t *items);
+
 #endif

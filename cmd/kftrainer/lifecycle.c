@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "jobs.h"
+#include "optjobs.h"
 
 typedef enum action { SUSPEND, RESUME, DELETE } action;
 
@@ -37,9 +38,11 @@ static void usage_for(FILE *out, action what)
 	        "Resume suspended TrainJobs: spec.suspend becomes false and the job starts again\n"
 	        "from its first step under a new supervisor.\n",
 	        "Usage: kftrainer delete NAME... [-n NAMESPACE] [--ignore-not-found]\n"
-	        "       kftrainer delete --all [-n NAMESPACE]\n\n"
+	        "       kftrainer delete --all [-n NAMESPACE]\n"
+	        "       kftrainer delete optimizationjob NAME... | optimizationjobs --all\n\n"
 	        "Delete TrainJobs: stop every process of each job (none is left running), then\n"
-	        "remove it from the store with its logs and volumes.\n",
+	        "remove it from the store with its logs and volumes. An OptimizationJob is\n"
+	        "deleted with every trial TrainJob it made, its search stopped first.\n",
 	};
 	fputs(text[what], out);
 	fputs("\nOptions:\n"
@@ -97,11 +100,13 @@ static int parse_args(int argc, char **argv, life_args *a)
 	a->nnames = argc - optind;
 	if (!a->ns)
 		a->ns = "default";
-	if (a->all && a->nnames) {
+	const char *typed = NULL;
+	int type_word = a->nnames && kft_cli_is_optjob(a->names[0], &typed) && !typed ? 1 : 0;
+	if (a->all && a->nnames > type_word) {
 		kft_cli_error("%s: give NAMEs or --all, not both", argv[0]);
 		return KFT_EXIT_USAGE;
 	}
-	if (!a->all && a->nnames == 0) {
+	if (!a->all && a->nnames == type_word) {
 		kft_cli_error("%s: give the TrainJob NAME(s)%s", argv[0],
 		              a->what == DELETE ? " or --all" : "");
 		return KFT_EXIT_USAGE;
@@ -161,6 +166,12 @@ static int run_action(int argc, char **argv, action what)
 	kft_local *l = NULL;
 	if ((rc = kft_cli_open_local(&l)) != 0)
 		return rc;
+	const char *typed = NULL;
+	if (what == DELETE && a.nnames && kft_cli_is_optjob(a.names[0], &typed)) {
+		rc = kft_cli_optjob_delete(l, a.ns, a.names, a.nnames, a.all, a.ignore_not_found);
+		kft_local_close(l);
+		return rc;
+	}
 	if (a.all)
 		rc = act_all(l, &a);
 	for (int i = 0; i < a.nnames; i++) {

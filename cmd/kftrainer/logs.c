@@ -12,15 +12,20 @@
 
 #include "cli.h"
 #include "logstream.h"
+#include "optjobs.h"
 
 typedef struct logs_args {
 	kft_logstream_opts o;
+	const char *optjob; /* logs optimizationjob/NAME: the search */
+	const char *trial;  /* --trial */
+	char *picked;       /* the trial TrainJob picked (malloc'd) */
 } logs_args;
 
 static void logs_usage(FILE *out)
 {
 	fputs("Usage: kftrainer logs NAME [-f] [--node N] [--step STEP] [--prefix] [-n "
-	      "NAMESPACE]\n\n"
+	      "NAMESPACE]\n"
+	      "       kftrainer logs optimizationjob/NAME [--trial TRIAL] [options as above]\n\n"
 	      "Print the logs of a TrainJob's pods: every pod by default, initializers first,\n"
 	      "each line prefixed by its pod as [STEP-INDEX] (\"[node-1] loss 0.3\") when more\n"
 	      "than one pod is shown. INDEX is the node's rank (PET_NODE_RANK) for trainer "
@@ -34,6 +39,9 @@ static void logs_usage(FILE *out)
 	      "      --step STEP      only this step's pods: dataset-initializer,\n"
 	      "                       model-initializer, node, launcher (MPI) ...\n"
 	      "      --prefix         prefix lines even when one pod is shown\n"
+	      "      --trial TRIAL    with optimizationjob/NAME: that trial's TrainJob; default\n"
+	      "                       the best trial so far, else the first (as the Kubeflow\n"
+	      "                       SDK's OptimizerClient.get_job_logs)\n"
 	      "  -n, --namespace NS   the job's namespace (default: default)\n"
 	      "  -h, --help           this help\n\n"
 	      "Exit status: 0 printed; 1 no pod has started yet (without -f), or a log could\n"
@@ -53,17 +61,41 @@ static int parse_node(const char *s, int *node)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, kft_logstream_opts *o)
+/* NAME, or optimizationjob NAME / optimizationjob/NAME. */
+static int take_name(int argc, char **argv, logs_args *a)
+{
+	const char *named = NULL;
+	bool typed = optind < argc && kft_cli_is_optjob(argv[optind], &named);
+	int want = typed && !named ? 2 : 1;
+	if (optind + want != argc) {
+		kft_cli_error(optind == argc ? "logs: give the TrainJob's NAME"
+		                             : "logs: one TrainJob NAME only");
+		return KFT_EXIT_USAGE;
+	}
+	if (typed)
+		a->optjob = named ? named : argv[optind + 1];
+	else
+		a->o.name = argv[optind];
+	if (a->trial && !typed) {
+		kft_cli_error("logs: --trial goes with optimizationjob/NAME");
+		return KFT_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, logs_args *a)
 {
 	static const struct option opts[] = {
 	        {"follow", no_argument, NULL, 'f'},
 	        {"node", required_argument, NULL, 'N'},
 	        {"step", required_argument, NULL, 's'},
 	        {"prefix", no_argument, NULL, 'p'},
+	        {"trial", required_argument, NULL, 't'},
 	        {"namespace", required_argument, NULL, 'n'},
 	        {"help", no_argument, NULL, 'h'},
 	        {NULL, 0, NULL, 0},
 	};
+	kft_logstream_opts *o = &a->o;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fn:h", opts, NULL)) != -1) {
@@ -75,17 +107,15 @@ static int parse_args(int argc, char **argv, kft_logstream_opts *o)
 			break;
 		case 's': o->step = optarg; break;
 		case 'p': o->prefix = true; break;
+		case 't': a->trial = optarg; break;
 		case 'n': o->ns = optarg; break;
 		case 'h': logs_usage(stdout); return -1;
 		default: logs_usage(stderr); return KFT_EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc) {
-		kft_cli_error(optind == argc ? "logs: give the TrainJob's NAME"
-		                             : "logs: one TrainJob NAME only");
-		return KFT_EXIT_USAGE;
-	}
-	o->name = argv[optind];
+	int rc = take_name(argc, argv, a);
+	if (rc)
+		return rc;
 	if (!o->ns)
 		o->ns = "default";
 	if (o->node >= 0 && !o->step)
@@ -131,13 +161,21 @@ static int check_selection(kft_local *l, const kft_logstream_opts *o)
 
 static int run_logs(int argc, char **argv)
 {
-	kft_logstream_opts o = {.node = -1};
-	int rc = parse_args(argc, argv, &o);
+	logs_args a = {.o = {.node = -1}};
+	kft_logstream_opts o;
+	int rc = parse_args(argc, argv, &a);
 	if (rc != 0)
 		return rc < 0 ? KFT_EXIT_OK : rc;
 	kft_local *l = NULL;
 	if ((rc = kft_cli_open_local(&l)) != 0)
 		return rc;
+	if (a.optjob && (rc = kft_cli_optjob_trial(l, a.o.ns, a.optjob, a.trial, &a.picked)) != 0) {
+		kft_local_close(l);
+		return rc;
+	}
+	if (a.picked)
+		a.o.name = a.picked;
+	o = a.o;
 	json_t *job = NULL;
 	kft_error err;
 	if (kft_local_get(l, o.ns, o.name, &job, &err) != 0)
@@ -153,6 +191,7 @@ static int run_logs(int argc, char **argv)
 	if (rc == 0 && o.follow && end == KFT_LOGSTREAM_SUSPENDED)
 		kft_cli_error("%s is suspended; its processes are stopped", o.name);
 	kft_local_close(l);
+	free(a.picked);
 	return rc;
 }
 

@@ -24,8 +24,8 @@
 static const kft_verb *const verbs[] = {
         &kft_verb_train,  &kft_verb_get,      &kft_verb_logs,     &kft_verb_wait,
         &kft_verb_pods,   &kft_verb_events,   &kft_verb_suspend,  &kft_verb_resume,
-        &kft_verb_delete, &kft_verb_runtimes, &kft_verb_validate, &kft_verb_render,
-        &kft_verb_path,   &kft_verb_ui,
+        &kft_verb_delete, &kft_verb_optimize, &kft_verb_runtimes, &kft_verb_validate,
+        &kft_verb_render, &kft_verb_path,     &kft_verb_ui,
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 

@@ -499,21 +499,9 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 {
 	kft_framework *fw = NULL;
 	kft_local *l = NULL;
-	kft_error err;
 	char *name = NULL, *ns = NULL;
 	json_t *resolved = json_array(), *recorded = json_array();
-	kft_paths plugins = {0};
-	int rc = kft_framework_new(KFT_LOCAL_FEATURES, &fw, &err);
-	if (rc != 0) {
-		kft_cli_error("train: %s", err.message);
-		rc = KFT_EXIT_FAILED;
-	}
-	if (rc == 0)
-		rc = kft_jobinput_plugin_paths(&a->plugins, &plugins);
-	if (rc == 0)
-		rc = kft_jobinput_load_plugins(fw, &plugins);
-	for (size_t i = 0; rc == 0 && i < plugins.count; i++)
-		json_array_append_new(recorded, json_string(plugins.items[i]));
+	int rc = kft_jobinput_framework("train", KFT_LOCAL_FEATURES, &a->plugins, &fw, recorded);
 	if (rc == 0)
 		rc = resolve_all(in, fw, resolved);
 	if (rc == 0)
@@ -539,7 +527,6 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 	kft_framework_free(fw);
 	json_decref(resolved);
 	json_decref(recorded);
-	kft_paths_free(&plugins);
 	return rc;
 }
 

@@ -38,8 +38,9 @@ static void validate_usage(FILE *out)
 {
 	fputs("Usage: kftrainer validate [-f] FILE|DIR|- ... [-o text|json] [-q]\n"
 	      "                          [--plugin PATH.so ...] [-r RUNTIMES ...]\n\n"
-	      "Check TrainJob, TrainingRuntime and ClusterTrainingRuntime objects offline, with\n"
-	      "the defaults, schema, CEL rules and webhook checks the cluster applies. Prints\n"
+	      "Check TrainJob, TrainingRuntime, ClusterTrainingRuntime and OptimizationJob\n"
+	      "objects offline, with the defaults, schema, CEL rules and webhook checks the\n"
+	      "cluster applies. Prints\n"
 	      "one line per problem: FILE: KIND/NAMESPACE/NAME: FIELD-PATH: message\n\n"
 	      "Options:\n"
 	      "  -f, --filename PATH  a file, a directory (walked recursively) or - for stdin;\n"

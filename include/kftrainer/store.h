@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes and understands. */
-#define KFT_STORE_SCHEMA_VERSION 6
+#define KFT_STORE_SCHEMA_VERSION 7
 
 /* The database file's name inside the state directory. */
 #define KFT_STORE_DB_NAME "state.db"

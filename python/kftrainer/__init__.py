@@ -10,15 +10,20 @@ A notebook written for the Kubeflow SDK changes one import::
 
 Everything ``kubeflow.trainer`` exports is re-exported here, so
 ``from kftrainer import TrainerClient, CustomTrainer`` works as well.
+
+Hyperparameter search changes the same import: ``from kftrainer import OptimizerClient``
+(``kubeflow.optimizer``'s client and types; trials are TrainJobs of the engine).
 """
 
 from kubeflow.trainer import *  # noqa: F403  (the SDK's types, re-exported unchanged)
 from kubeflow.trainer import __all__ as _sdk_all
 
+from kftrainer.algorithms import TPE, MedianStop
 from kftrainer.backend import LocalBackend
 from kftrainer.client import TrainerClient
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import EngineError
+from kftrainer.optimizer import OptimizerClient
 from kftrainer.paths import host_path
 from kftrainer.types import TrainJob
 
@@ -27,6 +32,9 @@ __all__ = [
     "EngineError",
     "LocalBackend",
     "LocalBackendConfig",
+    "MedianStop",
+    "OptimizerClient",
+    "TPE",
     "TrainJob",
     "TrainerClient",
     "host_path",

@@ -112,13 +112,7 @@ class _EngineObjects:
         if not self._rewrite:
             return body
         body = json.loads(json.dumps(body))
-        trainer = body.get("spec", {}).get("trainer") or {}
-        for key in ("command", "args"):
-            words: list[str] = trainer.get(key) or []
-            for i, w in enumerate(words):
-                for old, new in self._rewrite.items():
-                    w = w.replace(old, new)
-                words[i] = w
+        body["spec"] = _rewrite_trainer(body.get("spec") or {}, self._rewrite)
         return body
 
     def get_namespaced_custom_object(
@@ -219,6 +213,22 @@ def _mpi_home_paths(runtime: types.Runtime, trainer: object) -> dict[str, str]:
         os.path.join(home, func_file): func_file,
         os.path.join(home, "pip_install.log"): "pip_install.log",
     }
+
+
+def _rewrite_trainer(spec: dict, rewrite: dict[str, str]) -> dict:
+    """A TrainJob spec whose trainer's command and args have each old string of rewrite
+    replaced by its new one (a copy; spec itself is left as it is)."""
+    if not rewrite:
+        return spec
+    spec = json.loads(json.dumps(spec))
+    trainer = spec.get("trainer") or {}
+    for key in ("command", "args"):
+        words: list[str] = trainer.get(key) or []
+        for i, w in enumerate(words):
+            for old, new in rewrite.items():
+                w = w.replace(old, new)
+            words[i] = w
+    return spec
 
 
 def _invalid_message(stderr: str, namespace: str, name: str) -> str:

@@ -4,8 +4,10 @@
  * replicated job labelled as a TrainJob ancestor (dataset-initializer,
  * model-initializer, trainer) has exactly one replica and the container that
  * step runs in; a ClusterTrainingRuntime labelled deprecated draws a warning.
+ * For an OptimizationJob, kftrainer's own checks (src/hpo/check.c).
  */
 #include "api/admission.h"
+#include "hpo/hpo.h"
 
 #include <string.h>
 
@@ -124,6 +126,10 @@ static void check_replicated_job(size_t idx, const json_t *rj, kft_field_errors 
 void kft_admission_check(const kft_kind_info *kind, const json_t *obj, const json_t *old_obj,
                          kft_field_errors *errs)
 {
+	if (strcmp(kind->kind, KFT_KIND_OPTIMIZATIONJOB) == 0) {
+		kft_hpo_validate(obj, errs);
+		return;
+	}
 	int cluster = strcmp(kind->kind, "ClusterTrainingRuntime") == 0;
 	if (!cluster && strcmp(kind->kind, "TrainingRuntime") != 0)
 		return;

@@ -1,6 +1,7 @@
 /*
  * admission.h - the checks upstream's validating webhooks make that need no
- * runtime lookup (internal; called by kft_object_check).
+ * runtime lookup, and kftrainer's OptimizationJob checks (internal; called
+ * by kft_object_check).
  */
 #ifndef KFT_API_ADMISSION_H
 #define KFT_API_ADMISSION_H

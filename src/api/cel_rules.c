@@ -11,6 +11,7 @@
 
 #include "kftrainer/validation.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int rule_immutable(const json_t *self, const json_t *old)
@@ -162,6 +163,85 @@ static int rule_claim_templates_no_namespace(const json_t *self, const json_t *o
 	return 1;
 }
 
+/* ---- OptimizationJob (upstream master) ----------------------------------------- */
+
+/* self.parallelTrials <= self.numTrials: both are defaulted to 1, so only
+ * an object that skipped defaulting misses one (CEL's "no such key"). */
+static int rule_parallel_within_num(const json_t *self, const json_t *old)
+{
+	const json_t *p = json_object_get(self, "parallelTrials");
+	const json_t *n = json_object_get(self, "numTrials");
+	return json_is_integer(p) && json_is_integer(n) &&
+	       json_integer_value(p) <= json_integer_value(n);
+}
+
+/* !has(self.searchAlgorithm.grid) || self.parameters.all(p,
+ * has(p.searchSpace.categorical)): searchAlgorithm is defaulted; a
+ * parameter without searchSpace is refused by `required` already. */
+static int rule_grid_categorical(const json_t *self, const json_t *old)
+{
+	if (!json_object_get(json_object_get(self, "searchAlgorithm"), "grid"))
+		return 1;
+	size_t i;
+	const json_t *p;
+	json_array_foreach(json_object_get(self, "parameters"), i, p)
+	{
+		if (!json_object_get(json_object_get(p, "searchSpace"), "categorical"))
+			return 0;
+	}
+	return 1;
+}
+
+static int exactly_one(const json_t *self, const char *const *names, size_t n)
+{
+	size_t set = 0;
+	for (size_t i = 0; i < n; i++)
+		set += json_object_get(self, names[i]) != NULL;
+	return set == 1;
+}
+
+static int rule_one_algorithm(const json_t *self, const json_t *old)
+{
+	static const char *const names[] = {"random", "grid"};
+	return exactly_one(self, names, 2);
+}
+
+static int rule_one_space(const json_t *self, const json_t *old)
+{
+	static const char *const names[] = {"uniform", "logUniform", "categorical"};
+	return exactly_one(self, names, 3);
+}
+
+/* CEL's double(string): the whole text a number (the Double pattern has
+ * already checked its shape). -1 when it is not. */
+static int cel_double(const json_t *self, const char *key, double *out)
+{
+	const char *s = json_string_value(json_object_get(self, key));
+	char *end;
+	if (!s || !*s)
+		return -1;
+	*out = strtod(s, &end);
+	return *end ? -1 : 0;
+}
+
+static int rule_min_positive(const json_t *self, const json_t *old)
+{
+	double min;
+	return cel_double(self, "min", &min) == 0 && min > 0.0;
+}
+
+static int rule_min_below_max(const json_t *self, const json_t *old)
+{
+	double min, max;
+	return cel_double(self, "min", &min) == 0 && cel_double(self, "max", &max) == 0 &&
+	       min < max;
+}
+
+static int rule_template_unnamed(const json_t *self, const json_t *old)
+{
+	return !json_object_get(self, "name") && !json_object_get(self, "namespace");
+}
+
 static const kft_cel_rule rules[] = {
         {"self == oldSelf", rule_immutable, 1},
         {"self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')", rule_name_rfc1035, 0},
@@ -183,6 +263,17 @@ static const kft_cel_rule rules[] = {
          rule_startup_vs_depends_on, 0},
         {"self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",
          rule_claim_templates_no_namespace, 0},
+        {"self.parallelTrials <= self.numTrials", rule_parallel_within_num, 0},
+        {"!has(self.searchAlgorithm.grid) || self.parameters.all(p, "
+         "has(p.searchSpace.categorical))",
+         rule_grid_categorical, 0},
+        {"[has(self.random),has(self.grid)].filter(x,x==true).size() == 1", rule_one_algorithm, 0},
+        {"[has(self.uniform),has(self.logUniform),has(self.categorical)].filter(x,x==true).size() "
+         "== 1",
+         rule_one_space, 0},
+        {"double(self.min) > 0.0", rule_min_positive, 0},
+        {"double(self.min) < double(self.max)", rule_min_below_max, 0},
+        {"!has(self.name) && !has(self.namespace)", rule_template_unnamed, 0},
 };
 
 const kft_cel_rule *kft_cel_rule_find(const char *rule)

@@ -42,6 +42,8 @@ static const struct {
          KFT_CM_WEBHOOK_VALIDATE_RUNTIME},
         {"/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime",
          KFT_CM_WEBHOOK_VALIDATE_CLUSTER_RUNTIME},
+        {"/validate-trainer-kubeflow-org-v1alpha1-optimizationjob",
+         KFT_CM_WEBHOOK_VALIDATE_OPTIMIZATIONJOB},
 };
 
 kft_cm_webhook kft_cm_webhook_for_path(const char *path)
@@ -87,6 +89,7 @@ static const char *webhook_kind(kft_cm_webhook w)
 	case KFT_CM_WEBHOOK_VALIDATE_TRAINJOB: return KFT_KIND_TRAINJOB;
 	case KFT_CM_WEBHOOK_VALIDATE_RUNTIME: return KFT_KIND_RUNTIME;
 	case KFT_CM_WEBHOOK_VALIDATE_CLUSTER_RUNTIME: return KFT_KIND_CLUSTER_RUNTIME;
+	case KFT_CM_WEBHOOK_VALIDATE_OPTIMIZATIONJOB: return "OptimizationJob";
 	default: return NULL;
 	}
 }

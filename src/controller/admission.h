@@ -16,13 +16,17 @@
 
 /* ---- admission webhooks (src/controller/admission.c) ---------------------- */
 
-/* The webhooks upstream v2.3.0 registers, by the path each is served on. */
+/* The webhooks upstream v2.3.0 registers, by the path each is served on,
+ * and kftrainer's for upstream master's OptimizationJob (which upstream
+ * checks with CEL rules only: the webhook adds kftrainer's checks of its
+ * annotations, placeholders and grid, src/hpo/check.c). */
 typedef enum kft_cm_webhook {
 	KFT_CM_WEBHOOK_NONE,
 	KFT_CM_WEBHOOK_DEFAULT_TRAINJOB,  /* /mutate-trainer-kubeflow-org-v1alpha1-trainjob */
 	KFT_CM_WEBHOOK_VALIDATE_TRAINJOB, /* /validate-trainer-kubeflow-org-v1alpha1-trainjob */
 	KFT_CM_WEBHOOK_VALIDATE_RUNTIME,  /* /validate-...-trainingruntime */
 	KFT_CM_WEBHOOK_VALIDATE_CLUSTER_RUNTIME, /* /validate-...-clustertrainingruntime */
+	KFT_CM_WEBHOOK_VALIDATE_OPTIMIZATIONJOB, /* /validate-...-optimizationjob (ours) */
 } kft_cm_webhook;
 
 /* The webhook a request path names, or KFT_CM_WEBHOOK_NONE. */

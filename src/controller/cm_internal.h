@@ -18,6 +18,7 @@
 #include "controller/certs.h"
 #include "controller/httpd.h"
 #include "controller/metrics.h"
+#include "controller/optimization.h"
 #include "controller/reconcile.h"
 #include "kftrainer/controller.h"
 #include "kftrainer/framework.h"
@@ -34,6 +35,10 @@
 #define KFT_CM_INDEX_RUNTIME       "runtime"
 #define KFT_CM_INDEX_RUNTIME_CLASS "runtimeClass"
 #define KFT_CM_MAX_WORKERS         64
+/* trainjob, trainingruntime, clustertrainingruntime, optimizationjob (the
+ * last runs only where the API server serves OptimizationJobs) */
+#define KFT_CM_N_CONTROLLERS 4
+#define KFT_CM_OPTIMIZATION  3
 
 typedef struct kft_cm kft_cm;
 typedef struct kft_cm_webhooks kft_cm_webhooks;
@@ -92,10 +97,11 @@ struct kft_cm {
 	kft_metrics *metrics;
 	kft_backend backend;
 	kft_informer *trainjobs, *runtimes, *cluster_runtimes;
+	kft_informer *optjobs; /* OptimizationJobs, or NULL where they are not served */
 	kft_cm_child children[KFT_CM_MAX_CHILD_KINDS];
 	size_t n_children;
 	kft_informer *configmaps; /* one of children, or NULL */
-	kft_cm_controller ctl[3]; /* trainjob, trainingruntime, clustertrainingruntime */
+	kft_cm_controller ctl[KFT_CM_N_CONTROLLERS];
 	kft_cm_applied applied;
 	char *metrics_cert, *metrics_key; /* PEM, while /metrics is served over TLS */
 	kft_cm_status *status;            /* the status server (TrainJobStatus gate), or NULL */
@@ -117,6 +123,10 @@ void kft_cm_reconcile_runtime(kft_cm *cm, const char *key, const char *reconcile
                               kft_cm_outcome *out);
 void kft_cm_reconcile_cluster_runtime(kft_cm *cm, const char *key, const char *reconcile_id,
                                       kft_cm_outcome *out);
+
+/* optimization.c */
+void kft_cm_reconcile_optimization(kft_cm *cm, const char *key, const char *reconcile_id,
+                                   kft_cm_outcome *out);
 json_t *kft_cm_lookup(void *self, const char *api_version, const char *kind, const char *ns,
                       const char *name);
 void kft_cm_applied_free(kft_cm_applied *a);

@@ -31,6 +31,10 @@
  * With the RuntimeInUseFinalizer gate, every TrainJob event also queues its
  * runtime (a second later) for the runtime controllers, as Trainer v2.2's
  * TrainJob watchers did.
+ *
+ * Where the API server serves OptimizationJobs (upstream master's kind), a
+ * fourth controller runs them (optimization.c); a trial TrainJob's events
+ * queue its OptimizationJob, found by label through a TrainJob index.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -41,6 +45,7 @@
 #include <time.h>
 
 #include "cm_internal.h"
+#include "hpo/hpo.h"
 #include "kftrainer/constants.h"
 
 #define CACHE_SYNC_TIMEOUT_S 120
@@ -58,7 +63,7 @@ typedef struct run_state {
 	atomic_int leading;
 	int workers_started;
 	struct timespec started;
-	failure_seen failures[3 + KFT_CM_MAX_CHILD_KINDS];
+	failure_seen failures[4 + KFT_CM_MAX_CHILD_KINDS];
 } run_state;
 
 /* ---- informer handlers --------------------------------------------------------------- */
@@ -94,6 +99,14 @@ static void notify_runtime(kft_cm *cm, const json_t *job)
 	kft_workqueue_add_after(cm->ctl[cluster ? 2 : 1].queue, slash + 1, 1.0);
 }
 
+/* A trial's change looks at its OptimizationJob again. */
+static void notify_optimization(kft_cm *cm, const json_t *job)
+{
+	char key[KFT_CACHE_KEY_MAX];
+	if (cm->optjobs && kft_cm_optimization_key(job, key, sizeof(key)) == 0)
+		kft_workqueue_add(cm->ctl[KFT_CM_OPTIMIZATION].queue, key);
+}
+
 static void trainjob_add(void *ctx, const json_t *obj, int initial)
 {
 	kft_cm *cm = ctx;
@@ -104,6 +117,7 @@ static void trainjob_add(void *ctx, const json_t *obj, int initial)
 	if (kft_cache_key(obj, key, sizeof(key)) == 0)
 		(initial ? kft_workqueue_add_low : kft_workqueue_add)(cm->ctl[0].queue, key);
 	notify_runtime(cm, obj);
+	notify_optimization(cm, obj);
 }
 
 static void trainjob_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
@@ -113,6 +127,7 @@ static void trainjob_update(void *ctx, const json_t *old_obj, const json_t *new_
 	log_trainjob_event(cm, "TrainJob update event", new_obj);
 	enqueue_key(cm->ctl[0].queue, new_obj);
 	notify_runtime(cm, new_obj);
+	notify_optimization(cm, new_obj);
 }
 
 static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
@@ -122,6 +137,7 @@ static void trainjob_delete(void *ctx, const json_t *obj, int unknown)
 	log_trainjob_event(cm, "TrainJob delete event", obj);
 	enqueue_key(cm->ctl[0].queue, obj);
 	notify_runtime(cm, obj);
+	notify_optimization(cm, obj);
 }
 
 /* Children enqueue the TrainJob that controls them (EnqueueRequestForOwner
@@ -407,10 +423,21 @@ static int index_runtime_class(const json_t *obj, kft_index_keys *keys, void *ct
 	return rc;
 }
 
+static int index_optimization(const json_t *obj, kft_index_keys *keys, void *ctx)
+{
+	char key[KFT_CACHE_KEY_MAX];
+	(void)ctx;
+	return kft_cm_optimization_key(obj, key, sizeof(key)) == 0 ? kft_index_keys_add(keys, key)
+	                                                           : 0;
+}
+
 static int add_indexes(kft_cm *cm, kft_error *err)
 {
 	int rc = kft_informer_add_index(cm->trainjobs, KFT_CM_INDEX_RUNTIME, index_runtime, NULL,
 	                                err);
+	if (!rc)
+		rc = kft_informer_add_index(cm->trainjobs, KFT_CM_INDEX_OPTIMIZATION,
+		                            index_optimization, NULL, err);
 	if (!rc)
 		rc = kft_informer_add_index(cm->runtimes, KFT_CM_INDEX_RUNTIME_CLASS,
 		                            index_runtime_class, NULL, err);
@@ -488,6 +515,37 @@ static int add_podgroup_watches(kft_cm *cm, kft_error *err)
 	return r;
 }
 
+static void optjob_add(void *ctx, const json_t *obj, int initial)
+{
+	kft_cm *cm = ctx;
+	char key[KFT_CACHE_KEY_MAX];
+	if (kft_cache_key(obj, key, sizeof(key)) == 0)
+		(initial ? kft_workqueue_add_low
+		         : kft_workqueue_add)(cm->ctl[KFT_CM_OPTIMIZATION].queue, key);
+}
+
+static void optjob_update(void *ctx, const json_t *old_obj, const json_t *new_obj)
+{
+	kft_cm *cm = ctx;
+	(void)old_obj;
+	enqueue_key(cm->ctl[KFT_CM_OPTIMIZATION].queue, new_obj);
+}
+
+/* OptimizationJobs, where the API server serves them (their CRD is
+ * installed); otherwise their controller does not run. */
+static int add_optjobs(kft_cm *cm, kft_error *err)
+{
+	const kft_gvr *gvr = kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_OPTIMIZATIONJOB);
+	if (!served(cm, gvr)) {
+		KFT_LOG(cm->lg, KFT_LOG_INFO, "setup",
+		        "OptimizationJobs are not served (no CRD); their controller does not run",
+		        NULL);
+		return 0;
+	}
+	kft_informer_handlers h = {optjob_add, optjob_update, NULL, cm};
+	return new_informer(cm, gvr, &h, 0, &cm->optjobs, err);
+}
+
 static int setup_informers(kft_cm *cm, kft_error *err)
 {
 	kft_informer_handlers tj = {trainjob_add, trainjob_update, trainjob_delete, cm};
@@ -503,6 +561,8 @@ static int setup_informers(kft_cm *cm, kft_error *err)
 		                  &crt, 1, &cm->cluster_runtimes, err);
 	if (!rc)
 		rc = add_indexes(cm, err);
+	if (!rc)
+		rc = add_optjobs(cm, err);
 	for (size_t p = 0; !rc && p < kft_framework_plugin_count(cm->fw); p++) {
 		const char *const *kinds = kft_framework_plugin_at(cm->fw, p)->watch_kinds;
 		for (size_t k = 0; !rc && kinds && kinds[k]; k++)
@@ -520,10 +580,11 @@ static int setup_informers(kft_cm *cm, kft_error *err)
 
 static int start_informers(kft_cm *cm, kft_error *err)
 {
-	kft_informer *all[3] = {cm->trainjobs, cm->runtimes, cm->cluster_runtimes};
+	kft_informer *all[4] = {cm->trainjobs, cm->runtimes, cm->cluster_runtimes, cm->optjobs};
 	int rc = 0;
-	for (size_t i = 0; !rc && i < 3; i++)
-		rc = kft_informer_start(all[i], err);
+	for (size_t i = 0; !rc && i < 4; i++)
+		if (all[i])
+			rc = kft_informer_start(all[i], err);
 	for (size_t i = 0; !rc && i < cm->n_children; i++)
 		rc = kft_informer_start(cm->children[i].inf, err);
 	return rc;
@@ -532,7 +593,8 @@ static int start_informers(kft_cm *cm, kft_error *err)
 static int all_synced(kft_cm *cm)
 {
 	if (!kft_informer_has_synced(cm->trainjobs) || !kft_informer_has_synced(cm->runtimes) ||
-	    !kft_informer_has_synced(cm->cluster_runtimes))
+	    !kft_informer_has_synced(cm->cluster_runtimes) ||
+	    (cm->optjobs && !kft_informer_has_synced(cm->optjobs)))
 		return 0;
 	for (size_t i = 0; i < cm->n_children; i++)
 		if (!cm->children[i].optional && !kft_informer_has_synced(cm->children[i].inf))
@@ -557,6 +619,9 @@ static size_t all_watched(kft_cm *cm, watched *out)
 	out[2] = (watched){cm->cluster_runtimes,
 	                   kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_CLUSTER_RUNTIME), 0};
 	size_t n = 3;
+	if (cm->optjobs)
+		out[n++] = (watched){cm->optjobs,
+		                     kft_gvr_lookup(KFT_API_VERSION, KFT_KIND_OPTIMIZATIONJOB), 0};
 	for (size_t i = 0; i < cm->n_children; i++)
 		out[n++] = (watched){cm->children[i].inf, cm->children[i].gvr,
 		                     cm->children[i].optional};
@@ -582,7 +647,7 @@ static void readiness_reason(void *ctx, char *buf, size_t n)
 	kft_cm *cm = ctx;
 	if (all_synced(cm) && !kft_cm_webhooks_ready(cm->webhooks, buf, n))
 		return;
-	watched w[3 + KFT_CM_MAX_CHILD_KINDS];
+	watched w[4 + KFT_CM_MAX_CHILD_KINDS];
 	size_t count = all_watched(cm, w), used = 0;
 	used = (size_t)snprintf(buf, n, "caches not synced:");
 	for (size_t i = 0; i < count && used < n; i++) {
@@ -612,7 +677,7 @@ static void discovering_reason(void *ctx, char *buf, size_t n)
  * why instead of timing out in silence. */
 static void report_failures(kft_cm *cm, run_state *rs)
 {
-	watched w[3 + KFT_CM_MAX_CHILD_KINDS];
+	watched w[4 + KFT_CM_MAX_CHILD_KINDS];
 	size_t count = all_watched(cm, w);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -656,13 +721,17 @@ static void log_unsynced_optional(kft_cm *cm)
 
 static int setup_controllers(kft_cm *cm, kft_error *err)
 {
-	static const char *const names[3] = {KFT_CM_TRAINJOB_CONTROLLER, KFT_CM_RUNTIME_CONTROLLER,
-	                                     KFT_CM_CLUSTER_RUNTIME_CONTROLLER};
-	const kft_cm_reconcile_fn fns[3] = {kft_cm_reconcile_trainjob, kft_cm_reconcile_runtime,
-	                                    kft_cm_reconcile_cluster_runtime};
-	const int workers[3] = {cm->cfg->trainjob_workers, cm->cfg->runtime_workers,
-	                        cm->cfg->cluster_runtime_workers};
-	for (int i = 0; i < 3; i++) {
+	static const char *const names[KFT_CM_N_CONTROLLERS] = {
+	        KFT_CM_TRAINJOB_CONTROLLER, KFT_CM_RUNTIME_CONTROLLER,
+	        KFT_CM_CLUSTER_RUNTIME_CONTROLLER, KFT_CM_OPTIMIZATION_CONTROLLER};
+	const kft_cm_reconcile_fn fns[KFT_CM_N_CONTROLLERS] = {
+	        kft_cm_reconcile_trainjob, kft_cm_reconcile_runtime,
+	        kft_cm_reconcile_cluster_runtime, kft_cm_reconcile_optimization};
+	/* searches are few: the TrainJob workers' count serves them too */
+	const int workers[KFT_CM_N_CONTROLLERS] = {
+	        cm->cfg->trainjob_workers, cm->cfg->runtime_workers,
+	        cm->cfg->cluster_runtime_workers, cm->cfg->trainjob_workers};
+	for (int i = 0; i < KFT_CM_N_CONTROLLERS; i++) {
 		kft_cm_controller *c = &cm->ctl[i];
 		c->name = names[i];
 		c->reconcile = fns[i];
@@ -882,11 +951,11 @@ static void *stop_informer(void *arg)
  * keeps shutdown as short as the slowest one. */
 static void stop_informers(kft_cm *cm)
 {
-	kft_informer *all[3 + KFT_CM_MAX_CHILD_KINDS] = {cm->trainjobs, cm->runtimes,
-	                                                 cm->cluster_runtimes};
-	pthread_t threads[3 + KFT_CM_MAX_CHILD_KINDS];
-	int started[3 + KFT_CM_MAX_CHILD_KINDS] = {0};
-	size_t n = 3;
+	kft_informer *all[4 + KFT_CM_MAX_CHILD_KINDS] = {cm->trainjobs, cm->runtimes,
+	                                                 cm->cluster_runtimes, cm->optjobs};
+	pthread_t threads[4 + KFT_CM_MAX_CHILD_KINDS];
+	int started[4 + KFT_CM_MAX_CHILD_KINDS] = {0};
+	size_t n = 4;
 	for (size_t i = 0; i < cm->n_children; i++)
 		all[n++] = cm->children[i].inf;
 	for (size_t i = 0; i < n; i++)
@@ -904,7 +973,7 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 	atomic_store(&cm->stop, 1);
 	/* Requests in flight, retry backoffs and rate-limiter waits end now. */
 	kft_kube_cancel(cm->kube, 1);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < KFT_CM_N_CONTROLLERS; i++)
 		kft_cm_workers_stop(&cm->ctl[i]);
 	kft_cm_webhooks_stop(cm->webhooks);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Stopping and waiting for caches", NULL);
@@ -924,7 +993,7 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 	free(cm->metrics_key);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Wait completed, proceeding to shutdown the manager",
 	        NULL);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < KFT_CM_N_CONTROLLERS; i++)
 		kft_workqueue_free(cm->ctl[i].queue);
 	kft_metrics_free(cm->metrics);
 	kft_framework_free(cm->fw);
@@ -964,7 +1033,9 @@ static int tick(kft_cm *cm, run_state *rs, kft_error *err)
 	int leading = rs->leader ? atomic_load(&rs->leading) : 1;
 	if (leading == 2)
 		return kft_error_set(err, KFT_EUNAVAILABLE, "leader election lost");
-	for (int i = 0; leading == 1 && !rs->workers_started && i < 3; i++) {
+	for (int i = 0; leading == 1 && !rs->workers_started && i < KFT_CM_N_CONTROLLERS; i++) {
+		if (i == KFT_CM_OPTIMIZATION && !cm->optjobs)
+			continue;
 		int rc = kft_cm_workers_start(&cm->ctl[i], err);
 		if (rc)
 			return rc;

@@ -146,7 +146,7 @@ static void copy_histogram(const kft_workqueue_histogram *h, uint64_t *buckets, 
 int kft_cm_queue_sampler(void *ctx, const char *controller, kft_queue_sample *out)
 {
 	kft_cm *cm = ctx;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < KFT_CM_N_CONTROLLERS; i++) {
 		if (!cm->ctl[i].queue || strcmp(cm->ctl[i].name, controller) != 0)
 			continue;
 		kft_workqueue_stats st;

@@ -17,6 +17,7 @@ static const kft_gvr gvrs[] = {
         {"trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime", 1},
         {"trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime",
          0},
+        {"trainer.kubeflow.org", "v1alpha1", "optimizationjobs", "OptimizationJob", 1},
         {"jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", 1},
         {"", "v1", "secrets", "Secret", 1},
         {"", "v1", "configmaps", "ConfigMap", 1},

@@ -29,7 +29,7 @@ static void kind_facts(const char *kind, const char **api_version, const char **
 	} else if (strcmp(kind, "JobSet") == 0) {
 		*api_version = "jobset.x-k8s.io/v1alpha2";
 		*component = "jobset-controller";
-	} else if (strcmp(kind, "TrainJob") == 0) {
+	} else if (strcmp(kind, "TrainJob") == 0 || strcmp(kind, "OptimizationJob") == 0) {
 		*api_version = "trainer.kubeflow.org/v1alpha1";
 		*component = "trainer-controller-manager";
 	}

@@ -253,6 +253,51 @@ static json_t *base_env_json(char *const *given)
 
 /* ---- starting a supervisor ----------------------------------------------------- */
 
+int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, const char *ns,
+                             const char *name, pid_t *pid, kft_error *err)
+{
+	char *logp = NULL;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char *argv[] = {l->exe,
+	                "supervise",
+	                "--state-dir",
+	                l->state_dir,
+	                (char *)(flag ? flag : ns),
+	                (char *)(flag ? ns : name),
+	                (char *)(flag ? name : NULL),
+	                NULL};
+	if (asprintf(&logp, "%s/%s", dir, KFT_LOCAL_SUPERVISOR_LOG) < 0)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	int rc = kft_local_mkdir_under(l->state_dir, dir, err);
+	if (rc == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		posix_spawn_file_actions_init(&fa);
+		posix_spawnattr_init(&at);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+		                                      POSIX_SPAWN_SETSIGDEF);
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setsigdefault(&at, &none);
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, 1, logp,
+		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+		posix_spawn_file_actions_addchdir_np(&fa, "/");
+		int e = posix_spawn(pid, l->exe, &fa, &at, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		posix_spawnattr_destroy(&at);
+		if (e != 0)
+			rc = kft_error_set(err, KFT_EIO, "cannot start the supervisor %s: %s",
+			                   l->exe, strerror(e));
+		else if (l->n_children < MAX_CHILDREN)
+			l->children[l->n_children++] = *pid;
+	}
+	free(logp);
+	return rc;
+}
+
 /* Starts `kftrainer supervise` for ns/name, waiting on a go pipe (see the
  * top); the pipe's write end becomes l->pending_go and the pid l->pending. */
 static int spawn_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
@@ -496,7 +541,7 @@ static int place_gpus(kft_local *l, const kft_framework *fw, const json_t *tj,
 	}
 	if (rc == 0 && (uint64_t)want > avail.n)
 		rc = kft_error_set(
-		        err, KFT_EINVAL,
+		        err, (uint64_t)want <= all.n ? KFT_EUNAVAILABLE : KFT_EINVAL,
 		        "%s: %lld GPUs requested, but only %zu of this machine's %zu are "
 		        "free (from %s)%s%s",
 		        gpus_field(tj), (long long)want, avail.n, all.n, source,
@@ -924,22 +969,19 @@ int kft_local_get(kft_local *l, const char *ns, const char *name, json_t **out, 
 	return rc;
 }
 
-int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
+int kft_local_list_live(kft_local *l, int rc, json_t **out, kft_local_live_fn check, kft_error *err)
 {
-	if (ns) /* NULL stays "every namespace" */
-		ns = ns_of(ns);
-	int rc = kft_store_job_list(l->store, ns, out, err);
 	size_t i;
-	json_t *tj;
-	json_array_foreach(rc == 0 ? *out : NULL, i, tj)
+	json_t *obj;
+	json_array_foreach(rc == 0 ? *out : NULL, i, obj)
 	{
-		const json_t *meta = json_object_get(tj, "metadata");
-		json_t *cur = json_incref(tj);
-		rc = check_live(l, json_string_value(json_object_get(meta, "namespace")),
-		                json_string_value(json_object_get(meta, "name")), &cur, err);
+		const json_t *meta = json_object_get(obj, "metadata");
+		json_t *cur = json_incref(obj);
+		rc = check(l, json_string_value(json_object_get(meta, "namespace")),
+		           json_string_value(json_object_get(meta, "name")), &cur, err);
 		if (rc == KFT_ENOTFOUND) /* deleted meanwhile: list what is there */
 			rc = 0;
-		else if (rc == 0 && cur != tj)
+		else if (rc == 0 && cur != obj)
 			json_array_set(*out, i, cur);
 		json_decref(cur);
 		if (rc)
@@ -950,6 +992,14 @@ int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
 		*out = NULL;
 	}
 	return rc;
+}
+
+int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err)
+{
+	if (ns) /* NULL stays "every namespace" */
+		ns = ns_of(ns);
+	return kft_local_list_live(l, kft_store_job_list(l->store, ns, out, err), out, check_live,
+	                           err);
 }
 
 /* ---- stopping a supervisor ---------------------------------------------------------- */
@@ -1202,5 +1252,41 @@ int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *
 		rc = remove_rows(l, ns, name, uid, err);
 	free(dir);
 	free(uid);
+	return rc;
+}
+
+/* ---- stopping a job for good ------------------------------------------------------ */
+
+int kft_local_stop(kft_local *l, const char *ns, const char *name, const char *reason,
+                   const char *message, kft_error *err)
+{
+	json_t *tj = NULL;
+	char now[32];
+	ns = ns_of(ns);
+	/* Stopped as suspend stops a job (its supervisor told, its pods
+	 * stopped and marked), then ended for good. */
+	int rc = kft_local_set_suspend(l, ns, name, true, err);
+	if (rc == KFT_EINVAL) {
+		kft_error_clear(err);
+		return 0; /* finished meanwhile, or being deleted: its outcome stands */
+	}
+	if (rc == 0)
+		rc = kft_store_begin(l->store, err);
+	if (rc)
+		return rc;
+	rc = kft_store_job_get(l->store, ns, name, &tj, err);
+	if (rc == 0 && !kft_trainjob_is_finished(tj) && !being_deleted(tj)) {
+		kft_rfc3339_now(now);
+		rc = kft_trainjob_set_failed(tj, message, reason, now, err);
+		if (rc == 0)
+			rc = kft_store_job_set_status(l->store, ns, name,
+			                              json_object_get(tj, "status"), err);
+		if (rc == 0)
+			rc = kft_store_job_mark(l->store, ns, name, KFT_JOB_FINISHED, err);
+	}
+	json_decref(tj);
+	if (rc == 0)
+		return kft_store_commit(l->store, err);
+	kft_store_rollback(l->store);
 	return rc;
 }

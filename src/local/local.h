@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -101,7 +102,10 @@ typedef struct kft_submit_opts {
  * its objects are stored; unless spec.suspend is true a supervisor is started
  * and detached. On success *name_out (when non-NULL) receives the job's name,
  * malloc'd. On failure nothing is stored and nothing runs. Errors: KFT_EINVAL
- * (already exists: kubectl's wording), KFT_EIO, errors of kft_framework_build.
+ * (already exists: kubectl's wording; more GPUs than this machine has),
+ * KFT_EUNAVAILABLE (the GPUs exist but jobs that have not finished hold
+ * them: trying again later may succeed), KFT_EIO, errors of
+ * kft_framework_build.
  */
 int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainjob,
                      const json_t *runtime, const kft_submit_opts *opts, char **name_out,
@@ -122,6 +126,15 @@ int kft_local_list(kft_local *l, const char *ns, json_t **out, kft_error *err);
 int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool suspend,
                           kft_error *err);
 
+/* Stops every process of a running job for good and marks it Failed with
+ * this reason and message (e.g. a trial stopped early by its search): it is
+ * suspended (its conditions keep Suspended, how it was stopped), then
+ * ended, so it cannot be resumed and holds no GPUs. A job that ended or
+ * began to be deleted meanwhile keeps its outcome (0 returned).
+ * Errors: KFT_ENOTFOUND, KFT_EIO. */
+int kft_local_stop(kft_local *l, const char *ns, const char *name, const char *reason,
+                   const char *message, kft_error *err);
+
 /* Marks the job as being deleted (metadata.deletionTimestamp; get and list
  * keep showing it until it is gone, and its supervisor, the liveness check
  * and suspend/resume leave it alone), stops the supervisor and every process
@@ -130,6 +143,14 @@ int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool s
  * gets KFT_ENOTFOUND. A delete that was interrupted is finished by running it
  * again. */
 int kft_local_delete(kft_local *l, const char *ns, const char *name, kft_error *err);
+
+/* Starts `kftrainer supervise --state-dir STATE [FLAG] NS NAME` detached:
+ * its own session, stdin /dev/null, output appended to DIR/supervisor.log
+ * (DIR made below the state directory), cwd "/". flag NULL: a TrainJob's
+ * supervisor. *pid is the child's; it is reaped by l. Errors: KFT_EIO,
+ * KFT_ENOMEM. */
+int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, const char *ns,
+                             const char *name, pid_t *pid, kft_error *err);
 
 /* The supervisor's body, run by the hidden `kftrainer supervise` verb: runs
  * job ns/name to its end (or until it is suspended or deleted), then

@@ -22,6 +22,7 @@
 #include "kftrainer/error.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/store.h"
+#include "local/local.h"
 
 /* The reason and message the liveness check writes when a job's supervisor
  * is gone while the job runs (ours, not upstream's: upstream has no
@@ -100,6 +101,15 @@ int kft_local_load_job_plugins(kft_store *s, const char *ns, const char *name, k
 /* Kills the recorded process groups of every pod of a job (as
  * kft_local_kill_group). Errors of kft_store_pods. */
 int kft_local_kill_pods(kft_store *s, const char *ns, const char *name, kft_error *err);
+
+/* A list just read from the store (rc its reading's status, *out the list)
+ * with each object passed through check, which may replace it (e.g. marked
+ * failed because its supervisor is gone); one deleted meanwhile stays as
+ * read. On error *out is released and NULL. */
+typedef int (*kft_local_live_fn)(kft_local *l, const char *ns, const char *name, json_t **obj,
+                                 kft_error *err);
+int kft_local_list_live(kft_local *l, int rc, json_t **out, kft_local_live_fn check,
+                        kft_error *err);
 
 /* The file a job's processes report progress to (<job dir>/trainer-status.json;
  * its path is also in every pod's environment). malloc'd, NULL on ENOMEM. */

@@ -354,9 +354,9 @@ const char *kft_mountns_describe(const kft_mountns *ns, int i, char *buf, size_t
 	        [OP_TMPFS] = "mount a tmpfs at", [OP_RDONLY] = "make read-only"};
 	if (i < 0 || !ns || (size_t)i >= ns->n) {
 		snprintf(buf, cap, "%s",
-		         i == -1   ? "create the namespaces"
-		         : i == -3 ? "change to the working directory"
-		                   : "switch to the new root");
+		         i == KFT_MOUNTNS_STEP_NAMESPACES ? "create the namespaces"
+		         : i == KFT_MOUNTNS_STEP_CWD      ? "change to the working directory"
+		                                          : "switch to the new root");
 		return buf;
 	}
 	const op *o = &ns->ops[i];
@@ -478,10 +478,10 @@ int kft_mountns_enter(const kft_mountns *ns, const char *cwd, int *failed_op)
 	int dummy;
 	if (!failed_op)
 		failed_op = &dummy;
-	*failed_op = -1;
+	*failed_op = KFT_MOUNTNS_STEP_NAMESPACES;
 	if (make_namespaces(ns) != 0)
 		return -1;
-	*failed_op = -2;
+	*failed_op = KFT_MOUNTNS_STEP_ROOT;
 	if (stage_roots() != 0)
 		return -1;
 	for (size_t i = 0; i < ns->n; i++) {
@@ -490,11 +490,11 @@ int kft_mountns_enter(const kft_mountns *ns, const char *cwd, int *failed_op)
 			return -1;
 		}
 	}
-	*failed_op = -2;
+	*failed_op = KFT_MOUNTNS_STEP_ROOT;
 	if (chdir(NEWROOT) != 0 || pivot(".", ".") != 0 || umount2(".", MNT_DETACH) != 0 ||
 	    chdir("/") != 0)
 		return -1;
-	*failed_op = -3;
+	*failed_op = KFT_MOUNTNS_STEP_CWD;
 	if (cwd && chdir(cwd) != 0)
 		return -1;
 	return 0;

@@ -55,14 +55,18 @@ int kft_mountns_plan(const kft_mount *mounts, size_t n, kft_mountns **out, kft_e
  * buf, or NULL when it does not fit. ns may be NULL (no view: path itself). */
 const char *kft_mountns_host_path(const kft_mountns *ns, const char *path, char *buf, size_t cap);
 
+/* The steps kft_mountns_enter reports that are not planned ones. */
+#define KFT_MOUNTNS_STEP_NAMESPACES (-1) /* unshare and the id maps */
+#define KFT_MOUNTNS_STEP_ROOT       (-2) /* staging and switching roots */
+#define KFT_MOUNTNS_STEP_CWD        (-3) /* changing to the working directory */
+
 /*
  * In a child between fork and exec: enters the planned view and changes to
  * cwd (NULL: "/"), a path in the view. Async-signal-safe (system calls only),
  * as the child of a threaded parent needs. Returns 0, or -1 with errno set
- * and *failed_op (may be NULL) the index of the failing step for
- * kft_mountns_describe(); step -1 means making the namespaces themselves,
- * which fails where the kernel does not allow them, -2 switching roots, -3
- * changing to cwd.
+ * and *failed_op (may be NULL) the failing step: the index of a planned one,
+ * or a KFT_MOUNTNS_STEP_* (NAMESPACES is where a kernel that allows no
+ * unprivileged user namespaces refuses), for kft_mountns_describe().
  */
 int kft_mountns_enter(const kft_mountns *ns, const char *cwd, int *failed_op);
 

@@ -9,7 +9,9 @@
  * parent, never a fake exit code.
  *
  * In the child, in this order: the death signal (and a check that the parent
- * is still there), a new process group, default signal handling and an empty
+ * is still there), the pod's private filesystem view when it has one
+ * (mountns.h; then the working directory is changed to by name, in the
+ * view), a new process group, default signal handling and an empty
  * mask (so a parent that ignores SIGPIPE or blocks SIGCHLD does not pass that
  * on), fchdir into the working directory opened beforehand by the parent (so
  * a bad cwd is reported as such, not as a failed exec), stdin from /dev/null,
@@ -196,7 +198,7 @@ static int child_error(const kft_mountns *ns, const char *cmd, const char *cwd,
                        const child_report *r, kft_error *err)
 {
 	char what[4200];
-	if (r->stage == -3)
+	if (r->stage == KFT_MOUNTNS_STEP_CWD)
 		return kft_error_set(err, KFT_EIO, "chdir %s: %s", cwd ? cwd : "/",
 		                     strerror(r->err));
 	if (r->stage != EXEC_STAGE)

@@ -37,6 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "kftrainer/store.h"
+#include "local/store_internal.h"
 #include "util/rfc3339.h"
 
 #include <errno.h>
@@ -127,6 +128,33 @@ static const char *const migrations[KFT_STORE_SCHEMA_VERSION] = {
         " job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
         " recorded TEXT NOT NULL, body TEXT NOT NULL);"
         "CREATE INDEX reports_by_job ON reports (job_id, id);",
+        /* 6 -> 7: OptimizationJobs (optstore.c): the object and its status,
+         * what its trials inherit (the runtime resolved at submit, plugins,
+         * working directory, base environment, the search's seed), where
+         * its supervisor has read each trial's output (cursors), its
+         * supervisor, and its Events and metric observations. A trial is a
+         * TrainJob of the jobs table. */
+        "CREATE TABLE optimizations ("
+        " id INTEGER PRIMARY KEY,"
+        " namespace TEXT NOT NULL, name TEXT NOT NULL, uid TEXT NOT NULL UNIQUE,"
+        " body TEXT NOT NULL, status TEXT, runtime TEXT NOT NULL, plugins TEXT,"
+        " workdir TEXT, base_env TEXT, job_workdir INTEGER NOT NULL DEFAULT 0,"
+        " seed INTEGER NOT NULL DEFAULT 0, cursors TEXT,"
+        " created TEXT NOT NULL, finished TEXT, deleting TEXT,"
+        " supervisor_pid INTEGER NOT NULL DEFAULT 0,"
+        " supervisor_start INTEGER NOT NULL DEFAULT 0,"
+        " UNIQUE (namespace, name));"
+        "CREATE TABLE optimization_events ("
+        " id INTEGER PRIMARY KEY,"
+        " opt_id INTEGER NOT NULL REFERENCES optimizations(id) ON DELETE CASCADE,"
+        " body TEXT NOT NULL);"
+        "CREATE INDEX optimization_events_by_opt ON optimization_events (opt_id, id);"
+        "CREATE TABLE observations ("
+        " id INTEGER PRIMARY KEY,"
+        " opt_id INTEGER NOT NULL REFERENCES optimizations(id) ON DELETE CASCADE,"
+        " trial TEXT NOT NULL, metric TEXT NOT NULL, value TEXT NOT NULL,"
+        " recorded TEXT NOT NULL);"
+        "CREATE INDEX observations_by_trial ON observations (opt_id, trial, id);",
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -137,9 +165,17 @@ static int db_fail(kft_store *s, kft_error *err, const char *what)
 	                     sqlite3_errmsg(s->db));
 }
 
+static int named_not_found(const kft_store_kind *k, const char *name, kft_error *err)
+{
+	return kft_error_set(err, KFT_ENOTFOUND, "%s \"%s\" not found", k->resource, name);
+}
+
+static const kft_store_kind trainjob_kind = {
+        .kind = "TrainJob", .a_kind = "a TrainJob", .resource = TJ_RESOURCE};
+
 static int not_found(kft_error *err, const char *name)
 {
-	return kft_error_set(err, KFT_ENOTFOUND, TJ_RESOURCE " \"%s\" not found", name);
+	return named_not_found(&trainjob_kind, name, err);
 }
 
 static const char *ns_or_default(const char *ns)
@@ -206,12 +242,12 @@ static int run_stmt(kft_store *s, const char *sql, kft_error *err)
 static const char SQL_BEGIN[] = "BEGIN IMMEDIATE", SQL_COMMIT[] = "COMMIT";
 
 /* Prepares sql and binds ?1 = namespace, ?2 = name, the convention of every
- * per-job statement here. */
-static int prepare_job(kft_store *s, const char *sql, const char *ns, const char *name,
-                       sqlite3_stmt **st, kft_error *err)
+ * per-object statement here (and in optstore.c). */
+int kft_store_prepare_named(kft_store *s, const kft_store_kind *k, const char *sql, const char *ns,
+                            const char *name, sqlite3_stmt **st, kft_error *err)
 {
 	if (!name || !*name)
-		return kft_error_set(err, KFT_EINVAL, "a TrainJob name is required");
+		return kft_error_set(err, KFT_EINVAL, "%s name is required", k->a_kind);
 	int rc = prepare(s, sql, st, err);
 	if (rc)
 		return rc;
@@ -220,15 +256,27 @@ static int prepare_job(kft_store *s, const char *sql, const char *ns, const char
 	return 0;
 }
 
-/* Steps a write statement addressed at one job and releases it; no row
- * changed means the job does not exist. */
-static int finish_job_write(kft_store *s, sqlite3_stmt *st, const char *name, kft_error *err)
+static int prepare_job(kft_store *s, const char *sql, const char *ns, const char *name,
+                       sqlite3_stmt **st, kft_error *err)
+{
+	return kft_store_prepare_named(s, &trainjob_kind, sql, ns, name, st, err);
+}
+
+/* Steps a write statement addressed at one object and releases it; no row
+ * changed means the object does not exist. */
+int kft_store_finish_named_write(kft_store *s, const kft_store_kind *k, sqlite3_stmt *st,
+                                 const char *name, kft_error *err)
 {
 	int rc = sqlite3_step(st);
 	release(s, st);
 	if (rc != SQLITE_DONE)
 		return db_fail(s, err, "write");
-	return sqlite3_changes(s->db) == 0 ? not_found(err, name) : 0;
+	return sqlite3_changes(s->db) == 0 ? named_not_found(k, name, err) : 0;
+}
+
+static int finish_job_write(kft_store *s, sqlite3_stmt *st, const char *name, kft_error *err)
+{
+	return kft_store_finish_named_write(s, &trainjob_kind, st, name, err);
 }
 
 /* A copy of a text column; *oom is set when a non-NULL value could not be copied. */
@@ -669,7 +717,7 @@ int kft_store_job_create(kft_store *s, const json_t *trainjob, const json_t *obj
 #define JOB_COLUMNS "namespace, name, uid, spec, created, suspended, status, deleting"
 
 /* Kubernetes prints object timestamps to the second. */
-static json_t *seconds_only(const char *ts)
+json_t *kft_store_seconds_only(const char *ts)
 {
 	char buf[32];
 	snprintf(buf, sizeof(buf), "%.19sZ", ts ? ts : "");
@@ -699,10 +747,11 @@ static int overlay_meta(sqlite3_stmt *st, json_t *tj, kft_error *err)
 	json_object_set_new(meta, "name", json_string((const char *)sqlite3_column_text(st, 1)));
 	json_object_set_new(meta, "uid", json_string((const char *)sqlite3_column_text(st, 2)));
 	json_object_set_new(meta, "creationTimestamp",
-	                    seconds_only((const char *)sqlite3_column_text(st, 4)));
+	                    kft_store_seconds_only((const char *)sqlite3_column_text(st, 4)));
 	if (sqlite3_column_type(st, 7) != SQLITE_NULL)
-		json_object_set_new(meta, "deletionTimestamp",
-		                    seconds_only((const char *)sqlite3_column_text(st, 7)));
+		json_object_set_new(
+		        meta, "deletionTimestamp",
+		        kft_store_seconds_only((const char *)sqlite3_column_text(st, 7)));
 	return 0;
 }
 
@@ -729,12 +778,13 @@ static int row_to_job(sqlite3_stmt *st, json_t **out, kft_error *err)
 	return 0;
 }
 
-/* Reports a job whose stored JSON cannot be read and lets the list go on. */
-static int skip_damaged(kft_store *s, sqlite3_stmt *st, const kft_error *why)
+/* Reports an object whose stored JSON cannot be read and lets the list go on. */
+static int skip_damaged(kft_store *s, const kft_store_kind *k, sqlite3_stmt *st,
+                        const kft_error *why)
 {
 	char msg[sizeof(why->message) + 512];
 	if (s->warn) {
-		snprintf(msg, sizeof(msg), "skipping TrainJob %s/%s: %s",
+		snprintf(msg, sizeof(msg), "skipping %s %s/%s: %s", k->kind,
 		         (const char *)sqlite3_column_text(st, 0),
 		         (const char *)sqlite3_column_text(st, 1), why->message);
 		s->warn(s->warn_ctx, msg);
@@ -742,60 +792,78 @@ static int skip_damaged(kft_store *s, sqlite3_stmt *st, const kft_error *why)
 	return 0;
 }
 
-int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **out, kft_error *err)
+int kft_store_get_named(kft_store *s, const kft_store_kind *k, const char *sql, const char *ns,
+                        const char *name, kft_store_row_fn row, json_t **out, kft_error *err)
 {
 	sqlite3_stmt *st;
+	char what[64];
 	*out = NULL;
-	int rc = prepare_job(s,
-	                     "SELECT " JOB_COLUMNS " FROM jobs WHERE namespace = ?1 AND name = ?2",
-	                     ns, name, &st, err);
+	int rc = kft_store_prepare_named(s, k, sql, ns, name, &st, err);
 	if (rc)
 		return rc;
+	snprintf(what, sizeof(what), "reading the %s", k->kind);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
-		rc = row_to_job(st, out, err);
+		rc = row(st, out, err);
 	else if (rc == SQLITE_DONE)
-		rc = not_found(err, name);
+		rc = named_not_found(k, name, err);
 	else
-		rc = db_fail(s, err, "reading the TrainJob");
+		rc = db_fail(s, err, what);
 	release(s, st);
 	return rc;
 }
 
-int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *err)
+int kft_store_list_named(kft_store *s, const kft_store_kind *k, const char *sql, const char *ns,
+                         kft_store_row_fn row, json_t **out, kft_error *err)
 {
 	sqlite3_stmt *st;
+	char what[64];
 	*out = NULL;
-	int rc = prepare(s,
-	                 "SELECT " JOB_COLUMNS " FROM jobs WHERE ?1 IS NULL OR namespace = ?1"
-	                 " ORDER BY namespace, name",
-	                 &st, err);
+	int rc = prepare(s, sql, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_text(st, 1, ns, -1, SQLITE_TRANSIENT);
 	json_t *arr = json_array();
 	int step;
 	while (rc == 0 && arr && (step = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *tj;
+		json_t *obj;
 		kft_error bad;
-		rc = row_to_job(st, &tj, &bad);
+		rc = row(st, &obj, &bad);
 		if (rc == 0)
-			json_array_append_new(arr, tj);
+			json_array_append_new(arr, obj);
 		else if (rc == KFT_EPARSE) /* one damaged row must not hide the others */
-			rc = skip_damaged(s, st, &bad);
+			rc = skip_damaged(s, k, st, &bad);
 		else if (err)
 			*err = bad;
 	}
+	snprintf(what, sizeof(what), "listing %ss", k->kind);
 	if (rc == 0 && !arr)
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	else if (rc == 0 && step != SQLITE_DONE)
-		rc = db_fail(s, err, "listing TrainJobs");
+		rc = db_fail(s, err, what);
 	release(s, st);
 	if (rc)
 		json_decref(arr);
 	else
 		*out = arr;
 	return rc;
+}
+
+int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **out, kft_error *err)
+{
+	return kft_store_get_named(s, &trainjob_kind,
+	                           "SELECT " JOB_COLUMNS
+	                           " FROM jobs WHERE namespace = ?1 AND name = ?2",
+	                           ns, name, row_to_job, out, err);
+}
+
+int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *err)
+{
+	return kft_store_list_named(s, &trainjob_kind,
+	                            "SELECT " JOB_COLUMNS
+	                            " FROM jobs WHERE ?1 IS NULL OR namespace = ?1"
+	                            " ORDER BY namespace, name",
+	                            ns, row_to_job, out, err);
 }
 
 int kft_store_job_set_status(kft_store *s, const char *ns, const char *name, const json_t *status,
@@ -926,10 +994,10 @@ int kft_store_job_delete(kft_store *s, const char *ns, const char *name, kft_err
 
 /* ---- objects ------------------------------------------------------------ */
 
-/* Reads rows whose column 0 is an object's JSON; one row with NULL means the
- * job exists with no objects (LEFT JOIN), no row at all means no job. */
-static int collect_objects(kft_store *s, sqlite3_stmt *st, const char *name, json_t *arr,
-                           kft_error *err)
+/* Reads rows whose column 0 is JSON into arr; one row with NULL means the
+ * object exists with none (LEFT JOIN), no row at all means no object. */
+int kft_store_collect_named(kft_store *s, const kft_store_kind *k, sqlite3_stmt *st,
+                            const char *name, json_t *arr, kft_error *err)
 {
 	int rc = 0, step, rows = 0;
 	while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -944,8 +1012,14 @@ static int collect_objects(kft_store *s, sqlite3_stmt *st, const char *name, jso
 	if (rc)
 		return rc;
 	if (step != SQLITE_DONE)
-		return db_fail(s, err, "reading the TrainJob's objects");
-	return rows ? 0 : not_found(err, name);
+		return db_fail(s, err, "reading rows");
+	return rows ? 0 : named_not_found(k, name, err);
+}
+
+static int collect_objects(kft_store *s, sqlite3_stmt *st, const char *name, json_t *arr,
+                           kft_error *err)
+{
+	return kft_store_collect_named(s, &trainjob_kind, st, name, arr, err);
 }
 
 int kft_store_job_objects(kft_store *s, const char *ns, const char *name, json_t **out,
@@ -1472,4 +1546,51 @@ int kft_store_pods_clear(kft_store *s, const char *ns, const char *job, kft_erro
 	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s, err, "clearing pod records");
 	release(s, st);
 	return rc;
+}
+
+/* ---- for the store's other files (store_internal.h) -------------------------- */
+
+int kft_store_prepare(kft_store *s, const char *sql, sqlite3_stmt **st, kft_error *err)
+{
+	return prepare(s, sql, st, err);
+}
+
+void kft_store_release(kft_store *s, sqlite3_stmt *st)
+{
+	release(s, st);
+}
+
+int kft_store_db_fail(kft_store *s, kft_error *err, const char *what)
+{
+	return db_fail(s, err, what);
+}
+
+sqlite3 *kft_store_db(kft_store *s)
+{
+	return s->db;
+}
+
+int kft_store_dump_json(const json_t *j, char **out, kft_error *err)
+{
+	return dump_json(j, out, err);
+}
+
+int kft_store_load_json(const char *text, json_t **out, kft_error *err)
+{
+	return load_json(text, out, err);
+}
+
+int kft_store_new_uid(char out[37], kft_error *err)
+{
+	return new_uid(out, err);
+}
+
+int kft_store_own_begin(kft_store *s, bool *own, kft_error *err)
+{
+	return own_begin(s, own, err);
+}
+
+int kft_store_own_end(kft_store *s, bool own, int rc, kft_error *err)
+{
+	return own_end(s, own, rc, err);
 }

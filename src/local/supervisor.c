@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -75,6 +76,15 @@ static bool wait_for_go(int fd)
 	return n == 1 && c == 'g';
 }
 
+/* Whether the submit was called off already: the pipe closed with nothing
+ * in it (a trial that waits for GPUs is submitted again and again, and each
+ * try starts a supervisor; those need no keys). */
+static bool called_off(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+}
+
 /* Standard output and error to the job's supervisor.log. */
 static void log_to_job(const char *state_dir, const char *ns, const char *name)
 {
@@ -102,7 +112,8 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 		                     "a state directory and a job name are required");
 	if (go_fd >= 0) {
 		kft_error ignored = {0}; /* made again, and reported, at the server's start */
-		kft_statusserver_creds_make(&creds, &ignored);
+		if (!called_off(go_fd))
+			kft_statusserver_creds_make(&creds, &ignored);
 		if (!wait_for_go(go_fd)) {
 			kft_statusserver_creds_free(&creds);
 			return 0;

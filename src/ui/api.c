@@ -13,6 +13,7 @@
  *   POST /api/jobs/NS/NAME/{suspend,resume,delete}
  *   GET  /api/runtimes                      the runtimes; /api/runtimes/NAME/yaml one as YAML
  *   POST /api/render                        a TrainJob (YAML or JSON) previewed as objects
+ *   /api/optimizations...                   OptimizationJobs (optimizations.c)
  *
  * Everything a job wrote (names, logs, metric names) reaches the page as
  * JSON or text/plain and is put into the page as text, never as markup.
@@ -75,8 +76,10 @@ static json_t *job_row(kft_ui_conn *c, kft_local *l, const json_t *job)
 	return row;
 }
 
-static json_t *jobs_doc(kft_ui_conn *c, kft_error *err)
+static json_t *jobs_doc(kft_ui_conn *c, const char *ns, const char *name, kft_error *err)
 {
+	(void)ns;
+	(void)name;
 	if (kft_ui_cluster_of(c))
 		return kft_ui_cluster_jobs(kft_ui_cluster_of(c), err);
 	kft_local *l = kft_ui_local(c, err);
@@ -114,7 +117,7 @@ static json_t *jobs_filtered(kft_ui_conn *c, kft_error *err)
 		status[0] = '\0';
 	if (!kft_ui_query(c, "q", q, sizeof(q)))
 		q[0] = '\0';
-	json_t *doc = jobs_doc(c, err);
+	json_t *doc = jobs_doc(c, NULL, NULL, err);
 	json_t *rows = json_object_get(doc, "items");
 	for (size_t i = json_array_size(rows); (*status || *q) && i-- > 0;)
 		if (!row_matches(json_array_get(rows, i), status, q))
@@ -320,7 +323,7 @@ static void job_action(kft_ui_conn *c, const char *ns, const char *name, const c
 /* Sends doc(c) as an event whenever its text changes, until the client
  * leaves or the server stops. A job that is gone ends the stream with an
  * event saying so. */
-static void watch(kft_ui_conn *c, const char *ns, const char *name)
+void kft_ui_watch(kft_ui_conn *c, kft_ui_doc_fn doc_of, const char *ns, const char *name)
 {
 	char *last = NULL;
 	long long quiet = 0;
@@ -328,7 +331,7 @@ static void watch(kft_ui_conn *c, const char *ns, const char *name)
 		return;
 	for (;;) {
 		kft_error err = {0};
-		json_t *doc = name ? job_doc(c, ns, name, &err) : jobs_doc(c, &err);
+		json_t *doc = doc_of(c, ns, name, &err);
 		if (!doc)
 			doc = json_pack("{s:s, s:b}", "error", err.message, "gone",
 			                err.code == KFT_ENOTFOUND);
@@ -619,10 +622,23 @@ void kft_ui_api(kft_ui_conn *c)
 		else
 			fail(c, &err);
 	} else if (get && strcmp(p, "watch/jobs") == 0) {
-		watch(c, NULL, NULL);
+		kft_ui_watch(c, jobs_doc, NULL, NULL);
 	} else if (get && strncmp(p, "watch/jobs/", 11) == 0 &&
 	           kft_ui_split(p + 11, &copy, seg, 3) == 2) {
-		watch(c, seg[0], seg[1]);
+		kft_ui_watch(c, job_doc, seg[0], seg[1]);
+	} else if (get && strcmp(p, "watch/optimizations") == 0) {
+		kft_ui_watch(c, kft_ui_optimizations_doc, NULL, NULL);
+	} else if (get && strncmp(p, "watch/optimizations/", 20) == 0 &&
+	           kft_ui_split(p + 20, &copy, seg, 3) == 2) {
+		kft_ui_watch(c, kft_ui_optimization_doc, seg[0], seg[1]);
+	} else if (strcmp(p, "optimizations") == 0) {
+		kft_ui_optimizations_route(c, seg, 0, get);
+	} else if (strncmp(p, "optimizations/", 14) == 0) {
+		int n = kft_ui_split(p + 14, &copy, seg, 6);
+		if (n >= 2)
+			kft_ui_optimizations_route(c, seg, n, get);
+		else
+			kft_ui_respond_error(c, 404, "not found");
 	} else if (strncmp(p, "jobs/", 5) == 0) {
 		int n = kft_ui_split(p + 5, &copy, seg, 6);
 		if (n >= 2)

@@ -104,6 +104,23 @@ void kft_ui_api(kft_ui_conn *c);
  * [{step, container, image, command, args, workingDir}], a new array. */
 json_t *kft_ui_step_commands(const json_t *objects);
 
+/* ---- OptimizationJobs (optimizations.c) -------------------------------------------- */
+
+/* The documents of /api/optimizations and /api/optimizations/NS/NAME (a
+ * document function, as watch() takes one; the list ignores ns and name).
+ * NULL on failure (err set; KFT_ENOTFOUND for a search that is gone). */
+json_t *kft_ui_optimizations_doc(kft_ui_conn *c, const char *ns, const char *name, kft_error *err);
+json_t *kft_ui_optimization_doc(kft_ui_conn *c, const char *ns, const char *name, kft_error *err);
+
+/* Answers /api/optimizations[/NS/NAME[/observations|/delete]]: s[0..n) are
+ * the segments after "optimizations". */
+void kft_ui_optimizations_route(kft_ui_conn *c, char **s, int n, bool get);
+
+/* The server-sent events of doc(c, ns, name) whenever its text changes
+ * (api.c). */
+typedef json_t *(*kft_ui_doc_fn)(kft_ui_conn *c, const char *ns, const char *name, kft_error *err);
+void kft_ui_watch(kft_ui_conn *c, kft_ui_doc_fn doc, const char *ns, const char *name);
+
 /* ---- the cluster source (cluster.c) ---------------------------------------------
  * With `kftrainer ui --kubeconfig`, api.c asks these instead of the local
  * store; each builds the document its local twin does (see api.c). */

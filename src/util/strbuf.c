@@ -28,6 +28,14 @@ void kft_strbuf_reset(kft_strbuf *b)
 		b->buf[0] = '\0';
 }
 
+void kft_strbuf_truncate(kft_strbuf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		b->buf[len] = '\0';
+	}
+}
+
 static int reserve(kft_strbuf *b, size_t extra)
 {
 	if (b->failed)

@@ -19,6 +19,8 @@ typedef struct kft_strbuf {
 void kft_strbuf_init(kft_strbuf *b);
 void kft_strbuf_free(kft_strbuf *b);
 void kft_strbuf_reset(kft_strbuf *b); /* empties, keeps memory */
+/* Cuts the string back to its first len bytes (a longer len: no change). */
+void kft_strbuf_truncate(kft_strbuf *b, size_t len);
 void kft_strbuf_putc(kft_strbuf *b, char c);
 void kft_strbuf_puts(kft_strbuf *b, const char *s);
 void kft_strbuf_putn(kft_strbuf *b, const char *s, size_t n);

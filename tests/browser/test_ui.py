@@ -74,12 +74,97 @@ def no_xss(driver):
         driver.find_elements(By.CSS_SELECTOR, "main img, main script, main b")
 
 
+# A hyperparameter search whose trials print their loss three times, a little apart, so the
+# objective chart has a line per trial; one choice carries markup that must show as text.
+XSS_CHOICE = "<b onmouseover=window.__xss=4>wide</b>"
+SEARCH = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: OptimizationJob
+metadata: {name: tune}
+spec:
+  objectives: [{metric: loss}]
+  numTrials: 6
+  parallelTrials: 2
+  searchAlgorithm: {random: {seed: 11}}
+  parameters:
+    - name: lr
+      searchSpace: {logUniform: {min: "0.0001", max: "0.1"}}
+    - name: width
+      searchSpace: {categorical: {choices: ["narrow", "%s"]}}
+  trainJobTemplate:
+    spec:
+      runtimeRef: {name: torch-distributed}
+      trainer:
+        command:
+          - python3
+          - -c
+          - |
+            import math, time
+            lr = float("${trialParameters.lr}")
+            for step in range(3):
+                print(f"step {step} loss={abs(math.log10(lr) + 2.5) + 1 / (step + 1)}", flush=True)
+                time.sleep(0.4)
+""" % XSS_CHOICE
+
+
+def searches(driver, url):
+    path = os.path.join(STATE, "..", "search.yaml")
+    with open(path, "w") as f:
+        f.write(SEARCH)
+    driver.get(url + "#/optimizations")
+    check("the searches page loads empty", wait(lambda: "No searches yet" in text_of(driver, "#optimizations")))
+    kft("optimize", "-f", path)
+    check("a new search appears without a reload",
+          wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-optimization="tune"]')))
+    driver.find_element(By.CSS_SELECTOR, 'tr[data-optimization="tune"] a').click()
+    check("its trials fill the table as they start",
+          wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#trials tr[data-trial]")) >= 2))
+    check("the search completes", wait(lambda: "Complete" in text_of(driver, "#opt-status"), 120))
+    best = json.loads(kft("get", "optimizationjob", "tune", "-o", "json").stdout)["status"]["result"]["trainJobName"]
+    check("every trial has a row", len(driver.find_elements(By.CSS_SELECTOR, "#trials tr[data-trial]")) == 6)
+    check("the best trial is marked, as the CLI names it",
+          wait(lambda: driver.find_element(By.CSS_SELECTOR, "#trials tr.best").get_attribute("data-trial") == best),
+          best)
+    check("the best trial is named on its card", wait(lambda: best in text_of(driver, "#opt-best")))
+    chart = driver.find_element(By.ID, "objective-chart")
+    check("the objective chart has a line per trial",
+          wait(lambda: chart.get_attribute("data-series") == "6"), chart.get_attribute("data-series"))
+    check("and every value reported (3 per trial)",
+          wait(lambda: chart.get_attribute("data-points") == "18"), chart.get_attribute("data-points"))
+    for p in ("lr", "width"):
+        sel = 'div.chart[data-parameter="%s"]' % p
+        check("a scatter of %s against the objective, a point per trial" % p,
+              wait(lambda: driver.find_element(By.CSS_SELECTOR, sel).get_attribute("data-points") == "6"))
+    charts = json.loads(http(url + "api/session")[2])["charts"]
+    if charts:
+        check("the charts are drawn (uPlot canvases)",
+              len(driver.find_elements(By.CSS_SELECTOR, "#objective-chart canvas, #scatter canvas")) >= 3)
+    check("a parameter value carrying markup shows as text",
+          wait(lambda: XSS_CHOICE in text_of(driver, "#trials")) and no_xss(driver))
+    shot(driver, "10-search")
+    driver.execute_script("document.getElementById('scatter').scrollIntoView()")
+    shot(driver, "10b-search-scatter")
+    driver.find_element(By.CSS_SELECTOR, "#trials tr.best a").click()
+    check("a trial links to its TrainJob's page", wait(lambda: best in text_of(driver, "#job-name")))
+    driver.back()
+    wait(lambda: driver.find_elements(By.ID, "act-delete"))
+    driver.find_element(By.ID, "act-delete").click()
+    wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
+    driver.find_element(By.ID, "confirm-ok").click()
+    check("delete works: back on the list, the search gone",
+          wait(lambda: "No searches yet" in text_of(driver, "#optimizations")))
+    check("the CLI agrees, trials too", kft("get", "optimizationjob", "tune", check_rc=False).returncode == 1
+          and "tune-" not in kft("get", "-o", "name").stdout)
+    shot(driver, "11-searches-empty")
+
+
 def main():
     os.makedirs(GATES, exist_ok=True)
     url = start_ui("--listen", "127.0.0.1:0")
     driver = new_driver()
     try:
         run(driver, url)
+        searches(driver, url)
         security(driver, url)
         logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         check("the page logged no errors (CSP, scripts)", not logs, json.dumps(logs)[:2000])
@@ -89,6 +174,7 @@ def main():
             gate(g)
         for name in ("live", "sleeper"):
             kft("delete", name, check_rc=False)
+        kft("delete", "optimizationjobs", "--all", check_rc=False)
         for p in servers:
             p.terminate()
             p.wait(10)

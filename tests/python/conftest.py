@@ -47,11 +47,12 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     d = tmp_path / "state"
     yield d
     if d.exists():
-        subprocess.run(
-            [kftrainer.engine.find_binary(), "--state-dir", str(d), "delete", "--all"],
-            capture_output=True,
-            check=False,
-        )
+        for what in (["optimizationjobs", "--all"], ["--all"]):
+            subprocess.run(
+                [kftrainer.engine.find_binary(), "--state-dir", str(d), "delete", *what],
+                capture_output=True,
+                check=False,
+            )
     deadline = time.monotonic() + 10
     while processes_mentioning(str(d)) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -789,6 +789,7 @@ def test_the_wheel_requires_what_the_package_imports():
                 modules.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 modules.add(node.module.split(".")[0])
+
     def canonical(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
 

@@ -473,15 +473,193 @@ async function runtimesPage() {
   if (doc.items && doc.items.length) show(doc.items[0].metadata.name);
 }
 
+// ---- hyperparameter searches ------------------------------------------------------
+
+function optimizationsPage() {
+  const body = el("tbody");
+  main(el("h1", {}, "Hyperparameter searches"),
+    el("table", { id: "optimizations" }, el("thead", {}, el("tr", {},
+      ["Name", "Status", "Trials", "Running", "Succeeded", "Failed", "Best", "Objective", "Age"].map((h) => el("th", {}, h)))), body));
+  watch("/api/watch/optimizations", (doc) => {
+    const rows = (doc.items || []).map((r) => el("tr", { "data-optimization": r.name },
+      el("td", {}, el("a", { href: "#/optimization/" + enc(r.namespace) + "/" + enc(r.name) }, r.name),
+        r.namespace !== "default" ? el("div", { class: "muted" }, r.namespace) : null),
+      el("td", {}, statusBadge(r.status)), el("td", {}, r.trials + "/" + r.numTrials),
+      el("td", {}, String(r.running)), el("td", {}, String(r.succeeded)), el("td", {}, String(r.failed)),
+      el("td", {}, r.best ? el("a", { href: "#/job/" + enc(r.namespace) + "/" + enc(r.best) }, r.best) : "-"),
+      el("td", {}, r.value !== undefined ? r.objective + " = " + r.value : "-"),
+      el("td", { title: r.created || "" }, age(r.created))));
+    if (!rows.length)
+      rows.push(el("tr", {}, el("td", { colspan: 9, class: "muted" }, doc.cluster
+        ? "Searches are shown for the local engine (on a cluster: kubectl get optimizationjobs)."
+        : "No searches yet: kftrainer optimize -f search.yaml, or kftrainer.OptimizerClient().optimize(...)")));
+    body.replaceChildren(...rows);
+  });
+}
+
+const PALETTE = ["#2f6fde", "#d9822b", "#1f8a4c", "#c73b3b", "#7b5bd6", "#0f8b8d", "#b7791f", "#d6457c", "#4f5d75", "#6aa84f"];
+
+// The value a trial is compared by (min when minimizing, max when maximizing, else latest),
+// as kftrainer get and the engine compare it.
+function objectiveOf(trial, doc) {
+  const m = (trial.metrics || []).find((x) => x.name === doc.objective);
+  if (!m) return undefined;
+  let v = doc.maximize ? m.max : m.min;
+  if (v === "unavailable") v = m.latest;
+  const f = parseFloat(v);
+  return Number.isFinite(f) ? f : undefined;
+}
+
+function trialsTable(doc) {
+  const opt = doc.optimizationjob, st = opt.status || {}, ns = opt.metadata.namespace;
+  const best = (st.result || {}).trainJobName;
+  const metrics = [doc.objective, ...new Set((st.trials || []).flatMap((t) => (t.metrics || []).map((m) => m.name))
+    .filter((n) => n !== doc.objective))];
+  const head = ["Trial", "State", ...doc.parameters.map((p) => p.name), ...metrics, "Age"];
+  const rows = (st.trials || []).map((t) => {
+    const val = (name) => {
+      if (name === doc.objective) { const v = objectiveOf(t, doc); return v === undefined ? "-" : String(v); }
+      const m = (t.metrics || []).find((x) => x.name === name);
+      return m ? m.latest : "-";
+    };
+    const params = Object.fromEntries((t.parameters || []).map((a) => [a.name, a.value]));
+    return el("tr", { class: t.name === best ? "best" : "", "data-trial": t.name, title: t.message || "" },
+      el("td", {}, t.state === "Pending" ? t.name : el("a", { href: "#/job/" + enc(ns) + "/" + enc(t.name) }, t.name)),
+      el("td", {}, statusBadge(t.state)), ...doc.parameters.map((p) => el("td", {}, params[p.name] ?? "-")),
+      ...metrics.map((n) => el("td", {}, val(n))), el("td", { title: t.creationTimestamp || "" }, age(t.creationTimestamp)));
+  });
+  return table(head, rows, "trials");
+}
+
+// One uPlot (or, without it, a table of the last values) in holder.
+function plotInto(holder, opts, data, fallbackRows) {
+  holder.querySelectorAll("canvas, .u-wrap, .u-legend, table").forEach((n) => n.remove());
+  if (holder._plot) { holder._plot.destroy(); holder._plot = null; }
+  if (state.charts && window.uPlot) {
+    holder._plot = new window.uPlot(Object.assign({ width: Math.max(300, holder.clientWidth - 20), height: 240 }, opts), data, holder);
+  } else {
+    holder.append(table(fallbackRows[0], fallbackRows.slice(1).map((r) => el("tr", {}, r.map((c) => el("td", {}, String(c)))))));
+  }
+}
+
+// Objective per trial over time: one line per trial, from the values each reported.
+function drawObjectiveChart(holder, doc, byTrial) {
+  const names = [...byTrial.keys()].filter((n) => byTrial.get(n).x.length);
+  let points = 0;
+  for (const n of names) points += byTrial.get(n).x.length;
+  holder.setAttribute("data-series", String(names.length));
+  holder.setAttribute("data-points", String(points));
+  if (!names.length) { holder.querySelector(".muted") || holder.append(el("p", { class: "muted" }, "Nothing reported yet.")); return; }
+  const nm = holder.querySelector("p.muted"); if (nm) nm.remove();
+  const tables = names.map((n) => [byTrial.get(n).x, byTrial.get(n).y]);
+  const data = window.uPlot ? window.uPlot.join(tables) : [];
+  plotInto(holder, { scales: { x: { time: true } }, series: [{}, ...names.map((n, i) => ({ label: n, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true }))] },
+    data, [["Trial", "Reports", "Last"], ...names.map((n) => [n, byTrial.get(n).y.length, byTrial.get(n).y[byTrial.get(n).y.length - 1]])]);
+}
+
+// Parameter against objective: a scatter per parameter, one point per trial.
+function drawScatters(box, doc) {
+  const trials = ((doc.optimizationjob.status || {}).trials || []).filter((t) => objectiveOf(t, doc) !== undefined);
+  for (const p of doc.parameters) {
+    let holder = box.querySelector('div.chart[data-parameter="' + CSS.escape(p.name) + '"]');
+    if (!holder) { holder = el("div", { class: "chart", "data-parameter": p.name }, el("h3", {}, p.name + " vs " + doc.objective)); box.append(holder); }
+    const pts = trials.map((t) => {
+      const raw = ((t.parameters || []).find((a) => a.name === p.name) || {}).value;
+      const x = p.kind === "categorical" ? (p.choices || []).indexOf(raw) : parseFloat(raw);
+      return [x, objectiveOf(t, doc), raw, t.name];
+    }).filter((q) => Number.isFinite(q[0]) && (p.kind !== "categorical" || q[0] >= 0)).sort((a, b) => a[0] - b[0]);
+    holder.setAttribute("data-points", String(pts.length));
+    const xScale = p.kind === "logUniform" ? { distr: 3 } : p.kind === "categorical" ? { auto: false, range: [-0.5, (p.choices || []).length - 0.5] } : {};
+    // choices by name; a log axis labelled at its powers of ten only
+    const axes = p.kind === "categorical" ? [{ values: (u, ticks) => ticks.map((v) => Number.isInteger(v) ? (p.choices || [])[v] ?? "" : "") }, {}]
+      : p.kind === "logUniform" ? [{ values: (u, ticks) => ticks.map((v) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? String(+v.toPrecision(1)) : "") }, {}]
+      : undefined;
+    plotInto(holder, { scales: { x: Object.assign({ time: false }, xScale) }, axes,
+      series: [{ label: p.name }, { label: doc.objective, stroke: PALETTE[0], paths: () => null, points: { show: true, size: 8, fill: PALETTE[0] } }] },
+      [pts.map((q) => q[0]), pts.map((q) => q[1])], [[p.name, doc.objective, "Trial"], ...pts.map((q) => [q[2], q[1], q[3]])]);
+  }
+}
+
+function optimizationPage(ns, name) {
+  const cards = el("div", { class: "grid", id: "opt-cards" });
+  const actions = el("div", { class: "toolbar", id: "actions" },
+    el("button", { id: "act-delete", class: "danger", onclick: async () => {
+      if (!(await confirmDialog("Delete search " + name + "? Its running trials are stopped and every trial TrainJob is removed."))) return;
+      try { await post("/api/optimizations/" + enc(ns) + "/" + enc(name) + "/delete"); location.hash = "#/optimizations"; }
+      catch (e) { document.getElementById("act-msg").textContent = "Delete failed: " + e.message; }
+    } }, "Delete"), el("span", { id: "act-msg", class: "muted" }));
+  const trialsBox = el("div", { id: "trials-box" });
+  const objective = el("div", { class: "chart", id: "objective-chart" }, el("h3", { id: "objective-title" }, "Objective per trial over time"));
+  const scatter = el("div", { class: "charts", id: "scatter" });
+  const rest = el("div", { id: "opt-rest" });
+  main(el("h1", { id: "opt-name" }, name), cards, actions,
+    !state.charts || !window.uPlot ? el("div", { class: "notice", id: "no-charts" },
+      "Charts are unavailable: this kftrainer was built without uPlot (scripts/install-deps.sh fetches it). The values are shown as numbers.") : null,
+    el("h2", {}, "Trials"), trialsBox, el("h2", {}, "Objective per trial over time"), objective,
+    el("h2", {}, "Parameters against the objective"), scatter, rest);
+  const base = "/api/optimizations/" + enc(ns) + "/" + enc(name);
+  const byTrial = new Map();
+  let last = 0, loading = false, doc = null;
+  const load = async () => {
+    if (loading || !doc) return;
+    loading = true;
+    try {
+      const obs = await api(base + "/observations?after=" + last);
+      for (const o of obs.items) {
+        last = Math.max(last, o.id);
+        if (o.metric !== doc.objective) continue;
+        const v = parseFloat(o.value);
+        if (!Number.isFinite(v)) continue;
+        if (!byTrial.has(o.trial)) byTrial.set(o.trial, { x: [], y: [] });
+        const s = byTrial.get(o.trial);
+        // several values in one second: spread them so every one is a point
+        let t = Date.parse(o.recorded) / 1000;
+        if (s.x.length && t <= s.x[s.x.length - 1]) t = s.x[s.x.length - 1] + 0.001;
+        s.x.push(t); s.y.push(v);
+      }
+      drawObjectiveChart(objective, doc, byTrial);
+    } catch (e) { /* the search went away */ }
+    loading = false;
+  };
+  watch("/api/watch/optimizations/" + enc(ns) + "/" + enc(name), (d) => {
+    if (d.error) { cards.replaceChildren(el("div", { class: "error", id: "opt-error" }, d.error)); if (d.gone) leave(); return; }
+    doc = d;
+    const r = d.row, card = (k, v, id) => el("div", { class: "card" }, el("div", { class: "k" }, k), el("div", { class: "v", id }, v));
+    const alg = (((d.optimizationjob.metadata || {}).annotations || {})["optimizer.kftrainer.dev/algorithm"]) ||
+      (((d.optimizationjob.spec || {}).searchAlgorithm || {}).grid ? "grid" : "random");
+    cards.replaceChildren(card("Status", statusBadge(r.status), "opt-status"), card("Algorithm", alg),
+      card("Trials", r.trials + "/" + r.numTrials, "opt-trials"), card("Running", String(r.running)),
+      card("Succeeded", String(r.succeeded)), card("Failed", String(r.failed)),
+      card("Best trial", r.best || "-", "opt-best"),
+      card((d.maximize ? "Max " : "Min ") + d.objective, r.value ?? "-", "opt-value"), card("Age", age(r.created)));
+    document.getElementById("act-delete").disabled = r.status === "Terminating";
+    trialsBox.replaceChildren(trialsTable(d));
+    document.getElementById("objective-title").textContent = d.objective + " per trial over time";
+    drawScatters(scatter, d);
+    const conds = ((d.optimizationjob.status || {}).conditions || []).map((c) => el("tr", {},
+      el("td", {}, c.type), el("td", {}, c.status), el("td", {}, c.reason || ""), el("td", {}, c.message || ""),
+      el("td", { title: c.lastTransitionTime || "" }, age(c.lastTransitionTime))));
+    const events = (d.events || []).map((e) => el("tr", {}, el("td", {}, e.type || ""), el("td", {}, e.reason || ""),
+      el("td", {}, e.message || ""), el("td", {}, age(e.lastTimestamp || e.eventTime))));
+    rest.replaceChildren(el("h2", {}, "Conditions"), table(["Type", "Status", "Reason", "Message", "Age"], conds, "opt-conditions"),
+      el("h2", {}, "Events"), table(["Type", "Reason", "Message", "Age"], events, "opt-events"));
+    load();
+  });
+}
+
 // ---- routing ---------------------------------------------------------------------
 
 function route() {
   leave();
   const h = location.hash.replace(/^#/, "").split("?")[0];
   const parts = h.split("/").filter(Boolean).map(decodeURIComponent);
-  document.getElementById("nav-jobs").classList.toggle("active", parts[0] !== "runtimes");
+  const searches = parts[0] === "optimizations" || parts[0] === "optimization";
+  document.getElementById("nav-jobs").classList.toggle("active", parts[0] !== "runtimes" && !searches);
+  document.getElementById("nav-optimizations").classList.toggle("active", searches);
   document.getElementById("nav-runtimes").classList.toggle("active", parts[0] === "runtimes");
   if (parts[0] === "job" && parts.length >= 3) jobPage(parts[1], parts[2], parts[3] || "");
+  else if (parts[0] === "optimization" && parts.length >= 3) optimizationPage(parts[1], parts[2]);
+  else if (parts[0] === "optimizations") optimizationsPage();
   else if (parts[0] === "runtimes") runtimesPage();
   else jobsPage();
 }

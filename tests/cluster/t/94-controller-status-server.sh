@@ -52,60 +52,26 @@ cleanup() {
 trap cleanup EXIT
 k() { kubectl -n "$ns" "$@"; }
 
-# A CA and the serving certificate it signs, as the webhook's cert rotator makes them: for the
-# Service's DNS name, plus 127.0.0.1 where this test reaches the out-of-cluster controller.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=kubeflow-trainer-ca \
-	-keyout "$work/ca.key" -out "$work/ca.crt" >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=kubeflow-trainer-controller-manager.kubeflow-system.svc \
-	-keyout "$work/tls.key" -out "$work/tls.csr" >/dev/null 2>&1
-printf 'subjectAltName=DNS:kubeflow-trainer-controller-manager.kubeflow-system.svc,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$work/ext"
-openssl x509 -req -in "$work/tls.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -CAcreateserial -days 1 \
-	-extfile "$work/ext" -out "$work/tls.crt" >/dev/null 2>&1
-if ! kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert >/dev/null 2>&1; then
-	kubectl get namespace kubeflow-system >/dev/null 2>&1 || kubectl create namespace kubeflow-system >/dev/null
-	kubectl -n kubeflow-system create secret generic kubeflow-trainer-webhook-cert \
-		--from-file=ca.crt="$work/ca.crt" --from-file=tls.crt="$work/tls.crt" --from-file=tls.key="$work/tls.key" >/dev/null &&
-		secret_made=1
-else
-	kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert -o jsonpath='{.data.ca\.crt}' | base64 -d >"$work/ca.crt"
-	kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert -o jsonpath='{.data.tls\.crt}' | base64 -d >"$work/tls.crt"
-	kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert -o jsonpath='{.data.tls\.key}' | base64 -d >"$work/tls.key"
-fi
+status_server_certs "$work" && secret_made=$STATUS_SECRET_MADE
 
 sp=$(free_port)
-KFT_CTRL_EXTRA_CONFIG="featureGates:
-  TrainJobStatus: true
-statusServer:
-  port: $sp
-  qps: 20
-  burst: 40"
+KFT_CTRL_EXTRA_CONFIG=$(status_server_config "$sp")
 export KFT_CTRL_EXTRA_CONFIG
 if ! ctrl_start st; then
 	fail "status server $tag: start" "the controller did not come up"
 	exit 0
 fi
-certs="$STATE/controllers/st/tmp/k8s-webhook-server/serving-certs"
-mkdir -p "$certs" && cp "$work/tls.crt" "$work/tls.key" "$certs/"
 base="https://127.0.0.1:$sp"
-if wait_for 20 curl -sS --cacert "$work/ca.crt" -o /dev/null "$base/"; then
+if status_server_serve st "$work" "$base"; then
 	pass "status server $tag: serves TLS with the webhook certificate once it appears"
 else
 	fail "status server $tag: serves TLS" "no TLS answer on $base" "$(ctrl_log_tail st)"
 	exit 0
 fi
 
-path() { echo "/apis/trainer.kubeflow.org/v1alpha1/namespaces/$1/trainjobs/$2/status"; }
-aud() { echo "trainer.kubeflow.org/v1alpha1/namespaces/$1/trainjobs/$2/status"; }
-# post PATH TOKEN BODY [curl args...] -> "CODE BODY" (body on one line)
-post() {
-	local p=$1 tok=$2 body=$3
-	shift 3
-	local hdr=()
-	[ -n "$tok" ] && hdr=(-H "Authorization: Bearer $tok")
-	curl -sS --cacert "$work/ca.crt" -o "$work/out" -w '%{http_code}' "${hdr[@]}" \
-		-H 'Content-Type: application/json' --data-binary "$body" "$@" "$base$p" 2>"$work/curl.err"
-	printf ' %s' "$(tr -d '\n' <"$work/out")"
-}
+path() { status_path "$@"; }
+aud() { status_audience "$@"; }
+post() { status_post "$work" "$base" "$@"; }
 # expect NAME WANT_CODE WANT_REASON "CODE BODY": checks the code and the Status reason.
 expect() {
 	local name=$1 code=$2 why=$3 got=$4 gcode greason

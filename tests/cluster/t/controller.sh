@@ -258,6 +258,65 @@ start_api_proxy() { # start_api_proxy NAME SCRIPT [ARGS...]
 	chmod 600 "$STATE/controllers/$name.kubeconfig"
 }
 
+# ---- the TrainJob status server (TrainJobStatus gate), as trainer pods reach it ----------------
+
+# status_server_certs WORK: a CA and the serving certificate it signs in WORK (ca.crt, tls.crt,
+# tls.key), as the webhook's cert rotator makes them: for the Service's DNS name, plus 127.0.0.1
+# where tests reach the out-of-cluster controller; stored as the Secret
+# kubeflow-trainer-webhook-cert unless one exists (then its files are used).
+# STATUS_SECRET_MADE=1 when this made the Secret (the caller deletes it).
+status_server_certs() {
+	local w=$1
+	STATUS_SECRET_MADE=
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=kubeflow-trainer-ca \
+		-keyout "$w/ca.key" -out "$w/ca.crt" >/dev/null 2>&1
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=kubeflow-trainer-controller-manager.kubeflow-system.svc \
+		-keyout "$w/tls.key" -out "$w/tls.csr" >/dev/null 2>&1
+	printf 'subjectAltName=DNS:kubeflow-trainer-controller-manager.kubeflow-system.svc,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$w/ext"
+	openssl x509 -req -in "$w/tls.csr" -CA "$w/ca.crt" -CAkey "$w/ca.key" -CAcreateserial -days 1 \
+		-extfile "$w/ext" -out "$w/tls.crt" >/dev/null 2>&1
+	if ! kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert >/dev/null 2>&1; then
+		kubectl get namespace kubeflow-system >/dev/null 2>&1 || kubectl create namespace kubeflow-system >/dev/null
+		kubectl -n kubeflow-system create secret generic kubeflow-trainer-webhook-cert \
+			--from-file=ca.crt="$w/ca.crt" --from-file=tls.crt="$w/tls.crt" --from-file=tls.key="$w/tls.key" >/dev/null &&
+			STATUS_SECRET_MADE=1
+	else
+		kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert -o jsonpath='{.data.ca\.crt}' | base64 -d >"$w/ca.crt"
+		kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert -o jsonpath='{.data.tls\.crt}' | base64 -d >"$w/tls.crt"
+		kubectl -n kubeflow-system get secret kubeflow-trainer-webhook-cert -o jsonpath='{.data.tls\.key}' | base64 -d >"$w/tls.key"
+	fi
+}
+
+# status_server_config PORT: the Configuration lines (KFT_CTRL_EXTRA_CONFIG) that turn the
+# TrainJobStatus gate on and serve the status server on PORT.
+status_server_config() {
+	printf 'featureGates:\n  TrainJobStatus: true\nstatusServer:\n  port: %s\n  qps: 20\n  burst: 40\n' "$1"
+}
+
+# status_server_serve NAME WORK BASE: gives controller NAME the serving certificate of WORK and
+# waits until BASE answers over TLS with it.
+status_server_serve() {
+	local certs="$STATE/controllers/$1/tmp/k8s-webhook-server/serving-certs"
+	mkdir -p "$certs" && cp "$2/tls.crt" "$2/tls.key" "$certs/"
+	wait_for 20 curl -sS --cacert "$2/ca.crt" -o /dev/null "$3/"
+}
+
+# The status path of TrainJob NS/NAME, and the audience of a token for it.
+status_path() { echo "/apis/trainer.kubeflow.org/v1alpha1/namespaces/$1/trainjobs/$2/status"; }
+status_audience() { echo "trainer.kubeflow.org/v1alpha1/namespaces/$1/trainjobs/$2/status"; }
+
+# status_post WORK BASE PATH TOKEN BODY [curl args...] -> "CODE BODY" (body on one line), as a
+# trainer pod posts a progress report.
+status_post() {
+	local w=$1 base=$2 p=$3 tok=$4 body=$5
+	shift 5
+	local hdr=()
+	[ -n "$tok" ] && hdr=(-H "Authorization: Bearer $tok")
+	curl -sS --cacert "$w/ca.crt" -o "$w/out" -w '%{http_code}' "${hdr[@]}" \
+		-H 'Content-Type: application/json' --data-binary "$body" "$@" "$base$p" 2>"$w/curl.err"
+	printf ' %s' "$(tr -d '\n' <"$w/out")"
+}
+
 # The built-in runtimes (manifests/runtimes, ClusterTrainingRuntimes) installed; idempotent.
 install_builtin_runtimes() {
 	kubectl apply --server-side --force-conflicts --field-manager kftrainer-tier \
@@ -402,8 +461,14 @@ EOF
 
 # A namespaced torch TrainingRuntime $2 in namespace $1 whose Job gives up after one failed pod
 # (backoffLimit 0), so that a failing TrainJob fails in seconds, not after the Job controller's
-# minutes of back-off.
+# minutes of back-off. $3, when given, labels its pods kwok.kftrainer.test/outcome=$3 (fail, or
+# hold: kwok keeps them Running until the label goes; tests/cluster/kwok/stages.yaml).
 quick_runtime() {
+	local pod_meta=
+	[ -n "${3:-}" ] && pod_meta="
+              metadata:
+                labels:
+                  kwok.kftrainer.test/outcome: $3"
 	kubectl -n "$1" apply --server-side -f - >/dev/null <<EOF
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainingRuntime
@@ -423,7 +488,7 @@ spec:
               trainer.kubeflow.org/trainjob-ancestor-step: trainer
           spec:
             backoffLimit: 0
-            template:
+            template:$pod_meta
               spec:
                 containers:
                 - name: node

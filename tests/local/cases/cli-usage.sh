@@ -5,7 +5,7 @@
 # fixes them; no upstream counterpart (upstream has no CLI).
 . "$KFT_LOCAL_DIR/lib.sh"
 
-for verb in train get logs wait suspend resume delete runtimes validate render; do
+for verb in train optimize get logs wait suspend resume delete runtimes validate render; do
 	run_capture kft "$verb" --help
 	if [ "$KFT_RC" = 0 ] && grep -qi "exit status" <<<"$KFT_OUT"; then
 		pass "$verb --help: exit 0 with an exit-status section"
@@ -50,5 +50,8 @@ usage "delete without NAME" "--all" kft delete
 usage "delete NAME --all" "not both" kft delete x --all
 usage "suspend --all is not an option" "Usage" kft suspend --all
 usage "runtimes -o unknown" '--output' kft runtimes -o table
+usage "optimize without input" "-f" kft optimize
+usage "logs --trial without a search" "--trial goes with optimizationjob/NAME" kft logs job --trial x
+usage "get optimizationjob/NAME NAME" "resource/name form" kft get optimizationjob/a b
 
 expect_eq "nothing stored by usage errors" 0 "$(kft get -o json | jq '.items | length')"
