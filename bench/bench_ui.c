@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 #define JOBS   1000
 #define LOG_MB 100

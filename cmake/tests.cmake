@@ -3,6 +3,9 @@
 # compiled with AddressSanitizer + UndefinedBehaviorSanitizer, so one ctest run
 # covers both (labels "unit" and "asan").
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+# OpenSSL: the tests' independent implementation (keys, certificates and
+# hashes made with mbedTLS are checked against it); nothing shipped links it.
+pkg_check_modules(OPENSSL REQUIRED IMPORTED_TARGET openssl)
 set(KFT_SAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 
 add_library(kftrainer_asan STATIC ${KFT_LIB_ALL})
@@ -31,7 +34,8 @@ foreach(src ${KFT_UNIT_TESTS})
                                ${KFT_GENERATED_INCLUDE})
     target_compile_options(${exe} PRIVATE ${KFT_WARNINGS} ${extra})
     target_compile_definitions(${exe} PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-    target_link_libraries(${exe} PRIVATE ${lib} PkgConfig::CMOCKA PkgConfig::MHD)
+    target_link_libraries(${exe} PRIVATE ${lib} PkgConfig::CMOCKA PkgConfig::MHD
+      PkgConfig::OPENSSL)
     add_test(NAME ${exe} COMMAND ${exe} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     if(variant STREQUAL plain)
       set_tests_properties(${exe} PROPERTIES LABELS unit)
@@ -42,12 +46,13 @@ foreach(src ${KFT_UNIT_TESTS})
   endforeach()
 endforeach()
 
-# The kube client's TLS and authentication tests once more over the
-# controller's libcurl (mbedTLS, kftrainer_slim), where client.c adds its own
-# IP-address host check (KFT_TEST_CURL_MBEDTLS switches on the cases only that
-# build is held to). Plain builds only: the slim archive has no sanitized twin.
+# The kube client's TLS and authentication tests, and the initializers'
+# https downloads, once more over the libcurl the CLI and the controller link
+# (mbedTLS, kftrainer_slim), where util/curl_tls.c adds the IP-address host
+# check (KFT_TEST_CURL_MBEDTLS switches on the cases only that build is held
+# to). Plain builds only: the slim archive has no sanitized twin.
 if(KFT_SLIM)
-  foreach(name test_kube_tls test_kube_config test_kube_client)
+  foreach(name test_kube_tls test_kube_config test_kube_client test_fetch_tls)
     if(NOT EXISTS ${CMAKE_SOURCE_DIR}/tests/unit/${name}.c)
       continue()
     endif()
@@ -58,8 +63,8 @@ if(KFT_SLIM)
     target_compile_definitions(${name}_slim PRIVATE KFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
       KFT_TEST_CURL_MBEDTLS)
     # OpenSSL: the tests make their certificates with it
-    target_link_libraries(${name}_slim PRIVATE kftrainer_slim PkgConfig::CMOCKA PkgConfig::MHD
-      PkgConfig::OPENSSL)
+    target_link_libraries(${name}_slim PRIVATE kftrainer_slim ${KFT_SLIM_STATIC_DEPS}
+      PkgConfig::SQLITE PkgConfig::CMOCKA PkgConfig::MHD PkgConfig::OPENSSL)
     add_test(NAME ${name}_slim COMMAND ${name}_slim WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     set_tests_properties(${name}_slim PROPERTIES LABELS unit)
   endforeach()
@@ -107,8 +112,60 @@ foreach(src ${KFT_CLUSTER_PROGS})
   target_link_libraries(${name} PRIVATE kftrainer_static)
 endforeach()
 
+# Every fuzz target's corpus, replayed by a plain driver (tests/fuzz/replay.c)
+# against the sanitized library: a seed that crashes or breaks a target's
+# promise fails here, in every build, without clang. `make fuzz` builds the
+# real fuzzers.
+file(GLOB KFT_FUZZ_TARGETS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_*.c)
+foreach(src ${KFT_FUZZ_TARGETS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(replay_${name} ${src} ${CMAKE_SOURCE_DIR}/tests/fuzz/replay.c)
+  set_target_properties(replay_${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  target_include_directories(replay_${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${KFT_GENERATED_INCLUDE})
+  target_compile_options(replay_${name} PRIVATE ${KFT_WARNINGS} ${KFT_SAN_FLAGS})
+  target_link_libraries(replay_${name} PRIVATE kftrainer_asan)
+  add_test(NAME fuzz_replay_${name}
+           COMMAND replay_${name} ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${name})
+  set_tests_properties(fuzz_replay_${name} PROPERTIES LABELS "unit;fuzz"
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1")
+endforeach()
+
 # The shared library's exports are its installed headers' declarations, no
 # more (tests/exports/check; -fvisibility=hidden and KFT_EXPORT, export.h).
 add_test(NAME exports COMMAND ${CMAKE_SOURCE_DIR}/tests/exports/check
          $<TARGET_FILE:kftrainer> ${KFT_PUBLIC_HEADERS})
 set_tests_properties(exports PROPERTIES LABELS unit)
+
+# The installed headers are what an embedding program or an out-of-tree
+# plugin uses, from C++ too: tests/exports/embed.cpp includes every one of
+# them (the list is generated from include/kftrainer/), compiled as C++11
+# with -pedantic-errors and linked against libkftrainer.so, and loads a
+# plugin written in C++ (cxx_plugin.cpp), both built with include/ alone.
+include(CheckLanguage)
+check_language(CXX)
+if(CMAKE_CXX_COMPILER)
+  enable_language(CXX)
+  set(KFT_HEADERS_CXX "/* Generated by cmake/tests.cmake: every installed header. */\n")
+  foreach(h ${KFT_PUBLIC_HEADERS})
+    get_filename_component(name ${h} NAME)
+    string(APPEND KFT_HEADERS_CXX "#include <kftrainer/${name}>\n")
+  endforeach()
+  file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/cxx/public_headers.h
+       CONTENT "${KFT_HEADERS_CXX}")
+  set(KFT_CXX_FLAGS -std=c++11 -Wall -Wextra -pedantic-errors -Werror -fvisibility=hidden)
+  add_library(cxx-plugin MODULE ${CMAKE_SOURCE_DIR}/tests/exports/cxx_plugin.cpp)
+  set_target_properties(cxx-plugin PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY
+                        ${CMAKE_BINARY_DIR}/tests)
+  target_include_directories(cxx-plugin PRIVATE ${CMAKE_SOURCE_DIR}/include ${JANSSON_INCLUDE_DIRS})
+  target_compile_options(cxx-plugin PRIVATE ${KFT_CXX_FLAGS})
+  add_executable(embed-cxx ${CMAKE_SOURCE_DIR}/tests/exports/embed.cpp)
+  set_target_properties(embed-cxx PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  target_include_directories(embed-cxx PRIVATE ${CMAKE_BINARY_DIR}/generated/cxx)
+  target_compile_options(embed-cxx PRIVATE ${KFT_CXX_FLAGS})
+  target_link_libraries(embed-cxx PRIVATE kftrainer)
+  add_test(NAME public_headers_cxx COMMAND embed-cxx
+           ${CMAKE_SOURCE_DIR}/manifests/runtimes/torch-distributed.yaml $<TARGET_FILE:cxx-plugin>)
+else()
+  add_test(NAME public_headers_cxx COMMAND sh -c "echo 'no C++ compiler: skipped'; exit 77")
+endif()
+set_tests_properties(public_headers_cxx PROPERTIES LABELS unit SKIP_RETURN_CODE 77)

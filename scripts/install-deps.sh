@@ -66,14 +66,28 @@ fi
 # checked, unpacked into $deps_dir/uplot-VERSION (CMake embeds its two dist
 # files into the kftrainer binary; nothing of it is committed). Without npm
 # or the registry the build goes on and `kftrainer ui` shows numbers instead
-# of charts. --uplot fetches only this; --uplot-dir prints the directory.
+# of charts. A failed fetch is remembered ($uplot_dir.unavailable), so later
+# runs (every `make`) do not try the network again; --uplot fetches only this,
+# trying again; --uplot-dir prints the directory. CMake checks the two files'
+# own sha256 before it embeds them.
 uplot_version=1.6.32
 uplot_sha256=4b8a8191e425658e3ea8c8c1314b0fc679c861ee3a1af2b20c7b16ba50b5133d
 uplot_dir="$deps_dir/uplot-$uplot_version"
-uplot_missing() { [ ! -f "$uplot_dir/uPlot.iife.min.js" ] || [ ! -f "$uplot_dir/uPlot.min.css" ]; }
+uplot_missing() {
+	[ ! -e "$uplot_dir.unavailable" ] &&
+		{ [ ! -f "$uplot_dir/uPlot.iife.min.js" ] || [ ! -f "$uplot_dir/uPlot.min.css" ]; }
+}
 
 fetch_uplot() {
 	uplot_missing || return 0
+	mkdir -p "$deps_dir"
+	if ! fetch_uplot_now; then
+		: >"$uplot_dir.unavailable"
+		return 1
+	fi
+}
+
+fetch_uplot_now() {
 	if ! command -v npm >/dev/null 2>&1; then
 		echo "install-deps: npm not found: the dashboard will have no charts" >&2
 		return 1
@@ -102,6 +116,7 @@ case "${1:-}" in
 	exit
 	;;
 --uplot)
+	rm -f "$uplot_dir.unavailable"
 	fetch_uplot || true
 	exit 0
 	;;

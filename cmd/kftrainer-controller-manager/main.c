@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/controller.h"
 #include "framework/guard.h"
-#include "kftrainer/controller.h"
 
 #ifndef KFT_VERSION_STRING
 #define KFT_VERSION_STRING "dev"

@@ -1,7 +1,7 @@
 /*
- * common.c - helpers every verb shares (see cli.h): the global state
- * directory option, Go-style durations, kubectl's AGE format, tables aligned
- * like kubectl's, and kubectl's fixed messages.
+ * common.c - helpers every verb shares (see cli.h): error messages, the
+ * global state directory option, Go-style durations, kubectl's AGE format,
+ * tables aligned like kubectl's, and kubectl's fixed messages.
  *
  * The state directory travels as KFTRAINER_STATE_DIR in the environment
  * rather than as a variable passed around: kft_store_default_dir() reads it,
@@ -19,11 +19,22 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/decode.h"
 #include "local/local.h"
+#include "util/rfc3339.h"
 
 #define STATE_ENV "KFTRAINER_STATE_DIR"
+
+void kft_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("kftrainer: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 static char *absolute(const char *dir)
 {

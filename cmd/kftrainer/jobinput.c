@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "kftrainer/corev1.h"
 #include "kftrainer/decode.h"
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 #ifndef KFT_RUNTIMES_DIR
 #define KFT_RUNTIMES_DIR "/usr/local/share/kftrainer/runtimes"

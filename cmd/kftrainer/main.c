@@ -9,7 +9,6 @@
  * Global options come before the verb so that a verb's own options never
  * collide with them, as with git.
  */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,16 +32,6 @@ static const kft_verb *const hidden_verbs[] = {
         &kft_verb_supervise,
 };
 #define NHIDDEN (sizeof(hidden_verbs) / sizeof(hidden_verbs[0]))
-
-void kft_cli_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("kftrainer: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void usage(FILE *out)
 {

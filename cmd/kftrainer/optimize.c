@@ -21,7 +21,7 @@
 #include "cli.h"
 #include "jobinput.h"
 #include "jobs.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/optimizer.h"
 
 typedef struct opt_args {

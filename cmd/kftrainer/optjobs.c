@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "hpo/hpo.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/optimizer.h"
 #include "util/json.h"
 #include "util/strbuf.h"

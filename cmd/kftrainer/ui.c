@@ -6,6 +6,7 @@
  * cells, the `runtimes` lookup and `render`'s pipeline, and waiting for
  * Ctrl-C.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,12 +16,12 @@
 #include "inputs.h"
 #include "jobinput.h"
 #include "jobs.h"
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "ui/ui.h"
 
 static void ui_usage(FILE *out)
 {
-	fputs("Usage: kftrainer ui [--listen HOST:PORT] [--token TOKEN]\n"
+	fputs("Usage: kftrainer ui [--listen HOST:PORT] [--token-file PATH] [--public-url URL]\n"
 	      "       kftrainer ui --kubeconfig PATH [--namespace NS | --all-namespaces] ...\n\n"
 	      "Serve a dashboard of the local engine's TrainJobs: the jobs (live), each job's\n"
 	      "pods, events, objects, logs (followed as they are written) and reported\n"
@@ -31,11 +32,18 @@ static void ui_usage(FILE *out)
 	      "metrics reported while the dashboard runs.\n\n"
 	      "Options:\n"
 	      "  -l, --listen ADDR   address to serve on (default " KFT_UI_DEFAULT_LISTEN ";\n"
-	      "                      port 0 picks a free one). Any address other than\n"
-	      "                      loopback requires a token: requests without it are\n"
-	      "                      refused\n"
-	      "      --token TOKEN   the token to require (default: a random one when not on\n"
-	      "                      loopback; printed in the address)\n"
+	      "                      port 0 picks a free one)\n"
+	      "      --token-file PATH\n"
+	      "                      the token every request must carry, read from the\n"
+	      "                      file's first line (default: $KFTRAINER_UI_TOKEN, else a\n"
+	      "                      random one); printed in the address\n"
+	      "      --token TOKEN   the same on the command line (which every local user\n"
+	      "                      can read in ps: prefer the file or the variable)\n"
+	      "      --public-url URL\n"
+	      "                      the address browsers use when it is not the listener's,\n"
+	      "                      as behind a TLS-terminating proxy\n"
+	      "                      (https://HOST[:PORT]); printed instead, and accepted as\n"
+	      "                      the page's origin\n"
 	      "      --kubeconfig PATH\n"
 	      "                      serve this cluster's TrainJobs (the file's current\n"
 	      "                      context)\n"
@@ -45,7 +53,10 @@ static void ui_usage(FILE *out)
 	      "  -A, --all-namespaces\n"
 	      "                      with --kubeconfig: every namespace\n"
 	      "  -h, --help          this help\n\n"
-	      "The first line printed is the page's address. Exit status: 0 stopped by a\n"
+	      "Every request needs the token, on every address: the first line printed is\n"
+	      "the page's address with it (?token=...), which sets a cookie and drops it from\n"
+	      "the address bar. A token is 1 to 64 letters, digits, '-' or '_'.\n\n"
+	      "Exit status: 0 stopped by a\n"
 	      "signal; 1 cannot serve (address in use, the cluster cannot be read ...);\n"
 	      "2 bad usage.\n",
 	      out);
@@ -195,11 +206,31 @@ static int cluster_client(const char *kubeconfig, const char *context, kft_kube 
 
 /* ---- the verb ---------------------------------------------------------------- */
 
+/* The first line of path, without its line end, in buf. */
+static int read_token_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		kft_cli_error("ui: --token-file %s: %s", path, strerror(errno));
+		return KFT_EXIT_USAGE;
+	}
+	bool got = fgets(buf, (int)size, f) != NULL;
+	fclose(f);
+	buf[got ? strcspn(buf, "\r\n") : 0] = '\0';
+	if (!buf[0]) {
+		kft_cli_error("ui: --token-file %s: no token on its first line", path);
+		return KFT_EXIT_USAGE;
+	}
+	return 0;
+}
+
 static int run_ui(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	        {"listen", required_argument, NULL, 'l'},
 	        {"token", required_argument, NULL, 't'},
+	        {"token-file", required_argument, NULL, 'T'},
+	        {"public-url", required_argument, NULL, 'P'},
 	        {"kubeconfig", required_argument, NULL, 'k'},
 	        {"context", required_argument, NULL, 'c'},
 	        {"namespace", required_argument, NULL, 'n'},
@@ -211,7 +242,8 @@ static int run_ui(int argc, char **argv)
 	                           .runtimes = list_runtimes,
 	                           .render = render_job,
 	                           .render_with = render_with}};
-	const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
+	const char *kubeconfig = NULL, *context = NULL, *ns = NULL, *token_file = NULL;
+	char token[128];
 	bool all = false;
 	int c;
 	optind = 1;
@@ -219,6 +251,8 @@ static int run_ui(int argc, char **argv)
 		switch (c) {
 		case 'l': o.listen = optarg; break;
 		case 't': o.token = optarg; break;
+		case 'T': token_file = optarg; break;
+		case 'P': o.public_url = optarg; break;
 		case 'k': kubeconfig = optarg; break;
 		case 'c': context = optarg; break;
 		case 'n': ns = optarg; break;
@@ -243,6 +277,16 @@ static int run_ui(int argc, char **argv)
 		kft_cli_error("ui: --namespace: an empty name");
 		return KFT_EXIT_USAGE;
 	}
+	if (o.token && token_file) {
+		kft_cli_error("ui: --token and --token-file exclude each other");
+		return KFT_EXIT_USAGE;
+	}
+	if (token_file && (c = read_token_file(token_file, token, sizeof(token))) != 0)
+		return c;
+	if (token_file)
+		o.token = token;
+	else if (!o.token && getenv("KFTRAINER_UI_TOKEN") && *getenv("KFTRAINER_UI_TOKEN"))
+		o.token = getenv("KFTRAINER_UI_TOKEN");
 	kft_kube *kube = NULL;
 	if (kubeconfig && cluster_client(kubeconfig, context, &kube) != 0)
 		return KFT_EXIT_FAILED;
@@ -263,10 +307,9 @@ static int run_ui(int argc, char **argv)
 		return err.code == KFT_EINVAL ? KFT_EXIT_USAGE : KFT_EXIT_FAILED;
 	}
 	printf("%s\n", kft_ui_url(ui));
-	if (kft_ui_token(ui))
-		fprintf(stderr,
-		        "kftrainer: ui: not on loopback: every request needs the token in the "
-		        "address above\n");
+	if (!kft_ui_loopback(ui))
+		fprintf(stderr, "kftrainer: ui: not on loopback: anyone who can reach this address "
+		                "may try it; every request needs the token in the address above\n");
 	fflush(stdout);
 	int sig;
 	sigwait(&set, &sig);

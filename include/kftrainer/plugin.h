@@ -94,11 +94,16 @@ typedef struct kft_plugin {
 typedef const kft_plugin *(*kft_plugin_entry_fn)(void);
 
 /* Declares the entry with default visibility, so a plugin built with
- * -fvisibility=hidden still exports it:
+ * -fvisibility=hidden still exports it, and with C linkage from C++:
  *     KFT_PLUGIN_ENTRY { return &my_plugin; } */
+#ifdef __cplusplus
+#define KFT_PLUGIN_LINKAGE extern "C"
+#else
+#define KFT_PLUGIN_LINKAGE
+#endif
 #define KFT_PLUGIN_ENTRY                                                                           \
-	KFT_EXPORT const kft_plugin *kft_plugin_entry(void);                                       \
-	KFT_EXPORT const kft_plugin *kft_plugin_entry(void)
+	KFT_PLUGIN_LINKAGE KFT_EXPORT const kft_plugin *kft_plugin_entry(void);                    \
+	KFT_PLUGIN_LINKAGE KFT_EXPORT const kft_plugin *kft_plugin_entry(void)
 
 #ifdef __cplusplus
 }

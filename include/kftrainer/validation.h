@@ -89,10 +89,6 @@ KFT_EXPORT int kft_field_errors_blocking(const kft_field_errors *errs);
  * as the API server names it in type errors and CEL failures. */
 KFT_EXPORT const char *kft_json_type_name(const json_t *value);
 
-/* Characters (code points) in a UTF-8 string: what OpenAPI's maxLength and
- * CEL's size() count. */
-KFT_EXPORT size_t kft_utf8_length(const char *s);
-
 /* "FIELD: TYPE: VALUE: DETAIL" as kubectl prints it. Caller frees. */
 KFT_EXPORT char *kft_field_error_format(const kft_field_error *e);
 

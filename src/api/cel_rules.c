@@ -10,6 +10,7 @@
 #include "api/cel_rules.h"
 
 #include "kftrainer/validation.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -19,6 +19,7 @@
  * computed from byte offsets only when needed (errors and document starts).
  */
 #include "yaml_internal.h"
+#include "util/utf8.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -27,41 +28,6 @@
 #include <string.h>
 
 #define JSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL)
-
-/* A position in a text that can be moved forward cheaply, so the start
- * lines of many concatenated JSON values cost one pass in total. */
-struct text_cursor {
-	size_t offset;
-	int line;
-	int column;
-	int after_cr; /* the previous byte was '\r': a following '\n' is the same break */
-};
-
-static void cursor_advance(struct text_cursor *c, const char *text, size_t target)
-{
-	for (; c->offset < target; c->offset++) {
-		unsigned char b = (unsigned char)text[c->offset];
-		int same_break = c->after_cr && b == '\n';
-
-		c->after_cr = b == '\r';
-		if (same_break)
-			continue;
-		if (b == '\n' || b == '\r') {
-			c->line++;
-			c->column = 1;
-		} else if ((b & 0xC0) != 0x80) {
-			c->column++;
-		}
-	}
-}
-
-void kft_text_position(const char *text, size_t offset, int *line, int *column)
-{
-	struct text_cursor c = {0, 1, 1, 0};
-	cursor_advance(&c, text, offset);
-	*line = c.line;
-	*column = c.column;
-}
 
 static int fail_at_offset(kft_error *err, kft_status code, const char *source, const char *text,
                           size_t offset, const char *fmt, ...)
@@ -79,62 +45,6 @@ static int fail_at_offset(kft_error *err, kft_status code, const char *source, c
 	va_end(ap);
 	kft_text_position(text, offset, &line, &column);
 	return kft_error_set(err, code, "%s:%d:%d: %s", source, line, column, message);
-}
-
-void kft_describe_key(const char *key, size_t len, char buf[KFT_KEY_TEXT_MAX])
-{
-	size_t n = 0;
-
-	buf[n++] = '"';
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)key[i];
-		if (n > KFT_KEY_TEXT_MAX - 10) {
-			memcpy(buf + n, "...", 3);
-			n += 3;
-			break;
-		}
-		if (c < 0x20 || c == 0x7F)
-			n += (size_t)snprintf(buf + n, 5, "\\x%02x", c);
-		else if (c == '"' || c == '\\')
-			n += (size_t)snprintf(buf + n, 3, "\\%c", c);
-		else
-			buf[n++] = (char)c;
-	}
-	buf[n++] = '"';
-	buf[n] = '\0';
-}
-
-size_t kft_utf8_sequence(const unsigned char *s, size_t left)
-{
-	unsigned char b = s[0];
-	unsigned char lo = 0x80, hi = 0xBF;
-	size_t n;
-
-	if (b < 0x80)
-		return 1;
-	if (b >= 0xC2 && b <= 0xDF)
-		n = 2;
-	else if (b >= 0xE0 && b <= 0xEF)
-		n = 3;
-	else if (b >= 0xF0 && b <= 0xF4)
-		n = 4;
-	else
-		return 0;
-	if (b == 0xE0)
-		lo = 0xA0;
-	else if (b == 0xED)
-		hi = 0x9F;
-	else if (b == 0xF0)
-		lo = 0x90;
-	else if (b == 0xF4)
-		hi = 0x8F;
-	if (left < n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	}
-	return n;
 }
 
 static int check_text(const char *data, size_t len, const char *source, kft_error *err)
@@ -265,7 +175,7 @@ static int json_failure(const char *d, size_t len, size_t start, const json_erro
 static int decode_json(const char *d, size_t len, const char *source, kft_doc_list *out,
                        kft_error *err)
 {
-	struct text_cursor cursor = {0, 1, 1, 0};
+	kft_text_cursor cursor = {0, 1, 1, 0};
 	size_t at;
 	int rc = json_prescan(d, len, source, err);
 
@@ -275,48 +185,11 @@ static int decode_json(const char *d, size_t len, const char *source, kft_doc_li
 		json_t *value = json_loadb(d + at, len - at, JSON_FLAGS, &jerr);
 		if (!value)
 			return json_failure(d, len, at, &jerr, source, err);
-		cursor_advance(&cursor, d, at);
+		kft_text_cursor_advance(&cursor, d, at);
 		rc = kft_doc_list_push(out, value, cursor.line, cursor.column, source, err);
 		at += (size_t)jerr.position;
 	}
 	return rc;
-}
-
-int kft_doc_list_push(kft_doc_list *list, json_t *root, int line, int column, const char *source,
-                      kft_error *err)
-{
-	kft_doc *grown;
-	size_t n = list->count;
-
-	if (n >= KFT_DECODE_MAX_DOCUMENTS) {
-		json_decref(root);
-		return kft_error_set(err, KFT_ELIMIT, "%s:%d:%d: more than %d documents", source,
-		                     line, column, KFT_DECODE_MAX_DOCUMENTS);
-	}
-	/* Grow at powers of two: n is a power of two exactly when full. */
-	if ((n & (n - 1)) == 0) {
-		grown = realloc(list->items, (n ? 2 * n : 1) * sizeof(*grown));
-		if (!grown) {
-			json_decref(root);
-			return kft_error_set(err, KFT_ENOMEM, "%s: out of memory", source);
-		}
-		list->items = grown;
-	}
-	list->items[n].root = root;
-	list->items[n].line = line;
-	list->count = n + 1;
-	return 0;
-}
-
-void kft_doc_list_free(kft_doc_list *list)
-{
-	if (!list)
-		return;
-	for (size_t i = 0; i < list->count; i++)
-		json_decref(list->items[i].root);
-	free(list->items);
-	list->items = NULL;
-	list->count = 0;
 }
 
 static int decode_text(const char *data, size_t len, const char *source, kft_doc_list *out,

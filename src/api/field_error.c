@@ -190,15 +190,6 @@ const char *kft_json_type_name(const json_t *v)
 	return "unknown";
 }
 
-size_t kft_utf8_length(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		if (((unsigned char)*s & 0xC0) != 0x80)
-			n++;
-	return n;
-}
-
 static const char *type_string(kft_field_error_type t)
 {
 	switch (t) {

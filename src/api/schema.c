@@ -26,6 +26,7 @@
 #include "kftrainer/decode.h"
 #include "util/cache_map.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 #define MAX_LAYERS 8
 #define MAX_DEPTH  128

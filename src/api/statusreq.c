@@ -18,10 +18,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "kftrainer/conditions.h"
 #include "kftrainer/schema.h"
 #include "api/statusreq.h"
-#include "util/http.h"
+#include "http/http.h"
 #include "util/rfc3339.h"
 
 #define STATUS_PATH_PREFIX "/apis/trainer.kubeflow.org/v1alpha1/namespaces/"
@@ -66,96 +65,13 @@ void kft_statusreq_answer_free(kft_statusreq_answer *a)
 	a->report = NULL;
 }
 
-static const char *reason_phrase(int code)
+int kft_statusreq_refused(int code, kft_statusreq_answer *a)
 {
-	switch (code) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 411: return "Length Required";
-	case 413: return "Request Entity Too Large";
-	case 422: return "Unprocessable Entity";
-	case 431: return "Request Header Fields Too Large";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Internal Server Error";
-	}
-}
-
-char *kft_statusreq_response(const kft_statusreq_answer *a, size_t *len)
-{
-	char *out = NULL;
-	const char *body = a->body ? a->body : "";
-	int n = asprintf(&out,
-	                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	                 "Connection: close\r\n\r\n%s",
-	                 a->code, reason_phrase(a->code), a->content_type, strlen(body), body);
-	if (n < 0)
-		return NULL;
-	*len = (size_t)n;
-	return out;
-}
-
-/* ---- the head ------------------------------------------------------------------ */
-
-static int parse_length(const char *s, size_t *out)
-{
-	size_t v = 0;
-	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18)
-		return -1;
-	for (; *s; s++)
-		v = v * 10 + (size_t)(*s - '0');
-	*out = v;
-	return 0;
-}
-
-static int head_fields(const char *head, kft_statusreq_head *h, kft_statusreq_answer *a)
-{
-	char te[64], cl[64];
-	const char *fields = strchr(head, '\n');
-	fields = fields ? fields + 1 : "";
-	int has_te = kft_http_header(fields, "Transfer-Encoding", te, sizeof(te));
-	int has_cl = kft_http_header(fields, "Content-Length", cl, sizeof(cl));
-	if (kft_http_header(fields, "Authorization", h->auth, sizeof(h->auth)) < 0)
-		h->auth[0] = '\0'; /* too long for any token of ours: judged as none */
-	if (has_te != 0)
-		return plain_error(a, 411, "411 Length Required") ? KFT_ENOMEM : 411;
-	if (has_cl < 0 || (has_cl && parse_length(cl, &h->content_length) != 0))
-		return plain_error(a, 400, "400 Bad Request: invalid Content-Length") ? KFT_ENOMEM
-		                                                                      : 400;
-	if (h->content_length > KFT_STATUSREQ_BODY_MAX)
-		return kft_statusreq_failure(a, 413, "Payload too large", "RequestEntityTooLarge")
-		               ? KFT_ENOMEM
-		               : 413;
-	return 0;
-}
-
-int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
-                             kft_statusreq_answer *a)
-{
-	memset(h, 0, sizeof(*h));
-	size_t end =
-	        kft_http_head_end(buf, len < KFT_STATUSREQ_HEAD_MAX ? len : KFT_STATUSREQ_HEAD_MAX);
-	if (end == 0 && len < KFT_STATUSREQ_HEAD_MAX)
-		return 0;
-	if (end == 0)
-		return plain_error(a, 431, "431 Request Header Fields Too Large") ? KFT_ENOMEM
-		                                                                  : 431;
-	if (memchr(buf, '\0', end))
-		return plain_error(a, 400, "400 Bad Request") ? KFT_ENOMEM : 400;
-	char *head = strndup(buf, end);
-	if (!head)
-		return KFT_ENOMEM;
-	int rc = kft_http_request_line(head, h->method, h->path);
-	if (rc == 505)
-		rc = plain_error(a, 505, "505 HTTP Version Not Supported") ? KFT_ENOMEM : 505;
-	else if (rc)
-		rc = plain_error(a, 400, "400 Bad Request") ? KFT_ENOMEM : 400;
-	else
-		rc = head_fields(head, h, a);
-	free(head);
-	h->head_len = end;
-	return rc ? rc : 1;
+	char text[64];
+	if (code == 413)
+		return kft_statusreq_failure(a, 413, "Payload too large", "RequestEntityTooLarge");
+	snprintf(text, sizeof(text), "%d %s", code, kft_http_reason(code));
+	return plain_error(a, code, text);
 }
 
 /* ---- routing and authorization ----------------------------------------------------- */
@@ -181,23 +97,13 @@ static bool status_path(const char *path, char *ns, char *name, size_t size)
 	return true;
 }
 
-int kft_statusreq_route(const kft_statusreq_head *h, char *ns, char *name, kft_statusreq_answer *a)
+int kft_statusreq_route(const kft_statusreq_request *r, char *ns, char *name,
+                        kft_statusreq_answer *a)
 {
-	if (strcmp(h->method, "POST") == 0 &&
-	    status_path(h->path, ns, name, KFT_STATUSREQ_NAME_MAX))
+	if (strcmp(r->method, "POST") == 0 &&
+	    status_path(r->path, ns, name, KFT_STATUSREQ_NAME_MAX))
 		return 0;
 	return kft_statusreq_failure(a, 404, "Not found", "NotFound") ? KFT_ENOMEM : 404;
-}
-
-/* Compares the whole of the expected token whatever the given one holds, so
- * the time taken says nothing about how much of a guess was right. */
-static bool token_equal(const char *given, const char *want)
-{
-	size_t gl = strlen(given), wl = strlen(want);
-	unsigned char diff = (unsigned char)(gl != wl);
-	for (size_t i = 0; i < wl; i++)
-		diff |= (unsigned char)(want[i] ^ (i < gl ? given[i] : 0));
-	return diff == 0;
 }
 
 /* upstream's extractRawToken: exactly two fields, the first "Bearer" in
@@ -223,7 +129,7 @@ static bool authorized(const kft_statusreq_target *t, const char *auth, const ch
 	if (!kft_statusreq_bearer(auth, token, sizeof(token)))
 		return false;
 	/* the token is for this job's audience only, as a projected token is */
-	bool ok = token_equal(token, t->token);
+	bool ok = kft_http_secret_equal(token, strlen(token), t->token);
 	return ok && strcmp(ns, t->ns) == 0 && strcmp(name, t->name) == 0;
 }
 
@@ -441,18 +347,27 @@ int kft_statusreq_echo(kft_statusreq_answer *a, const json_t *ts, bool present)
 	return a->body ? 0 : KFT_ENOMEM;
 }
 
-int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_head *h,
-                        const char *body, size_t len, kft_statusreq_answer *a)
+int kft_statusreq_admit(const kft_statusreq_target *t, const kft_statusreq_request *r,
+                        kft_statusreq_answer *a)
 {
 	char ns[KFT_STATUSREQ_NAME_MAX], name[KFT_STATUSREQ_NAME_MAX];
+	int rc = kft_statusreq_route(r, ns, name, a);
+	if (rc)
+		return rc;
+	if (!authorized(t, r->auth, ns, name))
+		return kft_statusreq_failure(a, 403, "Forbidden", "Forbidden") ? KFT_ENOMEM : 403;
+	return 0;
+}
+
+int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_request *r,
+                        kft_statusreq_answer *a)
+{
 	bool present = false;
 	memset(a, 0, sizeof(*a));
-	int rc = kft_statusreq_route(h, ns, name, a);
+	int rc = kft_statusreq_admit(t, r, a);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (!authorized(t, h->auth, ns, name))
-		return kft_statusreq_failure(a, 403, "Forbidden", "Forbidden");
-	json_t *ts = kft_statusreq_decode(body, len, &present, a);
+	json_t *ts = kft_statusreq_decode(r->body, r->len, &present, a);
 	if (!ts)
 		return a->body ? 0 : KFT_ENOMEM;
 	char *invalid = present ? invalid_message(t, ts) : NULL;

@@ -3,9 +3,10 @@
  *   POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status
  * taken apart and judged as upstream's pkg/statusserver does (internal).
  *
- * Pure: no I/O, fuzzed (tests/fuzz/fuzz_status_request.c). Two servers use
- * it: a local job's supervisor (src/local/statusserver.c, a per-job token,
- * kft_statusreq_judge) and the controller's status server
+ * Pure: no I/O, fuzzed (tests/fuzz/fuzz_status_request.c). The HTTP is the
+ * server core's (src/http/); this is what upstream's handler decides. Two
+ * servers use it: a local job's supervisor (src/local/statusserver.c, a
+ * per-job token, kft_statusreq_judge) and the controller's status server
  * (src/controller/statusserver.c, projected service-account tokens and a
  * server-side apply, over the pieces below).
  */
@@ -17,18 +18,17 @@
 
 #include <jansson.h>
 
-/* Our request head limit (Go's server allows 1 MiB; a status report's head
- * is a few hundred bytes) and upstream's body limit (maxBodySize, 1 << 16). */
-#define KFT_STATUSREQ_HEAD_MAX 8192
+/* Upstream's body limit (maxBodySize, 1 << 16). */
 #define KFT_STATUSREQ_BODY_MAX 65536
 
-typedef struct kft_statusreq_head {
-	char method[16];
-	char path[KFT_STATUSREQ_HEAD_MAX + 1]; /* percent-decoded, no query */
-	char auth[KFT_STATUSREQ_HEAD_MAX];     /* Authorization, "" when absent or too long */
-	size_t content_length;                 /* 0 when absent */
-	size_t head_len;                       /* the head's bytes, blank line included */
-} kft_statusreq_head;
+/* One request as the status servers' HTTP core read it (borrowed). */
+typedef struct kft_statusreq_request {
+	const char *method;
+	const char *path; /* percent-decoded, without the query */
+	const char *auth; /* the Authorization field, "" when absent */
+	const char *body;
+	size_t len;
+} kft_statusreq_request;
 
 /* What the server answers. body is malloc'd (NULL only on ENOMEM); report is
  * the TrainerStatus to record (a new reference), set only for a 200 that
@@ -48,15 +48,11 @@ typedef struct kft_statusreq_target {
 	const json_t *trainjob;
 } kft_statusreq_target;
 
-/* Looks for a whole request head at the start of buf (len bytes, any bytes).
- * Returns 0 when more bytes are needed, 1 when it is complete and acceptable
- * (h filled, its length in h->head_len), KFT_ENOMEM, or an HTTP error code
- * for which a is filled: 400 (malformed; a bad Content-Length), 431
- * (no head within KFT_STATUSREQ_HEAD_MAX), 505, 411 (a chunked body: not
- * served here), 413 (Content-Length over KFT_STATUSREQ_BODY_MAX, upstream's
- * metav1.Status "Payload too large"). */
-int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
-                             kft_statusreq_answer *a);
+/* A body the server core refused to read (its kft_http_req.refused), as
+ * upstream's server answers it: 413 is upstream's metav1.Status "Payload
+ * too large" (bodySizeLimitMiddleware); 411 (chunked: not served here) and
+ * anything else as Go's server words them. 0 or KFT_ENOMEM. */
+int kft_statusreq_refused(int code, kft_statusreq_answer *a);
 
 /* Judges a complete request as upstream's server does, in its order: not
  * POST to the status path → 404 "Not found"; a token that is not this
@@ -66,15 +62,18 @@ int kft_statusreq_head_parse(const char *buf, size_t len, kft_statusreq_head *h,
  * refuses → 422 with the API server's message; else 200 echoing the
  * request as Go encodes it, with a->report set. lastUpdatedTime is stored
  * as metav1.Time writes it (UTC, whole seconds). Returns 0 or KFT_ENOMEM. */
-int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_head *h,
-                        const char *body, size_t len, kft_statusreq_answer *a);
+int kft_statusreq_judge(const kft_statusreq_target *t, const kft_statusreq_request *r,
+                        kft_statusreq_answer *a);
+
+/* The first two steps of kft_statusreq_judge (routing, then this job's
+ * token), for a server to refuse a request before it reads the body: 0 to
+ * go on, else a is filled (404 or 403) and the code returned (KFT_ENOMEM
+ * when it cannot be). */
+int kft_statusreq_admit(const kft_statusreq_target *t, const kft_statusreq_request *r,
+                        kft_statusreq_answer *a);
 
 /* Frees body and report. */
 void kft_statusreq_answer_free(kft_statusreq_answer *a);
-
-/* The full HTTP/1.1 response (status line, headers, body, Connection:
- * close) for a, malloc'd, its length in *len; NULL on ENOMEM. */
-char *kft_statusreq_response(const kft_statusreq_answer *a, size_t *len);
 
 /* ---- the pieces, for a server that authorizes and records elsewhere -------- */
 
@@ -87,7 +86,8 @@ char *kft_statusreq_response(const kft_statusreq_answer *a, size_t *len);
  * fills ns and name (KFT_STATUSREQ_NAME_MAX bytes each) and returns 0;
  * anything else fills a with upstream's 404 "Not found" Status and returns
  * 404 (KFT_ENOMEM when that cannot be made). */
-int kft_statusreq_route(const kft_statusreq_head *h, char *ns, char *name, kft_statusreq_answer *a);
+int kft_statusreq_route(const kft_statusreq_request *r, char *ns, char *name,
+                        kft_statusreq_answer *a);
 
 /* upstream's extractRawToken: the credentials of an Authorization value of
  * exactly two whitespace-separated fields, the first "Bearer" in any case.

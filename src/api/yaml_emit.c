@@ -27,6 +27,7 @@
  */
 #include "util/strbuf.h"
 #include "yaml_internal.h"
+#include "util/utf8.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -152,15 +153,8 @@ static int emit_scalar(struct printer *p, const char *text, size_t len, yaml_sca
 
 static int check_utf8(struct printer *p, const char *s, size_t len)
 {
-	size_t i = 0;
-
-	while (i < len) {
-		size_t n = kft_utf8_sequence((const unsigned char *)s + i, len - i);
-		if (n == 0)
-			return kft_error_set(p->err, KFT_EINVAL,
-			                     "YAML output: string is not valid UTF-8");
-		i += n;
-	}
+	if (!kft_utf8_valid(s, len))
+		return kft_error_set(p->err, KFT_EINVAL, "YAML output: string is not valid UTF-8");
 	return 0;
 }
 

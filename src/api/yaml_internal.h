@@ -42,6 +42,20 @@ void kft_yaml_format_real(double d, char buf[KFT_YAML_NUMBER_MAX]);
  * key: rounded to float32, shortest form, exponent from 1e+06 up. */
 void kft_yaml_format_key_real(double d, char buf[KFT_YAML_NUMBER_MAX]);
 
+/* ---- text.c: what the readers share ------------------------------------------- */
+
+/* A position in a text that can be moved forward cheaply, so the start
+ * lines of many concatenated JSON values cost one pass in total. */
+typedef struct kft_text_cursor {
+	size_t offset;
+	int line;
+	int column;
+	int after_cr; /* the previous byte was '\r': a following '\n' is the same break */
+} kft_text_cursor;
+
+/* Moves c forward to byte target of text (target >= c->offset). */
+void kft_text_cursor_advance(kft_text_cursor *c, const char *text, size_t target);
+
 /* 1-based line and column (in characters) of byte `offset` of `text`.
  * "\r\n", "\r" and "\n" each end a line, as in libyaml. */
 void kft_text_position(const char *text, size_t offset, int *line, int *column);
@@ -58,10 +72,7 @@ int kft_doc_list_push(kft_doc_list *list, json_t *root, int line, int column, co
 #define KFT_KEY_TEXT_MAX 96
 void kft_describe_key(const char *key, size_t len, char buf[KFT_KEY_TEXT_MAX]);
 
-/* Length of the valid UTF-8 sequence starting at s (at most `left` bytes,
- * left > 0), or 0 when it is not valid UTF-8 (overlong, surrogate, beyond
- * U+10FFFF, cut short). */
-size_t kft_utf8_sequence(const unsigned char *s, size_t left);
+/* ---- yaml_load.c -------------------------------------------------------------------- */
 
 /* Decodes a YAML stream (already checked for size, UTF-8 and NUL bytes) into
  * list. On failure returns a negative kft_status with err filled; the

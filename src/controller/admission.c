@@ -27,10 +27,12 @@
 #include "api/yaml_internal.h"
 #include "kftrainer/constants.h"
 #include "controller/admission.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
+#include "http/http.h"
 #include "kftrainer/object.h"
 #include "util/duration.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 static const struct {
 	const char *path;
@@ -54,31 +56,16 @@ kft_cm_webhook kft_cm_webhook_for_path(const char *path)
 	return KFT_CM_WEBHOOK_NONE;
 }
 
-int64_t kft_cm_admission_timeout_ms(const char *head)
+int64_t kft_cm_admission_timeout_ms(const char *query)
 {
-	size_t line = strcspn(head, "\r\n");
-	const char *q = memchr(head, '?', line), *end = head + line;
-	for (const char *p = q ? q + 1 : end; p < end;) {
-		size_t n = strcspn(p, "& ");
-		if (p + n > end)
-			n = (size_t)(end - p);
-		char value[32];
-		int64_t ms;
-		if (n > 8 && n - 8 < sizeof(value) && strncmp(p, "timeout=", 8) == 0) {
-			memcpy(value, p + 8, n - 8);
-			value[n - 8] = '\0';
-			if (kft_duration_parse_ms(value, &ms) != 0)
-				break;
-			return ms < 1 ? 1
-			       : ms > KFT_CM_ADMISSION_TIMEOUT_MAX_MS
-			               ? KFT_CM_ADMISSION_TIMEOUT_MAX_MS
-			               : ms;
-		}
-		if (p[n] != '&')
-			break; /* the query ends at the space before the version */
-		p += n + 1;
-	}
-	return KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS;
+	char value[32];
+	int64_t ms;
+	if (!kft_http_query_value(query, "timeout", value, sizeof(value)) ||
+	    kft_duration_parse_ms(value, &ms) != 0)
+		return KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS;
+	return ms < 1                                 ? 1
+	       : ms > KFT_CM_ADMISSION_TIMEOUT_MAX_MS ? KFT_CM_ADMISSION_TIMEOUT_MAX_MS
+	                                              : ms;
 }
 
 /* The kind each webhook takes (request.kind.kind). */

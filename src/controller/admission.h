@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/schema.h"
 #include "kftrainer/validation.h"
@@ -39,12 +39,12 @@ kft_cm_webhook kft_cm_webhook_for_path(const char *path);
 
 /*
  * How long the API server waits for the answer to this request, in ms:
- * the `timeout` query parameter of the request target in `head` (the
- * request head, untrusted; k8s.io/apiserver's webhook dispatcher sets it
+ * the `timeout` parameter of `query`, the request's raw query string
+ * (untrusted; k8s.io/apiserver's webhook dispatcher sets it
  * from the webhook's timeoutSeconds, "10s"), the default when absent or not
  * a Go duration, at most the maximum and at least 1 ms.
  */
-int64_t kft_cm_admission_timeout_ms(const char *head);
+int64_t kft_cm_admission_timeout_ms(const char *query);
 
 /* A decoded AdmissionReview request. Every pointer is borrowed from
  * `review`, which the struct owns (free with kft_cm_admission_free). */

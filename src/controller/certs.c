@@ -39,6 +39,7 @@
 
 #include "controller/cm_internal.h"
 #include "util/cert.h"
+#include "util/secret.h"
 
 #define CA_NAME         "kubeflow-trainer-ca"
 #define CA_ORGANIZATION "kubeflow-trainer"
@@ -156,10 +157,8 @@ static json_t *b64(const char *s)
 	json_t *v = NULL;
 	if (out && mbedtls_base64_encode(out, cap, &olen, (const unsigned char *)s, n) == 0)
 		v = json_stringn((char *)out, olen);
-	if (out) {
-		memset(out, 0, cap);
-		free(out);
-	}
+	kft_secret_wipe(out, cap);
+	free(out);
 	return v;
 }
 
@@ -167,20 +166,12 @@ typedef struct pems {
 	char *ca_crt, *ca_key, *tls_crt, *tls_key;
 } pems;
 
-static void wipe(char *s)
-{
-	if (s) {
-		memset(s, 0, strlen(s));
-		free(s);
-	}
-}
-
 static void pems_free(pems *p)
 {
 	free(p->ca_crt);
-	wipe(p->ca_key);
+	kft_secret_free(p->ca_key);
 	free(p->tls_crt);
-	wipe(p->tls_key);
+	kft_secret_free(p->tls_key);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -207,7 +198,7 @@ static int renew(kft_cm_certs *c, kft_cm_cert_action action, pems *p, kft_error 
 		if ((rc = kft_cert_make(&o, "making the webhook CA", &fresh, err)))
 			return rc;
 		free(p->ca_crt);
-		wipe(p->ca_key);
+		kft_secret_free(p->ca_key);
 		p->ca_crt = fresh.cert_pem;
 		p->ca_key = fresh.key_pem;
 		ca = fresh;
@@ -223,7 +214,7 @@ static int renew(kft_cm_certs *c, kft_cm_cert_action action, pems *p, kft_error 
 	if ((rc = kft_cert_make(&o, "making the webhook serving certificate", &srv, err)))
 		return rc;
 	free(p->tls_crt);
-	wipe(p->tls_key);
+	kft_secret_free(p->tls_key);
 	p->tls_crt = srv.cert_pem;
 	p->tls_key = srv.key_pem;
 	return 0;

@@ -20,10 +20,10 @@
 #include "controller/metrics.h"
 #include "controller/optimization.h"
 #include "controller/reconcile.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/framework.h"
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 
 /* kftrainer's reason for a TrainJob the configured plugins' CustomValidation
  * refuses (there is no admission webhook to refuse it first). */
@@ -103,8 +103,7 @@ struct kft_cm {
 	kft_informer *configmaps; /* one of children, or NULL */
 	kft_cm_controller ctl[KFT_CM_N_CONTROLLERS];
 	kft_cm_applied applied;
-	char *metrics_cert, *metrics_key; /* PEM, while /metrics is served over TLS */
-	kft_cm_status *status;            /* the status server (TrainJobStatus gate), or NULL */
+	kft_cm_status *status; /* the status server (TrainJobStatus gate), or NULL */
 	atomic_int stop;
 	atomic_int fatal;
 	volatile int ready;

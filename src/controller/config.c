@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "controller/httpd.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
 #include "util/duration.h"
@@ -436,8 +436,8 @@ static int read_tls(kft_cm_config *cfg, const json_t *doc, kft_error *err)
 		return rc;
 	const json_t *cs = json_object_get(t, "cipherSuites");
 	if (json_array_size(cs) > 0) {
-		int ids[KFT_CM_TLS_SUITES_MAX];
-		if ((rc = kft_cm_tls_cipher_suites(cs, ids, KFT_CM_TLS_SUITES_MAX, err)) != 0) {
+		int ids[KFT_HTTP_SUITES_MAX];
+		if ((rc = kft_cm_tls_cipher_suites(cs, ids, KFT_HTTP_SUITES_MAX, err)) != 0) {
 			char msg[KFT_ERROR_MESSAGE_MAX];
 			snprintf(msg, sizeof(msg), "%s", err ? err->message : "");
 			return kft_error_set(err, rc, "invalid configuration: %s", msg);

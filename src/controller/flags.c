@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 
 enum flag_kind { F_STRING, F_BOOL };
 

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "util/strbuf.h"
 
 struct kft_logger {

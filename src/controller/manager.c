@@ -46,6 +46,7 @@
 
 #include "cm_internal.h"
 #include "hpo/hpo.h"
+#include "util/secret.h"
 #include "kftrainer/constants.h"
 
 #define CACHE_SYNC_TIMEOUT_S 120
@@ -839,6 +840,7 @@ static int metrics_enabled(const char *addr)
 static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 {
 	const kft_cm_config *cfg = cm->cfg;
+	char dir[4000], *cert = NULL, *key = NULL;
 	kft_cm_http_tls tls = {.min_version = cfg->tls_min_version,
 	                       .cipher_suites = cfg->tls_cipher_suites};
 	int secure = cfg->metrics_secure_serving && metrics_enabled(cfg->metrics_bind_address);
@@ -847,16 +849,19 @@ static int start_http(kft_cm *cm, kft_cm_http **http, kft_error *err)
 		int rc = kft_cm_tls_min_version(cfg->tls_min_version, err);
 		if (rc < 0)
 			return rc;
-		rc = kft_cm_metrics_cert(NULL, &cm->metrics_cert, &cm->metrics_key, &generated,
-		                         err);
+		kft_cm_metrics_cert_dir(dir, sizeof(dir));
+		rc = kft_cm_metrics_cert(dir, &cert, &key, &generated, err);
 		if (rc)
 			return rc;
-		tls.cert_pem = cm->metrics_cert;
-		tls.key_pem = cm->metrics_key;
+		tls.cert_pem = cert;
+		tls.key_pem = key;
+		tls.cert_dir = generated ? NULL : dir;
 	}
 	int rc = kft_cm_http_start_tls(cfg->health_bind_address, cfg->liveness_endpoint,
 	                               cfg->readiness_endpoint, cfg->metrics_bind_address,
 	                               secure ? &tls : NULL, cm->metrics, &cm->ready, http, err);
+	free(cert); /* the server keeps its own parsed copies */
+	kft_secret_free(key);
 	if (rc == 0 && metrics_enabled(cfg->metrics_bind_address))
 		KFT_LOG(cm->lg, KFT_LOG_INFO, "controller-runtime.metrics",
 		        "Serving metrics server",
@@ -989,8 +994,6 @@ static void teardown(kft_cm *cm, run_state *rs, kft_cm_http *http)
 	}
 	kft_cm_status_stop(cm->status);
 	kft_cm_http_stop(http);
-	free(cm->metrics_cert);
-	free(cm->metrics_key);
 	KFT_LOG(cm->lg, KFT_LOG_INFO, NULL, "Wait completed, proceeding to shutdown the manager",
 	        NULL);
 	for (int i = 0; i < KFT_CM_N_CONTROLLERS; i++)

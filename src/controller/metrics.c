@@ -25,7 +25,7 @@
 #include <dirent.h>
 
 #include "controller/metrics.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "util/strbuf.h"
 
 #define MAX_CONTROLLERS 16

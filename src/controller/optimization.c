@@ -13,7 +13,7 @@
 
 #include "cm_internal.h"
 #include "hpo/hpo.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "util/random.h"
 #include "util/rfc3339.h"

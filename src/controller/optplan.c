@@ -12,8 +12,9 @@
 #include <string.h>
 
 #include "hpo/hpo.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
+#include "util/rfc3339.h"
 
 /* A trial not seen in the cache this long after it was created is gone. */
 #define CACHE_GRACE_MS 30000

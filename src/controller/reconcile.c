@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "controller/reconcile.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
 
 #define MAX_COMPARE_DEPTH 200

@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/backend.h"
 #include "kftrainer/framework.h"
 

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "cm_internal.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "kftrainer/validation.h"
 #include "util/strbuf.h"

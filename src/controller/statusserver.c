@@ -32,10 +32,13 @@
  *
  * The serving certificate is the webhook's (upstream: the cert-controller
  * rotator's files, $TMPDIR/k8s-webhook-server/serving-certs, watched for
- * changes): tls.crt and tls.key are looked at every second, loaded when
- * they appear or change, and until they exist connections are closed
- * unanswered. Pods trust it through the CA the TrainJobStatus plugin copies
- * from the webhook Secret into "<trainjob>-tls-config".
+ * changes): the server core (src/http/server.h) looks at tls.crt and
+ * tls.key every second and loads them when they appear or change; until
+ * they exist connections are closed unanswered. Pods trust it through the
+ * CA the TrainJobStatus plugin copies from the webhook Secret into
+ * "<trainjob>-tls-config". A refused body and a path that is not the status
+ * path are answered on the core's poll thread; only requests for a
+ * TrainJob's status take a worker, whose token check may fetch keys.
  *
  * The API client is the server's own, limited by statusServer.qps/burst
  * (upstream makes a separate client so that reports never eat the
@@ -61,9 +64,9 @@
 #define AUDIENCE_FORMAT "trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status"
 #define WORKERS         4
 #define KEYS_REFRESH_MS 10000
-#define CERT_CHECK_MS   1000
 #define LOG_NAME        "runtime-status"
 #define TOKEN_FILE_MAX  65536
+#define AUTH_MAX        8192
 
 struct kft_cm_status {
 	const kft_cm_config *cfg;
@@ -75,15 +78,9 @@ struct kft_cm_status {
 	pthread_mutex_t keys_mu; /* keys and keys_at */
 	kft_jwks *keys;
 	long long keys_at; /* CLOCK_MONOTONIC ms of the last fetch, 0 never */
-	kft_cm_http *https;
+	kft_httpd *https;
+	kft_httpd_handlers handlers;
 	char cert_dir[4000];
-	kft_cm_cert_seen cert_seen;
-	int cert_loaded;
-	pthread_t watcher;
-	int watching;
-	pthread_mutex_t stop_mu;
-	pthread_cond_t stop_cond;
-	int stopping;
 };
 
 /* ---- the issuer and its keys ------------------------------------------------------- */
@@ -201,11 +198,11 @@ static int signature_ok(kft_cm_status *st, const kft_jwt *t)
 /* upstream's Authorize: 1 allowed, 0 forbidden. */
 static int authorize(kft_cm_status *st, const char *auth, const char *ns, const char *name)
 {
-	char *token = malloc(KFT_STATUSREQ_HEAD_MAX), audience[2 * KFT_STATUSREQ_NAME_MAX + 64];
+	char *token = malloc(AUTH_MAX), audience[2 * KFT_STATUSREQ_NAME_MAX + 64];
 	kft_jwt t;
 	kft_error err = {0};
 	int ok = 0;
-	if (!token || !kft_statusreq_bearer(auth, token, KFT_STATUSREQ_HEAD_MAX))
+	if (!token || !kft_statusreq_bearer(auth, token, AUTH_MAX))
 		goto out;
 	snprintf(audience, sizeof(audience), AUDIENCE_FORMAT, ns, name);
 	if (kft_jwt_parse(token, strlen(token), st->algs, &t, &err) != 0)
@@ -249,17 +246,16 @@ static int record(kft_cm_status *st, const char *ns, const char *name, const jso
 	return 1;
 }
 
-static int judge(kft_cm_status *st, const kft_statusreq_head *h, const char *body, size_t len,
-                 kft_statusreq_answer *a)
+static int judge(kft_cm_status *st, const kft_statusreq_request *r, kft_statusreq_answer *a)
 {
 	char ns[KFT_STATUSREQ_NAME_MAX], name[KFT_STATUSREQ_NAME_MAX];
 	bool present = false;
-	int rc = kft_statusreq_route(h, ns, name, a);
+	int rc = kft_statusreq_route(r, ns, name, a);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (!authorize(st, h->auth, ns, name))
+	if (!authorize(st, r->auth, ns, name))
 		return kft_statusreq_failure(a, 403, "Forbidden", "Forbidden");
-	json_t *ts = kft_statusreq_decode(body, len, &present, a);
+	json_t *ts = kft_statusreq_decode(r->body, r->len, &present, a);
 	if (!ts)
 		return a->body ? 0 : KFT_ENOMEM;
 	rc = present ? record(st, ns, name, ts, a) : 1;
@@ -269,79 +265,65 @@ static int judge(kft_cm_status *st, const kft_statusreq_head *h, const char *bod
 	return rc;
 }
 
-/* One request from the handler server: its head judged with the shared
- * decoder (the bearer token, a refused body's answer), then the request. */
-static void serve(void *ctx, const kft_cm_http_request *req, kft_cm_http_reply *out)
+static kft_statusreq_request request_of(const kft_http_req *r, char *auth)
+{
+	if (kft_http_header(r->head->fields, "Authorization", auth, AUTH_MAX) != 1)
+		auth[0] = '\0'; /* absent, repeated or too long: judged as none */
+	return (kft_statusreq_request){.method = r->head->method,
+	                               .path = r->head->path,
+	                               .auth = auth,
+	                               .body = r->body,
+	                               .len = r->body_len};
+}
+
+/* On the core's poll thread: a refused body (upstream's 413 Status) and
+ * anything but a POST to a status path (404) are answered there. */
+static int admit(void *ctx, const kft_http_req *r, kft_http_answer *a)
+{
+	(void)ctx;
+	char ns[KFT_STATUSREQ_NAME_MAX], name[KFT_STATUSREQ_NAME_MAX];
+	kft_statusreq_request req = {.method = r->head->method, .path = r->head->path};
+	kft_statusreq_answer sa = {0};
+	int rc = r->refused ? (kft_statusreq_refused(r->refused, &sa) ? KFT_ENOMEM : 1)
+	                    : kft_statusreq_route(&req, ns, name, &sa);
+	if (rc == 0)
+		return 0;
+	*a = (kft_http_answer){.code = sa.body ? sa.code : 500, .type = sa.content_type};
+	a->body = sa.body;
+	sa.body = NULL;
+	kft_statusreq_answer_free(&sa);
+	return 1;
+}
+
+static void serve(void *ctx, kft_http_conn *c, const kft_http_req *r)
 {
 	kft_cm_status *st = ctx;
-	kft_statusreq_head *h = malloc(sizeof(*h));
 	kft_statusreq_answer a = {0};
-	int rc = h ? kft_statusreq_head_parse(req->head, req->head_len, h, &a) : KFT_ENOMEM;
-	if (rc == 1 && !req->refused) {
-		kft_statusreq_answer_free(&a);
-		memset(&a, 0, sizeof(a));
-		judge(st, h, req->body, req->len, &a);
-		KFT_LOG(st->lg, KFT_LOG_DEBUG, LOG_NAME, "HTTP request",
-		        json_pack("{s:s, s:s, s:i}", "method", h->method, "path", h->path, "code",
-		                  a.code));
-	}
-	if (a.body) {
-		out->code = a.code;
-		out->content_type = a.content_type;
-		out->body = a.body;
-		a.body = NULL;
-	}
+	char *auth = malloc(AUTH_MAX);
+	kft_statusreq_request req = auth ? request_of(r, auth) : (kft_statusreq_request){0};
+	if (auth)
+		judge(st, &req, &a);
+	KFT_LOG(st->lg, KFT_LOG_DEBUG, LOG_NAME, "HTTP request",
+	        json_pack("{s:s, s:s, s:i}", "method", r->head->method, "path", r->head->path,
+	                  "code", a.body ? a.code : 500));
+	if (a.body)
+		kft_http_respond(c, a.code, a.content_type, a.body, strlen(a.body), NULL);
+	else
+		kft_http_respond(c, 500, NULL, "500 Internal Server Error", 25, NULL);
 	kft_statusreq_answer_free(&a);
-	free(h);
+	free(auth);
 }
 
-/* ---- the certificate ------------------------------------------------------------------ */
-
-/* Loads tls.crt/tls.key when they appeared or changed since last seen (a
- * bad pair is reported once, not every second). */
-static void check_cert(kft_cm_status *st)
+/* The core's word after it looked at the certificate directory. */
+static void cert_reloaded(void *ctx, int rc, const kft_error *err)
 {
-	if (!kft_cm_cert_pair_changed(st->cert_dir, &st->cert_seen))
-		return;
-	char *cert_pem = NULL, *key_pem = NULL;
-	kft_error err = {0};
-	int rc = kft_cm_cert_pair_load(st->cert_dir, &cert_pem, &key_pem, &err);
-	if (!rc) {
-		kft_cm_http_tls tls = {.cert_pem = cert_pem,
-		                       .key_pem = key_pem,
-		                       .min_version = st->cfg->tls_min_version,
-		                       .cipher_suites = st->cfg->tls_cipher_suites};
-		rc = kft_cm_http_set_tls(st->https, &tls, &err);
-	}
-	free(cert_pem);
-	free(key_pem);
-	if (rc) {
-		KFT_LOG_ERR(st->lg, LOG_NAME, "Could not load the serving certificate", err.message,
-		            json_pack("{s:s}", "certDir", st->cert_dir));
-		return;
-	}
-	KFT_LOG(st->lg, KFT_LOG_INFO, LOG_NAME, "Updated current TLS certificate",
-	        json_pack("{s:s}", "certDir", st->cert_dir));
-	st->cert_loaded = 1;
-}
-
-static void *watch_cert(void *arg)
-{
-	kft_cm_status *st = arg;
-	pthread_mutex_lock(&st->stop_mu);
-	while (!st->stopping) {
-		pthread_mutex_unlock(&st->stop_mu);
-		check_cert(st);
-		pthread_mutex_lock(&st->stop_mu);
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += CERT_CHECK_MS / 1000;
-		while (!st->stopping &&
-		       pthread_cond_timedwait(&st->stop_cond, &st->stop_mu, &until) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&st->stop_mu);
-	return NULL;
+	kft_cm_status *st = ctx;
+	if (rc)
+		KFT_LOG_ERR(st->lg, LOG_NAME, "Could not load the serving certificate",
+		            err->message, json_pack("{s:s}", "certDir", st->cert_dir));
+	else
+		KFT_LOG(st->lg, KFT_LOG_INFO, LOG_NAME, "Updated current TLS certificate",
+		        json_pack("{s:s}", "certDir", st->cert_dir));
 }
 
 /* ---- start and stop -------------------------------------------------------------------- */
@@ -360,6 +342,24 @@ static int connect_own(kft_cm_status *st, const char *kubeconfig, kft_error *err
 	return rc;
 }
 
+static int start_https(kft_cm_status *st, const char *addr, kft_error *err)
+{
+	int suites[KFT_HTTP_SUITES_MAX];
+	kft_http_tls tls = {.cert_dir = st->cert_dir};
+	int rc = kft_cm_tls_settings(st->cfg->tls_min_version, st->cfg->tls_cipher_suites, suites,
+	                             &tls, err);
+	st->handlers = (kft_httpd_handlers){
+	        .admit = admit, .serve = serve, .cert_reloaded = cert_reloaded, .ctx = st};
+	kft_httpd_opts o = {.name = "status",
+	                    .listen = addr,
+	                    .handlers = &st->handlers,
+	                    .tls = &tls,
+	                    .body_max = KFT_STATUSREQ_BODY_MAX,
+	                    .length_required = true,
+	                    .workers = WORKERS};
+	return rc ? rc : kft_httpd_start(&o, &st->https, err);
+}
+
 int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_logger *lg,
                         kft_cm_status **out, kft_error *err)
 {
@@ -371,45 +371,30 @@ int kft_cm_status_start(const kft_cm_config *cfg, const char *kubeconfig, kft_lo
 	st->lg = lg;
 	st->trainjobs = kft_gvr_lookup("trainer.kubeflow.org/v1alpha1", "TrainJob");
 	pthread_mutex_init(&st->keys_mu, NULL);
-	pthread_mutex_init(&st->stop_mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->stop_cond, &ca);
-	pthread_condattr_destroy(&ca);
 	kft_cm_webhooks_cert_dir(st->cert_dir, sizeof(st->cert_dir));
 	char addr[32];
 	snprintf(addr, sizeof(addr), ":%d", cfg->status_port);
-	kft_cm_http_tls no_cert = {.min_version = cfg->tls_min_version,
-	                           .cipher_suites = cfg->tls_cipher_suites};
 	int rc = kft_cm_tls_min_version(cfg->tls_min_version, err);
 	if (rc >= 0)
 		rc = connect_own(st, kubeconfig, err);
 	if (!rc)
 		rc = discover(st, err);
 	if (!rc)
-		rc = kft_cm_https_start(addr, &no_cert, KFT_STATUSREQ_BODY_MAX, WORKERS, serve, st,
-		                        &st->https, err);
-	if (!rc) {
-		check_cert(st);
-		st->watching = pthread_create(&st->watcher, NULL, watch_cert, st) == 0;
-		if (!st->watching)
-			rc = kft_error_set(err, KFT_ENOMEM, "cannot start the certificate watcher");
-	}
+		rc = start_https(st, addr, err);
 	if (rc) {
 		kft_cm_status_stop(st);
 		return rc;
 	}
 	KFT_LOG(lg, KFT_LOG_INFO, LOG_NAME, "Starting runtime status server with TLS",
-	        json_pack("{s:s, s:i, s:b}", "address", addr, "port",
-	                  kft_cm_http_port(st->https, 2), "certificateLoaded", st->cert_loaded));
+	        json_pack("{s:s, s:i, s:b}", "address", addr, "port", kft_httpd_port(st->https),
+	                  "certificateLoaded", kft_httpd_has_cert(st->https)));
 	*out = st;
 	return 0;
 }
 
 int kft_cm_status_port(const kft_cm_status *st)
 {
-	return st ? kft_cm_http_port(st->https, 2) : 0;
+	return st ? kft_httpd_port(st->https) : 0;
 }
 
 void kft_cm_status_stop(kft_cm_status *st)
@@ -418,21 +403,13 @@ void kft_cm_status_stop(kft_cm_status *st)
 		return;
 	if (st->kube)
 		kft_kube_cancel(st->kube, 1);
-	pthread_mutex_lock(&st->stop_mu);
-	st->stopping = 1;
-	pthread_cond_broadcast(&st->stop_cond);
-	pthread_mutex_unlock(&st->stop_mu);
-	if (st->watching)
-		pthread_join(st->watcher, NULL);
 	if (st->https)
 		KFT_LOG(st->lg, KFT_LOG_INFO, LOG_NAME, "Shutting down runtime status server",
 		        NULL);
-	kft_cm_http_stop(st->https);
+	kft_httpd_stop(st->https);
 	kft_kube_free(st->kube);
 	kft_jwks_free(st->keys);
 	free(st->issuer);
-	pthread_cond_destroy(&st->stop_cond);
-	pthread_mutex_destroy(&st->stop_mu);
 	pthread_mutex_destroy(&st->keys_mu);
 	free(st);
 }

@@ -1,16 +1,17 @@
 /*
  * webhook.c - the admission webhook server: HTTPS on webhook.host:port
- * (9443) through httpd.c's handler server, answering AdmissionReviews with
- * admission.c's decisions over the manager's runtime caches.
+ * (9443) on the server core (src/http/server.h), answering AdmissionReviews
+ * with admission.c's decisions over the manager's runtime caches.
  *
  * Certificates are controller-runtime's: tls.crt and tls.key in the cert
  * directory ($TMPDIR/k8s-webhook-server/serving-certs, /tmp in a pod),
  * written there either by our certificate manager (certs.c, with
  * certManagement.enable, upstream's default) or by someone else (a Secret
- * mounted by cert-manager). Like controller-runtime's certwatcher, a thread
- * notices when the files change and loads them into the server, so a
- * rotated certificate is served without a restart; with certManagement it
- * also asks the certificate manager, every check period, whether to rotate.
+ * mounted by cert-manager). Like controller-runtime's certwatcher, the server
+ * core notices when the files change and loads them, so a rotated
+ * certificate is served without a restart; with certManagement a thread
+ * asks the certificate manager, every check period, whether to rotate, and
+ * starts the server once the files are there.
  *
  * The server starts before the caches sync (the runtime webhooks need none);
  * a TrainJob review waits for them, as a controller-runtime client read
@@ -21,7 +22,7 @@
  * controller-runtime's 7 MiB, a review's checks are linear in it (the
  * schema's list-map and set duplicate checks hash: a 20,000-container
  * runtime or a 50,000-entry env list is checked in about 0.1 s), and no
- * review waits past its own deadline, so WEBHOOK_WORKER workers are freed
+ * review waits past its own deadline, so WEBHOOK_WORKERS workers are freed
  * as fast as the API server can use them. Readiness (kft_cm_webhooks_ready) waits for the server
  * to serve with certificates, as upstream's readyz waits for certsReady and
  * the webhook server's StartedChecker.
@@ -39,18 +40,19 @@
 #include "kftrainer/schema.h"
 #include "util/clock.h"
 #include "util/rfc3339.h"
+#include "util/secret.h"
 
 /* controller-runtime's webhook body limit (maxRequestSize). */
-#define BODY_MAX       (7 * 1024 * 1024)
-#define WEBHOOK_WORKER 8
+#define BODY_MAX        (7 * 1024 * 1024)
+#define WEBHOOK_WORKERS 8
 
 struct kft_cm_webhooks {
 	kft_cm *cm;
 	kft_backend backend; /* the manager's, reading uncached kinds live */
 	const kft_schema *schema;
-	kft_cm_http *http;
+	kft_httpd *http;
+	kft_httpd_handlers handlers;
 	char dir[512];
-	kft_cm_cert_seen seen;
 	pthread_t thread;
 	int thread_started;
 	pthread_mutex_t mu;
@@ -126,36 +128,24 @@ static void log_review(kft_cm *cm, kft_cm_webhook which, const kft_cm_admission 
 	                  json_is_true(json_object_get(resp, "allowed"))));
 }
 
-static void handle(void *ctx, const kft_cm_http_request *r, kft_cm_http_reply *out)
+static void plain(kft_http_conn *c, int code, const char *text, const char *extra)
 {
-	kft_cm_webhooks *w = ctx;
+	kft_http_respond(c, code, "text/plain; charset=utf-8", text, strlen(text), extra);
+}
+
+static json_t *review(kft_cm_webhooks *w, kft_cm_webhook which, const kft_http_req *r)
+{
 	kft_cm *cm = w->cm;
-	if (r->refused)
-		return; /* the server's own 411/413/400 */
-	kft_cm_webhook which = kft_cm_webhook_for_path(r->path);
-	out->content_type = "application/json";
-	if (which == KFT_CM_WEBHOOK_NONE) {
-		out->code = 404;
-		out->content_type = "text/plain; charset=utf-8";
-		out->body = strdup("404 page not found\n");
-		return;
-	}
-	if (strcmp(r->method, "POST") != 0) {
-		out->code = 405;
-		out->content_type = "text/plain; charset=utf-8";
-		out->body = strdup("405 method not allowed\n");
-		return;
-	}
 	/* Answer before the API server stops waiting: a worker held past
 	 * that serves no one, and admission answers only while one is free. */
-	int64_t budget = kft_cm_admission_timeout_ms(r->head);
+	int64_t budget = kft_cm_admission_timeout_ms(r->head->query);
 	int64_t deadline = kft_clock_mono_ms() + budget - budget / 10;
 	kft_cm_admission req;
 	kft_error err = {0};
 	json_t *answer;
-	if (kft_cm_admission_decode(r->body, r->len, &req, &err) != 0) {
-		answer = kft_cm_admission_errored(NULL, 400, err.message);
-	} else if (which == KFT_CM_WEBHOOK_VALIDATE_TRAINJOB && wait_synced(cm, deadline) != 0) {
+	if (kft_cm_admission_decode(r->body, r->body_len, &req, &err) != 0)
+		return kft_cm_admission_errored(NULL, 400, err.message);
+	if (which == KFT_CM_WEBHOOK_VALIDATE_TRAINJOB && wait_synced(cm, deadline) != 0) {
 		answer = kft_cm_admission_errored(req.uid, 500,
 		                                  "the runtime caches have not synced yet");
 	} else {
@@ -172,59 +162,44 @@ static void handle(void *ctx, const kft_cm_http_request *r, kft_cm_http_reply *o
 			log_review(cm, which, &req, answer);
 	}
 	kft_cm_admission_free(&req);
-	out->code = 200;
-	out->body = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
-	json_decref(answer);
+	return answer;
 }
 
-/* ---- certificates on disk ------------------------------------------------------------- */
-
-/* Reads tls.crt and tls.key from the cert directory (kft_cm_cert_pair_load:
- * bounded, checked to be a pair) and remembers which files they were; the
- * caller frees the two strings. */
-static int load_pair(kft_cm_webhooks *w, char **crt, char **key, kft_error *err)
+static void handle(void *ctx, kft_http_conn *c, const kft_http_req *r)
 {
-	kft_cm_cert_pair_changed(w->dir, &w->seen);
-	return kft_cm_cert_pair_load(w->dir, crt, key, err);
-}
-
-static void wipe_free(char *s)
-{
-	if (s) {
-		memset(s, 0, strlen(s));
-		free(s);
-	}
-}
-
-static kft_cm_http_tls tls_of(const kft_cm *cm, const char *crt, const char *key)
-{
-	return (kft_cm_http_tls){.cert_pem = crt,
-	                         .key_pem = key,
-	                         .min_version = cm->cfg->tls_min_version,
-	                         .cipher_suites = cm->cfg->tls_cipher_suites};
-}
-
-/* The certwatcher: reloads the pair when either file changed. */
-static void reload_if_changed(kft_cm_webhooks *w)
-{
-	if (!kft_cm_cert_pair_changed(w->dir, &w->seen))
+	kft_cm_webhooks *w = ctx;
+	kft_cm_webhook which = kft_cm_webhook_for_path(r->head->path);
+	if (which == KFT_CM_WEBHOOK_NONE) {
+		plain(c, 404, "404 page not found\n", NULL);
 		return;
-	char *crt = NULL, *key = NULL;
-	kft_error err = {0};
-	int rc = kft_cm_cert_pair_load(w->dir, &crt, &key, &err);
-	if (!rc) {
-		kft_cm_http_tls tls = tls_of(w->cm, crt, key);
-		rc = kft_cm_http_set_tls(w->http, &tls, &err);
 	}
+	if (strcmp(r->head->method, "POST") != 0) {
+		plain(c, 405, "405 method not allowed\n", "Allow: POST\r\n");
+		return;
+	}
+	json_t *answer = review(w, which, r);
+	char *body = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+	json_decref(answer);
+	if (body)
+		kft_http_respond(c, 200, "application/json", body, strlen(body), NULL);
+	else
+		plain(c, 500, "500 internal server error\n", NULL);
+	free(body);
+}
+
+/* The core's word after it looked at the certificate directory. */
+static void cert_reloaded(void *ctx, int rc, const kft_error *err)
+{
+	kft_cm_webhooks *w = ctx;
 	if (rc)
 		KFT_LOG_ERR(w->cm->lg, "controller-runtime.certwatcher",
-		            "error reloading certificate", err.message, NULL);
+		            "error reloading certificate", err->message, NULL);
 	else
 		KFT_LOG(w->cm->lg, KFT_LOG_INFO, "controller-runtime.certwatcher",
 		        "Updated current TLS certificate", NULL);
-	free(crt);
-	wipe_free(key);
 }
+
+/* ---- certificates on disk ------------------------------------------------------------- */
 
 static int start_server(kft_cm_webhooks *w, kft_error *err);
 
@@ -242,9 +217,7 @@ static void *watch(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		if (w->certs)
 			kft_cm_certs_tick(w->certs);
-		if (atomic_load(&w->serving)) {
-			reload_if_changed(w);
-		} else if (!w->certs || kft_cm_certs_ready(w->certs)) {
+		if (!atomic_load(&w->serving) && (!w->certs || kft_cm_certs_ready(w->certs))) {
 			kft_error err = {0};
 			if (start_server(w, &err) != 0)
 				KFT_LOG_ERR(w->cm->lg, "controller-runtime.webhook",
@@ -260,23 +233,36 @@ static void *watch(void *arg)
 static int start_server(kft_cm_webhooks *w, kft_error *err)
 {
 	const kft_cm_config *cfg = w->cm->cfg;
-	char *crt = NULL, *key = NULL;
-	int rc = load_pair(w, &crt, &key, err);
-	if (rc)
-		return rc;
-	char addr[300];
+	char *crt = NULL, *key = NULL, addr[300];
+	int suites[KFT_HTTP_SUITES_MAX];
+	kft_http_tls tls = {.cert_dir = w->dir};
+	int rc = kft_http_cert_pair_load(w->dir, &crt, &key, err);
+	if (rc == 0)
+		rc = kft_cm_tls_settings(cfg->tls_min_version, cfg->tls_cipher_suites, suites, &tls,
+		                         err);
 	const char *host = cfg->webhook_host ? cfg->webhook_host : "";
 	snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
 	         cfg->webhook_port);
-	kft_cm_http_tls tls = tls_of(w->cm, crt, key);
-	rc = kft_cm_https_start(addr, &tls, BODY_MAX, WEBHOOK_WORKER, handle, w, &w->http, err);
+	tls.cert_pem = crt;
+	tls.key_pem = key;
+	w->handlers =
+	        (kft_httpd_handlers){.serve = handle, .cert_reloaded = cert_reloaded, .ctx = w};
+	kft_httpd_opts o = {.name = "webhook",
+	                    .listen = addr,
+	                    .handlers = &w->handlers,
+	                    .tls = &tls,
+	                    .body_max = BODY_MAX,
+	                    .length_required = true,
+	                    .workers = WEBHOOK_WORKERS};
+	if (rc == 0)
+		rc = kft_httpd_start(&o, &w->http, err);
 	free(crt);
-	wipe_free(key);
+	kft_secret_free(key);
 	if (rc)
 		return rc;
 	atomic_store(&w->serving, 1);
 	KFT_LOG(w->cm->lg, KFT_LOG_INFO, "controller-runtime.webhook", "Serving webhook server",
-	        json_pack("{s:s, s:i}", "host", host, "port", kft_cm_http_port(w->http, 2)));
+	        json_pack("{s:s, s:i}", "host", host, "port", kft_httpd_port(w->http)));
 	return 0;
 }
 
@@ -348,7 +334,7 @@ int kft_cm_webhooks_ready(kft_cm_webhooks *w, char *why, size_t n)
 
 int kft_cm_webhooks_port(const kft_cm_webhooks *w)
 {
-	return w ? kft_cm_http_port(w->http, 2) : 0;
+	return w ? kft_httpd_port(w->http) : 0;
 }
 
 void kft_cm_webhooks_stop(kft_cm_webhooks *w)
@@ -361,7 +347,7 @@ void kft_cm_webhooks_stop(kft_cm_webhooks *w)
 	pthread_mutex_unlock(&w->mu);
 	if (w->thread_started)
 		pthread_join(w->thread, NULL);
-	kft_cm_http_stop(w->http);
+	kft_httpd_stop(w->http);
 	kft_cm_certs_free(w->certs);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->mu);

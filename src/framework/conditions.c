@@ -1,5 +1,5 @@
 /*
- * conditions.c - TrainJob status conditions (see kftrainer/conditions.h).
+ * conditions.c - TrainJob status conditions (see conditions.h).
  *
  * Conditions live in the JSON tree as Kubernetes stores them, so there is
  * no typed copy to keep in sync: each function finds the condition by type
@@ -12,7 +12,9 @@
  * because the caller builds and applies the children between them, and
  * only the caller knows how (cluster, local processes, tests).
  */
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
+#include "util/utf8.h"
+#include "util/rfc3339.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,29 +438,11 @@ int kft_trainjob_reconcile_deadline(json_t *trainjob, const char *now, kft_deadl
 /* ---- the reconcile-failure event -------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at s (at most len bytes), or 1 when
- * the bytes there are not one: Go's utf8.DecodeRuneInString rules
- * (no overlong forms, no surrogates, nothing above U+10FFFF). */
+ * the bytes there are not one: Go's utf8.DecodeRuneInString. */
 static size_t utf8_len(const unsigned char *s, size_t len)
 {
-	unsigned char c = s[0];
-	size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-	if (n <= 1 || n > len)
-		return 1;
-	unsigned char lo = 0x80, hi = 0xBF;
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;
-	if (s[1] < lo || s[1] > hi)
-		return 1;
-	for (size_t k = 2; k < n; k++)
-		if ((s[k] & 0xC0) != 0x80)
-			return 1;
-	return n;
+	size_t n = kft_utf8_sequence(s, len);
+	return n ? n : 1;
 }
 
 /* Bytes taken by the first `runes` code points of s, an invalid byte

@@ -8,7 +8,7 @@
 
 #include "framework/guard.h"
 #include "framework/runtime_info.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/framework.h"
 
 typedef int (*info_point)(const kft_plugin_ctx *, kft_runtime_info *, const kft_trainjob *,

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 
 static const char *state_of(const json_t *trial)
 {

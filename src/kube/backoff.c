@@ -7,7 +7,7 @@
  * instant. The random source is rand_r on a per-backoff seed: the numbers
  * need to differ between processes and loops, not be unpredictable.
  */
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -29,14 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/curl_tls.h"
+#include "util/secret.h"
 #include "util/strbuf.h"
-
-#ifdef KFT_CURL_MBEDTLS
-#include <arpa/inet.h>
-#include <mbedtls/asn1.h>
-#include <mbedtls/ssl.h>
-#include <mbedtls/x509_crt.h>
-#endif
 
 /* How long a token read from a file is trusted before reading it again. */
 #define TOKEN_REFRESH_SEC  60
@@ -97,8 +92,7 @@ static int blob_from(const char *data, const char *file, const char *what, kft_k
 
 static void blob_free(kft_kube_blob *b)
 {
-	if (b->data)
-		explicit_bzero(b->data, b->len);
+	kft_secret_wipe(b->data, b->len);
 	free(b->data);
 	b->data = NULL;
 	b->len = 0;
@@ -220,9 +214,7 @@ static int token_reload(kft_kube *k, kft_error *err)
 		return kft_error_set(err, KFT_EINVAL, "token file %s: empty or not one line",
 		                     k->token_file);
 	}
-	if (k->token)
-		explicit_bzero(k->token, strlen(k->token));
-	free(k->token);
+	kft_secret_free(k->token);
 	k->token = b.data;
 	return 0;
 }
@@ -287,13 +279,6 @@ int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err)
 	return 0;
 }
 
-static void free_secret(char *s)
-{
-	if (s)
-		explicit_bzero(s, strlen(s));
-	free(s);
-}
-
 void kft_kube_free(kft_kube *k)
 {
 	if (!k)
@@ -302,15 +287,16 @@ void kft_kube_free(kft_kube *k)
 		curl_easy_cleanup(k->pool[i]);
 	if (k->share)
 		curl_share_cleanup(k->share);
-	kft_kube_events_free(k->events);
+	if (k->events_free)
+		k->events_free(k->events);
 	free(k->server);
 	curl_slist_free_all(k->connect_to);
 	free(k->namespace_);
 	free(k->user_agent);
 	free(k->proxy_url);
 	free(k->username);
-	free_secret(k->password);
-	free_secret(k->token);
+	kft_secret_free(k->password);
+	kft_secret_free(k->token);
 	free(k->token_file);
 	blob_free(&k->ca);
 	blob_free(&k->cert);
@@ -390,91 +376,6 @@ void kft_kube_token_expire(kft_kube *k)
 	pthread_mutex_unlock(&k->token_mu);
 }
 
-#ifdef KFT_CURL_MBEDTLS
-/*
- * The controller's libcurl runs over mbedTLS 2.28, which checks the host
- * against DNS names and the CN only, as strings. An API server addressed by
- * IP (the in-cluster 10.96.0.1, 127.0.0.1 in tests) would fail with
- * BADCERT_CN_MISMATCH although its certificate lists that IP, and a DNS name
- * spelled "10.96.0.1" would pass. Go's crypto/x509, which client-go uses,
- * matches an IP host against iPAddress names only. So for an IP host this
- * verify callback makes the name decision itself, on the leaf: mismatch
- * unless an iPAddress subjectAltName (GeneralName tag [7]) holds that
- * address. Every other flag (untrusted, expired ...) is left for curl to
- * fail on; a host name is left to mbedTLS.
- */
-
-/* The server's host as address bytes (4 or 16); 0 when it is a name. */
-static size_t server_ip(const kft_kube *k, unsigned char ip[16])
-{
-	CURLU *u = curl_url();
-	char *host = NULL;
-	size_t len = 0;
-	if (u && !curl_url_set(u, CURLUPART_URL, k->server, 0) &&
-	    !curl_url_get(u, CURLUPART_HOST, &host, 0)) {
-		size_t n = strlen(host);
-		if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
-			host[n - 1] = '\0';
-			len = inet_pton(AF_INET6, host + 1, ip) == 1 ? 16 : 0;
-		} else {
-			len = inet_pton(AF_INET, host, ip) == 1 ? 4 : 0;
-		}
-	}
-	curl_free(host);
-	curl_url_cleanup(u);
-	return len;
-}
-
-/* Equality as Go's net.IP.Equal has it: an IPv4 address also equals its
- * IPv4-mapped IPv6 form (::ffff:a.b.c.d). */
-static int ip_equal(const unsigned char *a, size_t alen, const unsigned char *b, size_t blen)
-{
-	static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	if (alen == blen)
-		return (alen == 4 || alen == 16) && memcmp(a, b, alen) == 0;
-	if (alen == 4 && blen == 16)
-		return memcmp(b, v4_mapped, 12) == 0 && memcmp(b + 12, a, 4) == 0;
-	if (alen == 16 && blen == 4)
-		return ip_equal(b, blen, a, alen);
-	return 0;
-}
-
-static int verify_ip_san(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
-{
-	unsigned char ip[16];
-	size_t len;
-	if (depth != 0 || (len = server_ip(ctx, ip)) == 0)
-		return 0;
-	*flags |= MBEDTLS_X509_BADCERT_CN_MISMATCH;
-	for (const mbedtls_x509_sequence *s = &crt->subject_alt_names; s && s->buf.p; s = s->next) {
-		if (s->buf.tag == (MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7) &&
-		    ip_equal(s->buf.p, s->buf.len, ip, len)) {
-			*flags &= ~(uint32_t)MBEDTLS_X509_BADCERT_CN_MISMATCH;
-			break;
-		}
-	}
-	return 0;
-}
-
-/* curl hands each new connection's mbedTLS configuration here before the
- * handshake. */
-static CURLcode ssl_ctx_hook(CURL *h, void *ssl_conf, void *ctx)
-{
-	(void)h;
-	mbedtls_ssl_conf_verify(ssl_conf, verify_ip_san, ctx);
-	return CURLE_OK;
-}
-#endif
-
-/* mbedTLS parses a PEM key only when the length it is given counts the
- * terminating NUL, and curl 7.88 hands it the blob's length as it is (it adds
- * the NUL for certificates, not for keys). Our blobs are NUL-terminated. */
-#ifdef KFT_CURL_MBEDTLS
-#define KEY_BLOB_NUL 1
-#else
-#define KEY_BLOB_NUL 0
-#endif
-
 static void set_tls(kft_kube *k, CURL *h)
 {
 	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
@@ -486,13 +387,11 @@ static void set_tls(kft_kube *k, CURL *h)
 		curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
 		curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
 	}
-#ifdef KFT_CURL_MBEDTLS
-	curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_hook);
-	curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, k);
-#endif
+	kft_curl_tls_setup(h);
 	if (k->cert.data) {
 		struct curl_blob cert = {k->cert.data, k->cert.len, CURL_BLOB_COPY};
-		struct curl_blob key = {k->key.data, k->key.len + KEY_BLOB_NUL, CURL_BLOB_COPY};
+		struct curl_blob key = {k->key.data, kft_curl_tls_key_blob_len(k->key.len),
+		                        CURL_BLOB_COPY};
 		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
 		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
 		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
@@ -558,7 +457,7 @@ int kft_kube_handle_setup(kft_kube *k, CURL *h, const char *url, const char *con
 	}
 	if (auth)
 		add_header(&l, auth);
-	free_secret(auth);
+	kft_secret_free(auth);
 	*headers = l;
 	if (!l)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");

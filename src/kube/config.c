@@ -27,6 +27,7 @@
 #include "kftrainer/decode.h"
 #include "util/base64.h"
 #include "util/strbuf.h"
+#include "util/secret.h"
 
 #define MAX_KUBECONFIG_FILES 16
 #define SA_DIR               "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -69,9 +70,7 @@ void kft_kube_config_free(kft_kube_config *c)
 	                c->proxy_url, c->default_namespace, c->user_agent};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
 		/* keys, tokens and passwords should not linger in freed memory */
-		if (strs[i])
-			explicit_bzero(strs[i], strlen(strs[i]));
-		free(strs[i]);
+		kft_secret_free(strs[i]);
 	}
 	free(c);
 }

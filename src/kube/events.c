@@ -31,10 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 #include "util/random.h"
 #include "util/strbuf.h"
 #include "util/rfc3339.h"
+#include "util/utf8.h"
 
 #define EVENT_CACHE_MAX 4096
 
@@ -59,7 +60,7 @@ struct kft_event_cache {
 	unsigned long long clock;
 };
 
-void kft_kube_events_free(struct kft_event_cache *c)
+static void cache_free(struct kft_event_cache *c)
 {
 	if (!c)
 		return;
@@ -69,6 +70,17 @@ void kft_kube_events_free(struct kft_event_cache *c)
 		json_decref(c->e[i].obj);
 	}
 	free(c);
+}
+
+/* The client's event cache, made on first use (events_mu held); the client
+ * frees it through the destructor it is handed with it, so the client's
+ * code needs nothing of this file. */
+static void cache_of(kft_kube *k)
+{
+	if (k->events)
+		return;
+	k->events = calloc(1, sizeof(*k->events));
+	k->events_free = cache_free;
 }
 
 long long kft_kube_now(char *buf, size_t n)
@@ -218,8 +230,7 @@ static void cache_store(kft_kube *k, const char *key, const char *name, const ch
 	char *kc = strdup(key), *nc = strdup(name);
 	uint64_t h = fnv1a(key);
 	pthread_mutex_lock(&k->events_mu);
-	if (!k->events)
-		k->events = calloc(1, sizeof(*k->events));
+	cache_of(k);
 	if (k->events && kc && nc) {
 		ev_entry *e = cache_slot(k->events, h, key);
 		free(e->key);
@@ -357,18 +368,6 @@ static const kft_gvr *event_v1_gvr(void)
 	return kft_gvr_lookup("events.k8s.io/v1", "Event");
 }
 
-/* At most max bytes of s, cut at a UTF-8 character boundary. */
-static size_t utf8_cut(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-	if (n <= max)
-		return n;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
-}
-
 static int check_v1(const kft_event_v1 *ev, kft_error *err)
 {
 	int rc = check_args(ev->type, ev->reason, ev->controller, err);
@@ -431,7 +430,7 @@ static json_t *v1_object(const ref *reg, const ref *rel, const kft_event_v1 *ev,
 	                      "eventTime", when, "reportingController", ev->controller,
 	                      "reportingInstance", instance, "action", ev->action, "reason",
 	                      ev->reason, "regarding", ref_json(reg), "note", note,
-	                      utf8_cut(note, V1_NOTE_MAX), "type", ev->type);
+	                      kft_utf8_cut(note, V1_NOTE_MAX), "type", ev->type);
 	if (o && rel && json_object_set_new(o, "related", ref_json(rel)) != 0) {
 		json_decref(o);
 		return NULL;
@@ -462,7 +461,7 @@ static int v1_send_series(kft_kube *k, const json_t *obj, kft_error *err)
 static int set_series(json_t *obj, long long count, double at)
 {
 	char when[40];
-	if (kft_micro_time_format(at, when, sizeof(when)) != 0)
+	if (kft_rfc3339_micro(at, when, sizeof(when)) != 0)
 		return -1;
 	return json_object_set_new(
 	        obj, "series",
@@ -507,8 +506,7 @@ static void v1_store(kft_kube *k, const char *key, const json_t *obj, double now
 	json_t *oc = json_deep_copy(obj);
 	uint64_t h = fnv1a(key);
 	pthread_mutex_lock(&k->events_mu);
-	if (!k->events)
-		k->events = calloc(1, sizeof(*k->events));
+	cache_of(k);
 	if (k->events && kc && nc && oc) {
 		ev_entry *e = cache_slot(k->events, h, key);
 		free(e->key);
@@ -536,7 +534,7 @@ static int v1_first(kft_kube *k, const char *key, const ref *reg, const ref *rel
                     const kft_event_v1 *ev, const char *instance, double now, kft_error *err)
 {
 	char when[40];
-	if (kft_micro_time_format(now, when, sizeof(when)) != 0)
+	if (kft_rfc3339_micro(now, when, sizeof(when)) != 0)
 		return kft_error_set(err, KFT_EINVAL, "event: the clock is out of range");
 	char *name = event_name(reg->name, (long long)(now * 1e9));
 	json_t *obj = name ? v1_object(reg, rel, ev, instance, name, when) : NULL;
@@ -565,7 +563,7 @@ int kft_kube_event_v1(kft_kube *k, const kft_event_v1 *ev, kft_error *err)
 		snprintf(instance, sizeof(instance), "%s", ev->instance);
 	else
 		default_instance(ev->controller, instance, sizeof(instance));
-	instance[utf8_cut(instance, V1_INSTANCE_MAX)] = '\0'; /* the server's limit */
+	instance[kft_utf8_cut(instance, V1_INSTANCE_MAX)] = '\0'; /* the server's limit */
 	char *key = v1_key(&reg, ev->related ? &rel : NULL, ev, instance);
 	if (!key)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");

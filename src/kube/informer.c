@@ -36,7 +36,7 @@
  * having it; an object's values are recomputed from the old object when it
  * changes or goes, so index functions must be deterministic.
  */
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,7 +45,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "util/cache_map.h"
 #include "util/jsonpack.h"
 #include "util/clock.h"

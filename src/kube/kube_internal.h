@@ -18,7 +18,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "util/strbuf.h"
 
 #define KFT_KUBE_POOL_MAX 16
@@ -77,7 +77,8 @@ struct kft_kube {
 	int pool_len;
 
 	pthread_mutex_t events_mu;
-	struct kft_event_cache *events;
+	struct kft_event_cache *events;                 /* events.c's, made on first use */
+	void (*events_free)(struct kft_event_cache *c); /* and how to free it */
 
 	atomic_int cancel; /* kft_kube_cancel */
 
@@ -288,9 +289,6 @@ void kft_kube_query(struct kft_strbuf *b, const char *key, const char *value);
 /* Sets apiVersion and kind from gvr on obj when they are missing, or when
  * they are a metadata-only answer's (meta.k8s.io/v1 PartialObjectMetadata). */
 void kft_kube_set_type(json_t *obj, const kft_gvr *gvr);
-
-/* Frees the event cache (events.c). */
-void kft_kube_events_free(struct kft_event_cache *c);
 
 /* The current time as RFC 3339 "2006-01-02T15:04:05Z" into buf (>= 21 bytes);
  * returns Unix nanoseconds. */

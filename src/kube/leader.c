@@ -23,7 +23,7 @@
  * wait.JitterUntil), then once leading renews every retryPeriod; if no try
  * succeeds for renewDeadline, leadership is lost and the thread ends.
  */
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 #include "util/random.h"
 #include "util/rfc3339.h"
 #include "util/clock.h"
@@ -77,21 +77,6 @@ struct kft_leader {
 	char reported[256]; /* the holder last passed to on_new_leader */
 	int reported_any;
 };
-
-int kft_micro_time_format(double t, char *buf, size_t size)
-{
-	char when[KFT_RFC3339_MAX];
-	if (!(t >= 0 && t < 253402300800.0)) /* year 10000 */
-		return KFT_EINVAL;
-	time_t sec = (time_t)t;
-	long usec = (long)((t - (double)sec) * 1e6);
-	if (kft_rfc3339_format(sec, usec > 999999 ? 999999 : usec, when) != 0)
-		return KFT_EINVAL;
-	if (strlen(when) >= size)
-		return KFT_ELIMIT;
-	memcpy(buf, when, strlen(when) + 1);
-	return 0;
-}
 
 /* ---- the record <-> Lease spec ----------------------------------------- */
 
@@ -447,8 +432,8 @@ int kft_leader_start(kft_leader *le, kft_error *err)
 
 int kft_leader_is_leader(kft_leader *le)
 {
-	return atomic_load(&le->leading) &&
-	       kft_clock_mono_ms() - atomic_load(&le->last_ok_ms) < (long long)(le->renew_deadline * 1000);
+	return atomic_load(&le->leading) && kft_clock_mono_ms() - atomic_load(&le->last_ok_ms) <
+	                                            (long long)(le->renew_deadline * 1000);
 }
 
 const char *kft_leader_identity(const kft_leader *le)

@@ -25,7 +25,7 @@
  * Times are CLOCK_MONOTONIC seconds; the condition variable uses the same
  * clock, so wall-clock jumps neither fire nor stall delayed keys.
  */
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 
 #include <errno.h>
 #include <math.h> /* isfinite, isnan: macros, no libm */

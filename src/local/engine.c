@@ -40,7 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "local/engine.h"
 #include "local/gpus.h"
@@ -60,7 +60,6 @@
 #define DEFAULT_BACKOFF     6    /* batch/v1 Job's default backoffLimit */
 #define MAX_PODS            4096
 #define STATUS_FILE_MAX     (64 * 1024)
-#define STATUS_POLL_MAX     64 /* the status server's listener and connections */
 #define JOBSET_API          "jobset.x-k8s.io/v1alpha2"
 
 /* JobSet v0.12's words for a failure policy that ran out of restarts. */
@@ -226,14 +225,16 @@ static int setup_rjob(eng_rjob *rj, const json_t *jobset_spec, const json_t *rsp
                       kft_error *err)
 {
 	const json_t *jspec = json_object_get(json_object_get(rspec, "template"), "spec");
+	kft_rjob_counts counts;
+	int bad = kft_rjob_counts_of(rspec, &counts) != 0 || counts.replicas > INT32_MAX ||
+	          counts.parallelism > INT32_MAX || counts.completions > INT32_MAX;
 	rj->spec = rspec;
 	rj->name = jstr(rspec, "name");
-	rj->replicas = jint(rspec, "replicas", 1);
-	rj->parallelism = jint(jspec, "parallelism", 1);
-	rj->completions = jint(jspec, "completions", rj->parallelism);
+	rj->replicas = (int)counts.replicas;
+	rj->parallelism = (int)counts.parallelism;
+	rj->completions = (int)counts.completions;
 	rj->backoff_limit = jint(jspec, "backoffLimit", DEFAULT_BACKOFF);
-	if (!rj->name || rj->replicas < 0 || rj->parallelism < 0 || rj->completions < 0 ||
-	    rj->backoff_limit < 0)
+	if (!rj->name || bad || rj->backoff_limit < 0)
 		return kft_error_set(err, KFT_EINVAL, "JobSet replicated job %s has bad counts",
 		                     rj->name ? rj->name : "(unnamed)");
 	size_t n = (size_t)rj->replicas * (size_t)rj->completions;
@@ -1307,7 +1308,7 @@ static void flush(engine *e)
 /* Runs until the job has ended and that is recorded, or a stop signal. */
 static int loop(engine *e, kft_error *err)
 {
-	struct pollfd pfd[1 + STATUS_POLL_MAX];
+	struct pollfd pfd[2];
 	judge(e);
 	e->dirty = true;
 	for (;;) {
@@ -1315,10 +1316,11 @@ static int loop(engine *e, kft_error *err)
 		if (e->finished && !e->dirty)
 			return 0;
 		pfd[0] = (struct pollfd){.fd = e->sfd, .events = POLLIN};
-		size_t ns = kft_statusserver_pollfds(e->status_server, pfd + 1, STATUS_POLL_MAX);
-		if (poll(pfd, 1 + ns, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
+		pfd[1] = (struct pollfd){.fd = kft_statusserver_fd(e->status_server),
+		                         .events = POLLIN};
+		if (poll(pfd, 2, e->finished ? FINAL_RETRY_MS : TICK_MS) < 0 && errno != EINTR)
 			return kft_error_set(err, KFT_EIO, "poll: %s", strerror(errno));
-		record_report(e, kft_statusserver_serve(e->status_server, pfd + 1, ns));
+		record_report(e, kft_statusserver_take(e->status_server));
 		drain_signals(e);
 		if (e->stop_requested)
 			return on_stop(e, err);

@@ -27,10 +27,11 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "local/fetch.h"
 #include "local/s3list.h"
+#include "util/curl_tls.h"
+#include "util/digest.h"
 #include "util/strbuf.h"
 
 #define PATH_MAX_LEN   4096
@@ -131,34 +132,6 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 	return t->opt->progress(t->opt->progress_user, t->name, done, total);
 }
 
-static int sha256_file(int fd, char out[65])
-{
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char buf[65536], md[32];
-	unsigned int mdlen = 0;
-	int rc = -1;
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || lseek(fd, 0, SEEK_SET) != 0)
-		goto done;
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof(buf));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto done;
-		if (r == 0)
-			break;
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-	}
-	if (EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32) {
-		for (int i = 0; i < 32; i++)
-			snprintf(out + 2 * i, 3, "%02x", md[i]);
-		rc = 0;
-	}
-done:
-	EVP_MD_CTX_free(ctx);
-	return rc;
-}
-
 /* Whether a header line carries credentials for the original host (or,
  * like Host, names it): what must not follow a redirect elsewhere. */
 static int host_bound_header(const char *line)
@@ -250,6 +223,7 @@ static void setup_common(CURL *c, const char *url, struct curl_slist *hdrs,
 		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
 	if (ca_dir)
 		curl_easy_setopt(c, CURLOPT_CAPATH, ca_dir);
+	kft_curl_tls_setup(c);
 }
 
 static void setup_curl(transfer *t, const char *url, struct curl_slist *hdrs)
@@ -265,6 +239,21 @@ static void setup_curl(transfer *t, const char *url, struct curl_slist *hdrs)
 }
 
 /* Turns the outcome of curl_easy_perform into our status and message. */
+/* A transfer curl could not complete, in curl's words (errbuf, else its
+ * code's): KFT_EIO. */
+static int curl_failure(const char *url, CURLcode cc, const char *errbuf, kft_error *err)
+{
+	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+	/* mbedTLS's words alone ("Cert verify failed: BADCERT_NOT_TRUSTED") do
+	 * not say what was refused, nor what to do about a private CA */
+	if (cc == CURLE_PEER_FAILED_VERIFICATION)
+		return kft_error_set(err, KFT_EIO,
+		                     "fetch %s: failed to verify the server's certificate: %s (a "
+		                     "private CA is named by CURL_CA_BUNDLE or SSL_CERT_FILE)",
+		                     url, why);
+	return kft_error_set(err, KFT_EIO, "fetch %s: %s", url, why);
+}
+
 static int transfer_result(transfer *t, CURLcode cc, const char *errbuf, kft_error *err)
 {
 	if (t->over_limit)
@@ -274,8 +263,7 @@ static int transfer_result(transfer *t, CURLcode cc, const char *errbuf, kft_err
 		return kft_error_set(err, KFT_EIO, "fetch %s: writing %s.part: %s", t->url, t->name,
 		                     strerror(errno));
 	if (cc != CURLE_OK)
-		return kft_error_set(err, KFT_EIO, "fetch %s: %s", t->url,
-		                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		return curl_failure(t->url, cc, errbuf, err);
 	curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->status);
 	if (t->status == 404)
 		return kft_error_set(err, KFT_ENOTFOUND, "fetch %s: HTTP 404 (not found)", t->url);
@@ -359,7 +347,7 @@ static int verify_and_publish(int fd, const char *part, const char *dest, const 
 {
 	char got[65];
 	if (want) {
-		if (sha256_file(fd, got) != 0)
+		if (kft_sha256_fd(fd, got) != 0)
 			return kft_error_set(err, KFT_EIO, "fetch %s: hashing %s failed", url,
 			                     part);
 		if (strcasecmp(got, want) != 0) {
@@ -600,8 +588,7 @@ static int http_get_text(const char *url, const char *const *headers, const kft_
 		rc = kft_error_set(err, KFT_ELIMIT, "fetch %s: reply larger than %zu bytes", url,
 		                   HF_API_MAX_BYTES);
 	else if (cc != CURLE_OK)
-		rc = kft_error_set(err, KFT_EIO, "fetch %s: %s", url,
-		                   errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		rc = curl_failure(url, cc, errbuf, err);
 	else if (status != 200)
 		rc = get_status_error(url, status, words, err);
 	if (rc)

@@ -27,6 +27,7 @@
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
+#include "local/local_internal.h"
 
 #define NVML_LIBRARY   "libnvidia-ml.so.1"
 #define NVML_UUID_SIZE 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
@@ -244,16 +245,10 @@ static int pod_gpus(const json_t *rjob, int64_t *out, kft_error *err)
 
 static int64_t rjob_pods(const json_t *rjob)
 {
-	const json_t *spec = json_object_get(json_object_get(rjob, "template"), "spec");
-	const json_t *r = json_object_get(rjob, "replicas");
-	const json_t *c = json_object_get(spec, "completions");
-	if (!c)
-		c = json_object_get(spec, "parallelism");
-	int64_t replicas = json_is_integer(r) ? json_integer_value(r) : 1;
-	int64_t completions = json_is_integer(c) ? json_integer_value(c) : 1;
-	if (replicas < 0 || completions < 0 || replicas > 100000 || completions > 100000)
+	kft_rjob_counts c;
+	if (kft_rjob_counts_of(rjob, &c) != 0 || c.replicas > 100000 || c.completions > 100000)
 		return 0; /* the engine refuses such counts itself */
-	return replicas * completions;
+	return c.replicas * c.completions;
 }
 
 int kft_local_gpus_request(const json_t *jobset, int64_t *total, kft_error *err)

@@ -17,6 +17,22 @@
 #include <string.h>
 
 #include "local/engine.h"
+#include "local/local_internal.h"
+
+static int64_t count_or(const json_t *o, const char *key, int64_t dflt)
+{
+	const json_t *v = json_object_get(o, key);
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+int kft_rjob_counts_of(const json_t *rjob, kft_rjob_counts *c)
+{
+	const json_t *spec = json_object_get(json_object_get(rjob, "template"), "spec");
+	c->replicas = count_or(rjob, "replicas", 1);
+	c->parallelism = count_or(spec, "parallelism", 1);
+	c->completions = count_or(spec, "completions", c->parallelism);
+	return c->replicas < 0 || c->parallelism < 0 || c->completions < 0 ? -1 : 0;
+}
 
 static const eng_rjob *find(const eng_rjob *rjobs, size_t n, const char *name)
 {

@@ -46,13 +46,15 @@
 #include <unistd.h>
 
 #include "kftrainer/constants.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/gpus.h"
 #include "local/torchtune_env.h"
 #include "plugins/torchtune.h"
 #include "local/local_internal.h"
-#include "util/strbuf.h"
+#include "local/statusserver.h"
+#include "util/json.h"
 #include "util/rfc3339.h"
+#include "util/strbuf.h"
 
 extern char **environ;
 
@@ -1102,9 +1104,24 @@ static int check_job_plugins(kft_local *l, const char *ns, const char *name, kft
 	return rc;
 }
 
+/* The job's pods were told where its status endpoint is when it was built;
+ * a port another process took meanwhile is said now, not found out by the
+ * training code's first report. */
+static int status_port_free(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	json_t *objects = NULL;
+	int rc = kft_store_job_objects(l->store, ns, name, &objects, err);
+	if (rc == 0)
+		rc = kft_statusserver_check_port(kft_json_find(objects, "kind", "JobSet"), err);
+	json_decref(objects);
+	return rc;
+}
+
 static int resume_job(kft_local *l, const char *ns, const char *name, json_t *tj, kft_error *err)
 {
 	int rc = check_job_plugins(l, ns, name, err);
+	if (rc == 0)
+		rc = status_port_free(l, ns, name, err);
 	if (rc)
 		return rc;
 	char now[32];

@@ -34,7 +34,7 @@
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
 #include "kftrainer/framework.h"
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 /* The environment variable naming the file a training process may write its
  * progress to (upstream v2.3.0 trainerStatus as JSON; see docs/local.md). */

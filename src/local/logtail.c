@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/yaml_internal.h"
 #include "local/local_internal.h"
+#include "util/utf8.h"
 
 #define TAIL_BYTES 2048
 

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "hpo/hpo.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/corev1.h"
 #include "kftrainer/object.h"
 #include "local/local_internal.h"

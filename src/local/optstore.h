@@ -22,7 +22,7 @@
 
 #include <jansson.h>
 
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 /* What every trial of a search inherits, fixed at submit. */
 typedef struct kft_opt_exec {

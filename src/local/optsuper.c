@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "hpo/hpo.h"
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/constants.h"
 #include "local/local_internal.h"
 #include "local/optimizer.h"

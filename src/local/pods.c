@@ -15,16 +15,15 @@
 #include "kftrainer/constants.h"
 #include "kftrainer/quantity.h"
 #include "local/local.h"
+#include "local/local_internal.h"
 #include "local/podspec.h"
 #include "util/json.h"
 
 static int completions_of(const json_t *rjob)
 {
-	const json_t *spec = json_object_get(json_object_get(rjob, "template"), "spec");
-	const json_t *par = json_object_get(spec, "parallelism");
-	const json_t *comp = json_object_get(spec, "completions");
-	long long n = comp ? json_integer_value(comp) : par ? json_integer_value(par) : 1;
-	return n < 1 ? 1 : n > 1000000 ? 1000000 : (int)n;
+	kft_rjob_counts c;
+	kft_rjob_counts_of(rjob, &c);
+	return c.completions < 1 ? 1 : c.completions > 1000000 ? 1000000 : (int)c.completions;
 }
 
 /* The kubelet's state of the container: waiting, running or terminated. */

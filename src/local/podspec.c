@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/sha1.h"
+#include "util/digest.h"
 #include "kftrainer/constants.h"
 #include "util/strbuf.h"
 #include "util/base64.h"

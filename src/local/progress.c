@@ -12,8 +12,9 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/local_internal.h"
+#include "util/rfc3339.h"
 
 #define MAX_METRICS     256
 #define MAX_METRIC_TEXT 64

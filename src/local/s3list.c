@@ -7,6 +7,7 @@
  * that does not look like S3's reply is refused rather than guessed at.
  */
 #include "local/s3list.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,33 +22,6 @@ static const char *find(const char *s, const char *end, const char *needle)
 			return p;
 	}
 	return NULL;
-}
-
-/* One UTF-8 encoding of code point cp into out; its length, 0 if invalid. */
-static size_t utf8(unsigned long cp, char *out)
-{
-	if (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | (cp >> 6));
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | (cp >> 12));
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | (cp >> 18));
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
 }
 
 /* One entity at s (after '&', up to ';' before end) into out; bytes
@@ -80,7 +54,7 @@ static size_t entity(const char *s, const char *end, char *out, size_t *used)
 			return 0;
 		cp = cp * (hex ? 16 : 10) + (unsigned long)d;
 	}
-	return semi > s + 1 + hex ? utf8(cp, out) : 0;
+	return semi > s + 1 + hex ? kft_utf8_encode(cp, out) : 0;
 }
 
 /* The text of the element <tag> found in [s, end), decoded, into *out

@@ -15,41 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "local/fetch.h"
+#include "util/digest.h"
+#include "util/secret.h"
 
 #define CANON_MAX 8192
 
-static void hex_encode(const unsigned char *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static int sha256_hex(const char *data, size_t len, char out[65])
-{
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		return -1;
-	hex_encode(md, 32, out);
-	return 0;
-}
-
 static int hmac(const unsigned char *key, size_t keylen, const char *msg, unsigned char out[32])
 {
-	unsigned int outlen = 0;
-	if (!HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, strlen(msg), out,
-	          &outlen) ||
-	    outlen != 32)
-		return -1;
-	return 0;
+	return kft_hmac_sha256(key, keylen, msg, strlen(msg), out);
 }
 
 /* A header value goes into the canonical text verbatim, so a CR or LF in it
@@ -122,7 +96,7 @@ static int derive_key(const kft_aws_credentials *cred, const char *date8, const 
 	int rc = hmac((const unsigned char *)seed, strlen(seed), date8, k1) ||
 	         hmac(k1, 32, cred->region, k2) || hmac(k2, 32, service, k3) ||
 	         hmac(k3, 32, "aws4_request", key);
-	OPENSSL_cleanse(seed, sizeof(seed));
+	kft_secret_wipe(seed, sizeof(seed));
 	return rc ? -1 : 0;
 }
 
@@ -138,8 +112,7 @@ int kft_sigv4_sign(const kft_sigv4_request *req, const kft_aws_credentials *cred
 	if (build_canonical(req, cred, canon, sizeof(canon), out->signed_headers,
 	                    sizeof(out->signed_headers)))
 		return kft_error_set(err, KFT_ELIMIT, "sigv4: request too large to sign");
-	if (sha256_hex(canon, strlen(canon), out->canonical_request_sha256))
-		return kft_error_set(err, KFT_ENOMEM, "sigv4: SHA-256 failed");
+	kft_sha256_hex(canon, strlen(canon), out->canonical_request_sha256);
 
 	char date8[9], scope[256], to_sign[512];
 	memcpy(date8, req->amz_date, 8);
@@ -152,10 +125,10 @@ int kft_sigv4_sign(const kft_sigv4_request *req, const kft_aws_credentials *cred
 
 	unsigned char key[32], sig[32];
 	rc = derive_key(cred, date8, req->service, key) || hmac(key, 32, to_sign, sig);
-	OPENSSL_cleanse(key, sizeof(key));
+	kft_secret_wipe(key, sizeof(key));
 	if (rc)
 		return kft_error_set(err, KFT_ELIMIT, "sigv4: secret key too long or HMAC failed");
-	hex_encode(sig, 32, out->signature);
+	kft_hex(sig, 32, out->signature);
 	int n = snprintf(out->authorization, sizeof(out->authorization),
 	                 "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
 	                 cred->access_key_id, scope, out->signed_headers, out->signature);

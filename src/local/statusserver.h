@@ -13,14 +13,16 @@
  * in place of the service-account token.
  *
  * src/api/statusreq.h decodes and judges one request (pure: no I/O, fuzzed;
- * the controller's status server shares it);
- * statusserver.c owns the sockets and TLS, inside the supervisor's poll
- * loop without ever blocking it.
+ * the controller's status server shares it); the server core
+ * (src/http/server.h) serves it on threads of its own, which never fork,
+ * so the supervisor's loop only learns of valid reports, through one
+ * descriptor it polls. A request without this job's token is refused on
+ * the core's poll thread, before it takes a worker: other local users
+ * cannot crowd out the job's own reports.
  */
 #ifndef KFT_LOCAL_STATUSSERVER_H
 #define KFT_LOCAL_STATUSSERVER_H
 
-#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -53,23 +55,27 @@ void kft_statusserver_creds_free(kft_statusserver_creds *c);
  * ones) and listens on the loopback port of url (the
  * KUBEFLOW_TRAINER_SERVER_URL its pods were given; it must be
  * https://127.0.0.1:PORT/ or https://localhost:PORT/ followed by this job's
- * status path). ns and name are copied; trainjob is borrowed and read on
- * every report (keep it current). KFT_EINVAL for another URL, KFT_EIO when
- * the port cannot be bound or a file written. */
+ * status path). A report is validated into a copy of trainjob (only its
+ * status.trainerStatus errors are told, which the report alone decides).
+ * KFT_EINVAL for another URL, KFT_EIO when the port cannot be bound (the
+ * message says so) or a file written. */
 int kft_statusserver_open(const char *url, const char *ca_path, const char *token_path,
                           const char *ns, const char *name, const json_t *trainjob,
                           const kft_statusserver_creds *creds, kft_statusserver **out,
                           kft_error *err);
 
-/* Fills up to cap pollfds (the listener, then each connection with what it
- * waits for); returns how many. */
-size_t kft_statusserver_pollfds(const kft_statusserver *s, struct pollfd *pfd, size_t cap);
+/* A descriptor that is readable while a report waits (-1 for NULL s). */
+int kft_statusserver_fd(const kft_statusserver *s);
 
-/* Serves whatever poll found ready (pfd and n as kft_statusserver_pollfds
- * filled them, revents set) and drops connections past their deadlines.
- * Never blocks. Returns the last valid report received (a new reference
- * the caller records), or NULL. */
-json_t *kft_statusserver_serve(kft_statusserver *s, const struct pollfd *pfd, size_t n);
+/* The last valid report received since the previous call (a new reference
+ * the caller records), or NULL. Never blocks. */
+json_t *kft_statusserver_take(kft_statusserver *s);
+
+/* Whether the loopback port of jobset's status URL (see find_env) can be
+ * listened on now: 0 (or no URL), else KFT_EIO saying the port is taken and
+ * by what URL the job's pods will look for it. For `resume`, before a
+ * supervisor is started. */
+int kft_statusserver_check_port(const json_t *jobset, kft_error *err);
 
 /* The TrainJobStatus plugin's three variables as the first container of
  * jobset's pods that has KUBEFLOW_TRAINER_SERVER_URL holds them (borrowed

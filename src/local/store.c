@@ -1,5 +1,5 @@
 /*
- * store.c - the local backend's SQLite state store. See include/kftrainer/store.h.
+ * store.c - the local backend's SQLite state store. See src/local/store.h.
  *
  * Design in plain words:
  *  - One database file per user, opened by many short-lived processes (CLI
@@ -36,7 +36,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "kftrainer/store.h"
+#include "local/store.h"
 #include "local/store_internal.h"
 #include "util/rfc3339.h"
 

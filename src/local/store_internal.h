@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 /* sql must be a string constant (its address keys the statement cache). */
 int kft_store_prepare(kft_store *s, const char *sql, sqlite3_stmt **st, kft_error *err);

@@ -23,7 +23,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "local/local.h"
 #include "local/local_internal.h"
 #include "local/statusserver.h"

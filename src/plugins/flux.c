@@ -62,7 +62,6 @@
 #include <string.h>
 
 #include <mbedtls/ecp.h>
-#include <mbedtls/platform_util.h>
 
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
@@ -72,6 +71,7 @@
 #include "plugins/flux_templates.h"
 #include "util/random.h"
 #include "util/strbuf.h"
+#include "util/secret.h"
 
 /* Names and defaults from upstream's pkg/constants (candidates for
  * constants.h). */
@@ -675,12 +675,12 @@ static int curve_keys(char public_z85[41], char secret_z85[41], kft_error *err)
 	mbedtls_ecp_point_free(&q);
 	mbedtls_ecp_group_free(&grp);
 	if (rc != 0) {
-		mbedtls_platform_zeroize(sec, sizeof(sec));
+		kft_secret_wipe(sec, sizeof(sec));
 		return kft_error_set(err, KFT_EIO, "generating the Flux CURVE key failed");
 	}
 	z85_encode(pub, 32, public_z85);
 	z85_encode(sec, 32, secret_z85);
-	mbedtls_platform_zeroize(sec, sizeof(sec));
+	kft_secret_wipe(sec, sizeof(sec));
 	return 0;
 }
 
@@ -700,7 +700,7 @@ static char *curve_cert(const kft_trainjob *job, kft_error *err)
 	                  "metadata\n    name = \"%s\"\ncurve\n    public-key = \"%s\"\n"
 	                  "    secret-key = \"%s\"\n",
 	                  job->name, job->name, pub, sec);
-	mbedtls_platform_zeroize(sec, sizeof(sec));
+	kft_secret_wipe(sec, sizeof(sec));
 	char *s = kft_strbuf_detach(&b);
 	if (!s)
 		kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -718,9 +718,9 @@ static int curve_secret(const kft_plugin_ctx *ctx, const kft_trainjob *job, cons
 	json_t *data = NULL;
 	if (b64) {
 		data = json_pack("{s:s}", FLUX_CURVE_KEY, b64);
-		mbedtls_platform_zeroize(b64, strlen(b64));
+		kft_secret_wipe(b64, strlen(b64));
 	}
-	mbedtls_platform_zeroize(cert, n);
+	kft_secret_wipe(cert, n);
 	free(cert);
 	free(b64);
 	*out = core_object(ctx, job, "Secret", name, data);

@@ -58,8 +58,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mbedtls/platform_util.h>
-
 #include "kftrainer/constants.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/quantity.h"
@@ -68,6 +66,7 @@
 #include "util/base64.h"
 #include "util/sshkey.h"
 #include "util/strbuf.h"
+#include "util/secret.h"
 
 /* Names from upstream's pkg/constants (candidates for constants.h). */
 #define MPI_LAUNCHER             "launcher"
@@ -451,7 +450,7 @@ static int set_base64(json_t *data, const char *key, const char *value)
 	if (!b64)
 		return KFT_ENOMEM;
 	int rc = json_object_set_new(data, key, json_string(b64)) == 0 ? 0 : KFT_ENOMEM;
-	mbedtls_platform_zeroize(b64, strlen(b64));
+	kft_secret_wipe(b64, strlen(b64));
 	free(b64);
 	return rc;
 }

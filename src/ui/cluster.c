@@ -1,7 +1,8 @@
 /*
- * cluster.c - the dashboard's source when it serves a cluster's TrainJobs
- * (`kftrainer ui --kubeconfig`): the same documents api.c builds from the
- * local store, built from the API server (see ui_internal.h, docs/ui.md).
+ * cluster.c - the dashboard's job source when it serves a cluster's
+ * TrainJobs (`kftrainer ui --kubeconfig`): the same documents the local
+ * source builds from the store, built from the API server (see
+ * ui_internal.h, docs/ui.md).
  *
  * Informers (kube_cache.h) keep TrainJobs, JobSets, the JobSets' Jobs and
  * Pods (by the label jobset.sigs.k8s.io/jobset-name) and Events of the
@@ -31,8 +32,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 #include "ui/ui_internal.h"
 #include "util/strbuf.h"
 
@@ -126,9 +127,10 @@ static void on_delete(void *ctx, const json_t *obj, int unknown)
 	pthread_mutex_unlock(&cl->mu);
 }
 
-json_t *kft_ui_cluster_metrics(kft_ui_cluster *cl, const char *ns, const char *name,
-                               long long after, kft_error *err)
+static json_t *metrics(kft_ui_conn *c, const char *ns, const char *name, long long after,
+                       kft_error *err)
 {
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
 	char key[512];
 	json_t *job = NULL;
 	if (kft_informer_get(cl->inf[INF_TRAINJOBS], ns, name, &job) != 0) {
@@ -280,12 +282,13 @@ void kft_ui_cluster_stop(kft_ui_cluster *cl)
 	free(cl);
 }
 
-const char *kft_ui_cluster_scope(const kft_ui_cluster *cl)
+static const char *scope(kft_ui_conn *c)
 {
-	return cl->ns;
+	return kft_ui_cluster_of(c)->ns;
 }
 
-const char *kft_ui_cluster_namespace(const kft_ui_cluster *cl)
+/* The namespace a TrainJob naming none is taken to be in. */
+static const char *default_namespace(const kft_ui_cluster *cl)
 {
 	return cl->ns ? cl->ns : kft_kube_namespace(cl->kube);
 }
@@ -467,17 +470,9 @@ static json_t *row_of(kft_ui_cluster *cl, const json_t *job, json_t **rows_out)
 		snprintf(nodes, sizeof(nodes), "%" JSON_INTEGER_FORMAT, json_integer_value(nn));
 	else if (node_pods)
 		snprintf(nodes, sizeof(nodes), "%zu", node_pods);
-	const json_t *ts = json_object_get(json_object_get(job, "status"), "trainerStatus");
-	json_t *row = json_pack(
-	        "{s:s, s:s, s:I, s:s, s:s, s:O?, s:O?, s:O?, s:O?, s:O?}", "status",
-	        phase(job, jobset, rows), "nodes", nodes, "restarts", (json_int_t)restarts,
-	        "namespace", ns, "name", name, "created",
-	        json_object_get(json_object_get(job, "metadata"), "creationTimestamp"), "runtime",
-	        json_object_get(json_object_get(json_object_get(job, "spec"), "runtimeRef"),
-	                        "name"),
-	        "progress", json_object_get(ts, "progressPercentage"), "remaining",
-	        json_object_get(ts, "estimatedRemainingSeconds"), "reported",
-	        json_object_get(ts, "lastUpdatedTime"));
+	json_t *row =
+	        kft_ui_row(job, json_pack("{s:s, s:s, s:I}", "status", phase(job, jobset, rows),
+	                                  "nodes", nodes, "restarts", (json_int_t)restarts));
 	json_decref(jobset);
 	if (rows_out)
 		*rows_out = rows;
@@ -486,8 +481,9 @@ static json_t *row_of(kft_ui_cluster *cl, const json_t *job, json_t **rows_out)
 	return row;
 }
 
-json_t *kft_ui_cluster_jobs(kft_ui_cluster *cl, kft_error *err)
+static json_t *jobs(kft_ui_conn *c, kft_error *err)
 {
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
 	json_t *jobs = NULL, *rows = json_array();
 	if (!rows || kft_informer_list(cl->inf[INF_TRAINJOBS], cl->ns, &jobs) != 0) {
 		json_decref(rows);
@@ -559,8 +555,9 @@ static json_t *job_events(kft_ui_cluster *cl, const char *ns, const char *name)
 	return out;
 }
 
-json_t *kft_ui_cluster_job(kft_ui_cluster *cl, const char *ns, const char *name, kft_error *err)
+static json_t *job(kft_ui_conn *c, const char *ns, const char *name, kft_error *err)
 {
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
 	json_t *job = NULL, *jobset = NULL, *rows = NULL;
 	if (kft_informer_get(cl->inf[INF_TRAINJOBS], ns, name, &job) != 0) {
 		kft_error_set(err, KFT_ENOTFOUND, "trainjobs.trainer.kubeflow.org \"%s\" not found",
@@ -610,9 +607,9 @@ static void owned(kft_ui_cluster *cl, const char *kind, const char *ns, const ch
 	json_decref(list);
 }
 
-int kft_ui_cluster_objects(kft_ui_cluster *cl, const char *ns, const char *name, json_t **out,
-                           kft_error *err)
+static int objects(kft_ui_conn *c, const char *ns, const char *name, json_t **out, kft_error *err)
 {
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
 	json_t *job = NULL, *jobset = NULL, *o = json_array();
 	*out = NULL;
 	if (!o || kft_informer_get(cl->inf[INF_TRAINJOBS], ns, name, &job) != 0) {
@@ -640,13 +637,13 @@ int kft_ui_cluster_objects(kft_ui_cluster *cl, const char *ns, const char *name,
 	const json_t *obj;
 	json_array_foreach(o, i, obj)
 	{
-		json_t *c =
+		json_t *copy =
 		        json_pack("{s:O?, s:O?}", "apiVersion", json_object_get(obj, "apiVersion"),
 		                  "kind", json_object_get(obj, "kind"));
 		json_t *rest = json_deep_copy(obj);
-		json_object_update_missing(c, rest);
+		json_object_update_missing(copy, rest);
 		json_decref(rest);
-		json_array_append_new(*out, c);
+		json_array_append_new(*out, copy);
 	}
 	json_decref(o);
 	return *out ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -654,9 +651,10 @@ int kft_ui_cluster_objects(kft_ui_cluster *cl, const char *ns, const char *name,
 
 /* ---- actions and runtimes ------------------------------------------------------------------- */
 
-int kft_ui_cluster_action(kft_ui_cluster *cl, const char *ns, const char *name, const char *verb,
-                          kft_error *err)
+static int action(kft_ui_conn *c, const char *ns, const char *name, const char *verb,
+                  kft_error *err)
 {
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
 	const kft_gvr *g = gvr_of(INF_TRAINJOBS);
 	bool suspend = strcmp(verb, "suspend") == 0;
 	if (suspend || strcmp(verb, "resume") == 0) {
@@ -687,7 +685,7 @@ static int append_items(kft_ui_cluster *cl, const kft_gvr *g, const char *ns, js
 	return rc;
 }
 
-int kft_ui_cluster_runtimes(kft_ui_cluster *cl, json_t **out, kft_error *err)
+static int list_runtimes(kft_ui_cluster *cl, json_t **out, kft_error *err)
 {
 	*out = json_array();
 	int rc = append_items(
@@ -704,13 +702,47 @@ int kft_ui_cluster_runtimes(kft_ui_cluster *cl, json_t **out, kft_error *err)
 	return rc;
 }
 
+/* The ClusterTrainingRuntimes and the namespace's TrainingRuntimes. */
+static int runtimes(kft_ui_conn *c, json_t **out, char **problems)
+{
+	kft_error err = {0};
+	*problems = NULL;
+	int rc = list_runtimes(kft_ui_cluster_of(c), out, &err);
+	if (rc)
+		*problems = strdup(err.message);
+	return rc;
+}
+
+/* Rendered as the API server would resolve it: in the namespace the server
+ * watches unless the TrainJob names one, against the cluster's runtimes,
+ * through the verb's render_with hook (none: no preview). */
+static int render(kft_ui_conn *c, json_t *trainjob, json_t **out, char **problems)
+{
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
+	const kft_ui_hooks *h = kft_ui_hooks_of(c);
+	json_t *meta = json_object_get(trainjob, "metadata"), *list = NULL;
+	*out = NULL;
+	*problems = NULL;
+	if (!h->render_with) {
+		*problems = strdup("no preview against a cluster");
+		return KFT_ENOTFOUND;
+	}
+	if (json_is_object(meta) && !json_object_get(meta, "namespace"))
+		json_object_set_new(meta, "namespace", json_string(default_namespace(cl)));
+	int rc = runtimes(c, &list, problems);
+	if (rc == 0) {
+		kft_ui_hooks_lock(c);
+		rc = h->render_with(h->ctx, trainjob, list, out, problems);
+		kft_ui_hooks_unlock(c);
+	}
+	json_decref(list);
+	return rc;
+}
+
 /* ---- logs ------------------------------------------------------------------------------------ */
 
 typedef struct log_stream {
-	kft_ui_conn *c;
-	bool started;
-	bool download;
-	char extra[512];
+	kft_ui_log *out;
 	atomic_int stop;
 	atomic_int done;
 } log_stream;
@@ -718,13 +750,7 @@ typedef struct log_stream {
 static int log_sink(void *ctx, const char *data, size_t len)
 {
 	log_stream *s = ctx;
-	if (!s->started) {
-		s->started = true;
-		if (kft_ui_start_stream(s->c, "text/plain; charset=utf-8",
-		                        s->download ? s->extra : NULL) != 0)
-			return KFT_EIO;
-	}
-	return kft_ui_send(s->c, data, len) == 0 ? 0 : KFT_EIO;
+	return kft_ui_log_write(s->out, data, len) == 0 ? 0 : KFT_EIO;
 }
 
 /* Watches the client while the log streams: its leaving (or the server
@@ -733,66 +759,78 @@ static void *log_guard(void *arg)
 {
 	log_stream *s = arg;
 	while (!atomic_load(&s->done))
-		if (kft_ui_wait(s->c, 200) != 0) {
+		if (kft_ui_wait(s->out->c, 200) != 0) {
 			atomic_store(&s->stop, 1);
 			break;
 		}
 	return NULL;
 }
 
-void kft_ui_cluster_log(kft_ui_conn *c, kft_ui_cluster *cl, const char *ns, const char *name,
-                        const char *step, long index)
+/* The newest pod of step/index (a new reference), or NULL. */
+static json_t *pod_at(kft_ui_cluster *cl, const kft_ui_log_req *r)
 {
-	json_t *pods = NULL, *rows = pod_rows(cl, ns, name, &pods);
-	const json_t *pod = NULL;
+	json_t *pods = NULL, *rows = pod_rows(cl, r->ns, r->name, &pods), *pod = NULL;
 	size_t i;
-	const json_t *r;
-	json_array_foreach(rows, i, r)
+	const json_t *row;
+	json_array_foreach(rows, i, row)
 	{
-		if (strcmp(json_string_value(json_object_get(r, "step")) ?: "", step) == 0 &&
-		    json_integer_value(json_object_get(r, "index")) == index)
-			pod = json_array_get(pods, i);
+		if (strcmp(json_string_value(json_object_get(row, "step")) ?: "", r->step) == 0 &&
+		    json_integer_value(json_object_get(row, "index")) == r->index)
+			pod = json_incref(json_array_get(pods, i));
 	}
-	if (!pod) {
-		json_decref(rows);
-		json_decref(pods);
-		kft_ui_respond_error(c, 404, "no such pod");
-		return;
-	}
-	char v[32];
-	log_stream s = {.c = c};
-	s.download = kft_ui_query(c, "download", v, sizeof(v));
-	bool follow = !s.download && kft_ui_query(c, "follow", v, sizeof(v));
-	bool tail = !s.download && kft_ui_query(c, "tail", v, sizeof(v));
-	const char *pod_name = str_at(pod, "metadata", "name") ?: "";
+	json_decref(rows);
+	json_decref(pods);
+	return pod;
+}
+
+/* The pod's log subresource path for r (its first container). */
+static void log_path(const json_t *pod, const kft_ui_log_req *r, kft_strbuf *path)
+{
 	const char *container = json_string_value(json_object_get(
 	        json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0),
 	        "name"));
-	snprintf(s.extra, sizeof(s.extra),
-	         "Content-Disposition: attachment; filename=\"%.200s.log\"\r\n", pod_name);
+	kft_strbuf_printf(path, "/api/v1/namespaces/%s/pods/%s/log?container=%s", r->ns,
+	                  str_at(pod, "metadata", "name") ?: "", container ? container : "");
+	if (r->follow)
+		kft_strbuf_puts(path, "&follow=true");
+	if (r->tail) /* the API server tails by lines, not bytes */
+		kft_strbuf_printf(path, "&tailLines=%d", TAIL_LINES);
+}
+
+static int send_log(kft_ui_conn *c, const kft_ui_log_req *r, kft_ui_log *out, kft_error *err)
+{
+	kft_ui_cluster *cl = kft_ui_cluster_of(c);
+	json_t *pod = pod_at(cl, r);
+	if (!pod)
+		return kft_error_set(err, KFT_ENOTFOUND, "no such pod");
 	kft_strbuf path;
 	kft_strbuf_init(&path);
-	kft_strbuf_printf(&path, "/api/v1/namespaces/%s/pods/%s/log", ns, pod_name);
-	kft_strbuf_printf(&path, "?container=%s", container ? container : "");
-	if (follow)
-		kft_strbuf_puts(&path, "&follow=true");
-	/* the API server tails by lines, not bytes */
-	if (tail)
-		kft_strbuf_printf(&path, "&tailLines=%d", TAIL_LINES);
-	json_decref(rows);
-	json_decref(pods);
-	kft_error err = {0};
+	log_path(pod, r, &path);
+	json_decref(pod);
+	log_stream s = {.out = out};
 	pthread_t guard;
-	bool guarded = follow && pthread_create(&guard, NULL, log_guard, &s) == 0;
-	int rc = path.failed ? kft_error_set(&err, KFT_ENOMEM, "out of memory")
+	bool guarded = r->follow && pthread_create(&guard, NULL, log_guard, &s) == 0;
+	int rc = path.failed ? kft_error_set(err, KFT_ENOMEM, "out of memory")
 	                     : kft_kube_stream(cl->kube, kft_strbuf_str(&path), log_sink, &s,
-	                                       &s.stop, &err);
+	                                       &s.stop, err);
 	atomic_store(&s.done, 1);
 	if (guarded)
 		pthread_join(guard, NULL);
 	kft_strbuf_free(&path);
-	if (rc == 0 && !s.started)
-		kft_ui_start_stream(c, "text/plain; charset=utf-8", s.download ? s.extra : NULL);
-	else if (rc && !s.started)
-		kft_ui_respond_error(c, rc == KFT_ENOTFOUND ? 404 : 502, err.message);
+	if (rc && !out->started && rc != KFT_ENOTFOUND)
+		err->code = rc = KFT_EUNAVAILABLE; /* the API server's failure: 503, its words */
+	return out->started ? 0 : rc;
 }
+
+const kft_ui_source kft_ui_cluster_source = {
+        .mode = "cluster",
+        .scope = scope,
+        .jobs = jobs,
+        .job = job,
+        .objects = objects,
+        .metrics = metrics,
+        .action = action,
+        .runtimes = runtimes,
+        .render = render,
+        .log = send_log,
+};

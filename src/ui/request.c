@@ -1,128 +1,159 @@
 /*
- * request.c - what the dashboard reads from a request, without sockets: the
- * head (request line, query, Host, Content-Length), query parameters, the
- * token cookie and the API path's segments. Everything here reads bytes
- * any local process (or, off loopback, anyone) may send, so it is pure and
- * has a fuzz target (tests/fuzz/fuzz_ui_request.c).
+ * request.c - who may ask the dashboard, decided from a request's head
+ * alone (the server core asks on its poll thread, before a worker is
+ * taken), and the API path's segments. Everything here reads bytes any
+ * local process (or, off loopback, anyone) may send, so it is pure and has
+ * a fuzz target (tests/fuzz/fuzz_ui_request.c).
+ *
+ * The rules, in order:
+ *  - on a loopback listener, the Host must be a loopback name (any port: an
+ *    SSH tunnel forwards another local port here) or the --public-url's
+ *    host; a page elsewhere cannot reach the server through a name it
+ *    controls (DNS rebinding);
+ *  - the token, on every address (the state directory is 0700: the
+ *    dashboard must not hand another local user what it hides), as a
+ *    bearer token, the token cookie (any of them, in a Cookie field of any
+ *    length: a proxy or another server on the host may add its own) or
+ *    ?token=. Each is looked at: a proxy's own Authorization hides nothing.
+ *    A page load with ?token= is answered with the cookie and a redirect
+ *    that drops it from the address bar, as Jupyter does;
+ *  - an action (POST) carries the per-server CSRF token in X-KFT-CSRF (a
+ *    header a cross-site form cannot set, and a cross-origin script could
+ *    only set after a CORS preflight we never answer) and an Origin, when
+ *    sent, that is ours: http://HOST, https://HOST behind a TLS-terminating
+ *    proxy that says so (X-Forwarded-Proto: https), or the --public-url.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "ui/ui_internal.h"
-#include "util/http.h"
 
-int kft_ui_request_parse(const char *buf, size_t len, kft_ui_request *r)
+/* The name part of a Host value ("name", "name:port", "[v6]:port"). */
+static size_t host_name_len(const char *host)
 {
-	memset(r, 0, sizeof(*r));
-	strcpy(r->method, "GET");
-	r->query = "";
-	r->fields = "";
-	r->content_length = -1;
-	r->head = strndup(buf, len);
-	r->path = r->head ? malloc(len + 1) : NULL;
-	if (!r->path)
-		return 500;
-	r->path[0] = '\0';
-	if (memchr(buf, '\0', len))
-		return 400;
-	int rc = kft_http_request_line(r->head, r->method, r->path);
-	/* The query is cut off the head's copy of the target, in place. */
-	char *target = strchr(r->head, ' ');
-	size_t tl = target ? strcspn(target + 1, " \r\n") : 0;
-	char *q = target ? memchr(target + 1, '?', tl) : NULL;
-	const char *fields = strchr(target ? target + 1 + tl : r->head, '\n');
-	r->fields = fields ? fields + 1 : "";
-	if (q) {
-		target[1 + tl] = '\0';
-		r->query = q + 1;
+	if (host[0] == '[') {
+		const char *close = strchr(host, ']');
+		return close ? (size_t)(close - host) + 1 : strlen(host);
 	}
-	if (rc)
-		return rc;
-	if (kft_http_header(r->fields, "Host", r->host, sizeof(r->host)) != 1)
-		return 400;
-	char cl[32];
-	int has = kft_http_header(r->fields, "Content-Length", cl, sizeof(cl));
-	if (has < 0)
-		return 400;
-	if (has == 1) {
-		char *end;
-		long long v = strtoll(cl, &end, 10);
-		if (end == cl || *end || v < 0)
-			return 400;
-		r->content_length = v;
-	}
+	return strcspn(host, ":");
+}
+
+static bool host_ok(const kft_ui_gate *g, const char *host)
+{
+	static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+	if (!g->loopback)
+		return true;
+	if (g->public_host && strcasecmp(host, g->public_host) == 0)
+		return true;
+	size_t l = host_name_len(host);
+	const char *port = host + l;
+	if (*port &&
+	    (port[0] != ':' || !port[1] || strspn(port + 1, "0123456789") != strlen(port + 1)))
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == l && strncasecmp(host, names[i], l) == 0)
+			return true;
+	return false;
+}
+
+static bool token_matches(const char *value, size_t len, void *ctx)
+{
+	return kft_http_secret_equal(value, len, ((const kft_ui_gate *)ctx)->token);
+}
+
+/* Whether any of the request's credentials is the token. */
+static bool has_token(const kft_ui_gate *g, const kft_http_head *h)
+{
+	const char *pos = h->fields, *v;
+	size_t len;
+	if (!g->token[0])
+		return false; /* no token was made: nobody */
+	while (kft_http_field_next(&pos, "Authorization", &v, &len))
+		if (len > 7 && strncasecmp(v, "Bearer ", 7) == 0 &&
+		    token_matches(v + 7, len - 7, (void *)g))
+			return true;
+	if (kft_http_cookie_matches(h->fields, g->cookie, token_matches, (void *)g))
+		return true;
+	char q[KFT_UI_TOKEN_MAX + 2];
+	return kft_http_query_value(h->query, "token", q, sizeof(q)) &&
+	       token_matches(q, strlen(q), (void *)g);
+}
+
+/* The request came to us over HTTPS, as a TLS-terminating proxy says. */
+static bool forwarded_https(const kft_http_head *h)
+{
+	char proto[32];
+	if (kft_http_header(h->fields, "X-Forwarded-Proto", proto, sizeof(proto)) != 1)
+		return false;
+	proto[strcspn(proto, ", ")] = '\0'; /* the first hop's, in a list */
+	return strcasecmp(proto, "https") == 0;
+}
+
+static bool origin_ok(const kft_ui_gate *g, const kft_http_head *h, const char *origin)
+{
+	char want[300];
+	if (g->public_origin && strcasecmp(origin, g->public_origin) == 0)
+		return true;
+	snprintf(want, sizeof(want), "%s://%s", forwarded_https(h) ? "https" : "http", h->host);
+	return strcasecmp(origin, want) == 0;
+}
+
+static int refuse_json(kft_http_answer *a, int code, const char *message)
+{
+	json_t *doc = json_pack("{s:s}", "error", message);
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	*a = (kft_http_answer){.code = code, .type = "application/json", .body = text};
+	return code;
+}
+
+/* The first load with ?token=: the cookie, and the address without it. */
+static int to_cookie(const kft_ui_gate *g, const kft_http_head *h, kft_http_answer *a)
+{
+	bool secure = forwarded_https(h) ||
+	              (g->public_origin && strncasecmp(g->public_origin, "https:", 6) == 0);
+	*a = (kft_http_answer){.code = 303, .body = strdup("")};
+	snprintf(a->extra, sizeof(a->extra),
+	         "Location: /\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict%s\r\n",
+	         g->cookie, g->token, secure ? "; Secure" : "");
+	return 303;
+}
+
+static int check_action(const kft_ui_gate *g, const kft_http_head *h, kft_http_answer *a)
+{
+	char csrf[64], origin[512];
+	if (kft_http_header(h->fields, "X-KFT-CSRF", csrf, sizeof(csrf)) != 1 ||
+	    !kft_http_secret_equal(csrf, strlen(csrf), g->csrf))
+		return refuse_json(a, 403, "missing or wrong X-KFT-CSRF token");
+	int has_origin = kft_http_header(h->fields, "Origin", origin, sizeof(origin));
+	if (has_origin < 0 || (has_origin == 1 && !origin_ok(g, h, origin)))
+		return refuse_json(a, 403, "cross-origin request refused");
 	return 0;
 }
 
-void kft_ui_request_free(kft_ui_request *r)
+int kft_ui_admit(const kft_ui_gate *g, const kft_http_req *r, kft_http_answer *a)
 {
-	free(r->head);
-	free(r->path);
-	r->head = r->path = NULL;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
-		return (ch | 0x20) - 'a' + 10;
-	return -1;
-}
-
-bool kft_ui_query_value(const char *query, const char *name, char *buf, size_t size)
-{
-	size_t nl = strlen(name);
-	if (size == 0)
-		return false;
-	for (const char *p = query; p && *p;) {
-		size_t pl = strcspn(p, "&");
-		if (pl >= nl && strncmp(p, name, nl) == 0 && (pl == nl || p[nl] == '=')) {
-			size_t o = 0;
-			for (size_t i = nl + (pl > nl); i < pl; i++) {
-				char ch = p[i];
-				if (ch == '+')
-					ch = ' ';
-				else if (ch == '%' && i + 2 < pl + 1 && hexval(p[i + 1]) >= 0 &&
-				         hexval(p[i + 2]) >= 0) {
-					ch = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
-					i += 2;
-				}
-				if (o + 1 >= size || ch == '\0')
-					return false;
-				buf[o++] = ch;
-			}
-			buf[o] = '\0';
-			return true;
-		}
-		p += pl;
-		if (*p)
-			p++;
+	const kft_http_head *h = r->head;
+	char q[KFT_UI_TOKEN_MAX + 2];
+	if (!host_ok(g, h->host))
+		return refuse_json(a, 403, "unknown Host: use the address kftrainer ui printed");
+	if (!has_token(g, h)) {
+		*a = (kft_http_answer){
+		        .code = 401,
+		        .body = strdup("401 Unauthorized: open the address kftrainer "
+		                       "ui printed (it carries the token)\n")};
+		return 401;
 	}
-	return false;
-}
-
-bool kft_ui_cookie(const char *fields, const char *name, char *buf, size_t size)
-{
-	char v[1024];
-	size_t nl = strlen(name);
-	if (size == 0 || kft_http_header(fields, "Cookie", v, sizeof(v)) != 1)
-		return false;
-	for (char *p = v; *p;) {
-		p += strspn(p, " ;");
-		size_t l = strcspn(p, ";");
-		if (l > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
-			size_t vl = l - nl - 1;
-			if (vl >= size)
-				return false;
-			memcpy(buf, p + nl + 1, vl);
-			buf[vl] = '\0';
-			return true;
-		}
-		p += l;
-	}
-	return false;
+	if (strcmp(h->method, "GET") == 0 && strcmp(h->path, "/") == 0 &&
+	    kft_http_query_value(h->query, "token", q, sizeof(q)))
+		return to_cookie(g, h, a);
+	if (strcmp(h->method, "POST") == 0 && check_action(g, h, a))
+		return a->code;
+	if (r->refused == 413)
+		return refuse_json(a, 413, "request body too large");
+	return 0;
 }
 
 int kft_ui_split(const char *path, char **copy, char **seg, int max)

@@ -18,11 +18,13 @@
  * for runtimes and render (the server serialises them), concurrently for
  * job_row (each thread passes its own kft_local).
  *
- * Safety: a loopback address by default; any other address needs a token
- * (printed at start; a request without it is refused with 401). Every
- * request's Host must name the server (no DNS rebinding). Actions are POSTs
- * carrying the server's CSRF token in X-KFT-CSRF and, when the browser sends
- * one, an Origin equal to the server's. Secret values are never sent.
+ * Safety: a loopback address by default, and a token on every address
+ * (printed at start in the page's address; a request without it is
+ * refused with 401): the state directory is private to its user, and so is
+ * its dashboard. On loopback the Host must be a loopback name (no DNS
+ * rebinding). Actions are POSTs carrying the server's CSRF token in
+ * X-KFT-CSRF and, when the browser sends one, an Origin that is the
+ * server's (request.c says which). Secret values are never sent.
  */
 #ifndef KFT_UI_UI_H
 #define KFT_UI_UI_H
@@ -55,7 +57,12 @@ typedef struct kft_ui_hooks {
 typedef struct kft_ui_opts {
 	const char *listen;    /* HOST:PORT; NULL: KFT_UI_DEFAULT_LISTEN; port 0 picks one */
 	const char *state_dir; /* NULL: kft_store_default_dir() */
-	const char *token;     /* NULL: made (32 hex digits) when listen is not loopback */
+	/* NULL: made (32 hex digits); else 1 to 64 letters, digits, '-' or '_' */
+	const char *token;
+	/* The address a browser uses when it is not the listener's (a
+	 * TLS-terminating proxy): "https://host[:port]" or "http://...", no
+	 * path. Printed instead, and its origin and host accepted. NULL: none */
+	const char *public_url;
 	/* Cluster mode: the TrainJobs of this API server instead of the local
 	 * engine's (borrowed; must outlive the server). */
 	struct kft_kube *kube;
@@ -69,16 +76,17 @@ typedef struct kft_ui kft_ui;
 
 /* Binds the address and starts serving on threads of its own; in cluster
  * mode first lists the cluster's TrainJobs. Errors: KFT_EINVAL (a
- * malformed address), KFT_EIO (cannot bind), KFT_EUNAVAILABLE (the cluster
- * cannot be read), KFT_ENOMEM. */
+ * malformed address, token or public URL; the message names which),
+ * KFT_EIO (cannot bind), KFT_EUNAVAILABLE (the cluster cannot be read),
+ * KFT_ENOMEM. */
 int kft_ui_start(const kft_ui_opts *o, kft_ui **out, kft_error *err);
 
-/* The page's address ("http://127.0.0.1:8265/", with "?token=..." when a
- * token is required), borrowed from u. */
+/* The page's address with its token ("http://127.0.0.1:8265/?token=...",
+ * or the public URL's), borrowed from u. */
 const char *kft_ui_url(const kft_ui *u);
 
-/* The token requests need, or NULL (loopback). Borrowed. */
-const char *kft_ui_token(const kft_ui *u);
+/* Whether the server listens on a loopback address only. */
+bool kft_ui_loopback(const kft_ui *u);
 
 /* Stops accepting, ends every stream and waits for the threads. NULL ok. */
 void kft_ui_stop(kft_ui *u);

@@ -12,7 +12,6 @@
 #include <mbedtls/ecp.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
-#include <mbedtls/platform_util.h>
 #include <mbedtls/rsa.h>
 #include <mbedtls/x509_crt.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include <time.h>
 
 #include "util/random.h"
+#include "util/secret.h"
 
 #define RSA_BITS     2048
 #define CERT_PEM_MAX 4096
@@ -239,7 +239,7 @@ int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_e
 		nomem = !out->cert_pem || !out->key_pem;
 	}
 	if (key)
-		mbedtls_platform_zeroize(key, KEY_PEM_MAX);
+		kft_secret_wipe(key, KEY_PEM_MAX);
 	free(cert);
 	free(key);
 	if (!nomem && !rc)
@@ -254,7 +254,7 @@ int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_e
 void kft_cert_free(kft_cert *c)
 {
 	if (c->key_pem) {
-		mbedtls_platform_zeroize(c->key_pem, strlen(c->key_pem));
+		kft_secret_wipe(c->key_pem, strlen(c->key_pem));
 		free(c->key_pem);
 	}
 	free(c->cert_pem);

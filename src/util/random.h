@@ -13,4 +13,8 @@
  * or -1 when the kernel refuses. */
 int kft_random_bytes(void *ctx, unsigned char *out, size_t len);
 
+/* bytes (at most 64) random bytes as 2 * bytes lowercase hex digits and a
+ * NUL, into out: tokens. 0, or -1 when the kernel refuses (out is then ""). */
+int kft_random_hex(char *out, size_t bytes);
+
 #endif

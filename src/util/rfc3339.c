@@ -7,9 +7,7 @@
 #include "util/rfc3339.h"
 
 #include <stdio.h>
-
-#include "kftrainer/conditions.h"
-#include "kftrainer/error.h"
+#include <string.h>
 
 int kft_rfc3339_format(int64_t sec, long usec, char buf[KFT_RFC3339_MAX])
 {
@@ -156,4 +154,19 @@ int kft_rfc3339_parse_ms(const char *s, int64_t *ms, kft_error *err)
 	return 0;
 bad:
 	return kft_error_set(err, KFT_EPARSE, "not an RFC 3339 time: \"%.64s\"", s ? s : "");
+}
+
+int kft_rfc3339_micro(double t, char *buf, size_t size)
+{
+	char when[KFT_RFC3339_MAX];
+	if (!(t >= 0 && t < 253402300800.0)) /* year 10000 */
+		return KFT_EINVAL;
+	time_t sec = (time_t)t;
+	long usec = (long)((t - (double)sec) * 1e6);
+	if (kft_rfc3339_format(sec, usec > 999999 ? 999999 : usec, when) != 0)
+		return KFT_EINVAL;
+	if (strlen(when) >= size)
+		return KFT_ELIMIT;
+	memcpy(buf, when, strlen(when) + 1);
+	return 0;
 }

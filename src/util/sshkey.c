@@ -16,6 +16,7 @@
 #include "util/sshkey.h"
 
 #include "util/random.h"
+#include "util/secret.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,7 +25,6 @@
 #include <mbedtls/base64.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/pk.h>
-#include <mbedtls/platform_util.h>
 
 #define CURVE_SSH "nistp521"
 /* An uncompressed P-521 point: 0x04, then X and Y of 66 bytes each. */
@@ -44,7 +44,7 @@ static int private_pem(mbedtls_pk_context *pk, char **out, kft_error *err)
 	unsigned char buf[PEM_MAX];
 	int rc = mbedtls_pk_write_key_pem(pk, buf, sizeof(buf));
 	if (rc != 0) {
-		mbedtls_platform_zeroize(buf, sizeof(buf));
+		kft_secret_wipe(buf, sizeof(buf));
 		return mbedtls_failure(err, "writing the private key", rc);
 	}
 	size_t n = strnlen((const char *)buf, sizeof(buf));
@@ -53,7 +53,7 @@ static int private_pem(mbedtls_pk_context *pk, char **out, kft_error *err)
 		memcpy(pem, buf, n);
 		pem[n] = '\0';
 	}
-	mbedtls_platform_zeroize(buf, sizeof(buf));
+	kft_secret_wipe(buf, sizeof(buf));
 	if (!pem)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	*out = pem;
@@ -139,7 +139,7 @@ void kft_sshkey_free(kft_sshkey *key)
 	if (!key)
 		return;
 	if (key->private_pem) {
-		mbedtls_platform_zeroize(key->private_pem, strlen(key->private_pem));
+		kft_secret_wipe(key->private_pem, strlen(key->private_pem));
 		free(key->private_pem);
 	}
 	free(key->authorized_key);

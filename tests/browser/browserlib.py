@@ -43,8 +43,33 @@ def wait(pred, timeout=30.0, step=0.2):
         time.sleep(step)
 
 
-def http(url, method="GET", headers=None, body=None):
-    req = urllib.request.Request(url, method=method, headers=headers or {}, data=body)
+# The token of each dashboard started, by its base URL ("http://127.0.0.1:PORT/"): every
+# request needs it, loopback included.
+TOKENS = {}
+
+
+def dashboard(first_line):
+    """The base URL of a dashboard from the first line it printed (its address with
+    ?token=...), remembering the token for http() and login()."""
+    base, _, token = first_line.partition("?token=")
+    if not base.startswith("http://") or not token:
+        raise RuntimeError("ui did not print its address with a token: " + first_line)
+    TOKENS[base] = token
+    return base
+
+
+def login(driver, base):
+    """Opens the dashboard as its printed address does: ?token= sets the cookie."""
+    driver.get(base + "?token=" + TOKENS[base])
+
+
+def http(url, method="GET", headers=None, body=None, auth=True):
+    """A request; with auth, carrying the token of the dashboard url is on."""
+    headers = dict(headers or {})
+    for base, token in TOKENS.items():
+        if auth and url.startswith(base):
+            headers.setdefault("Authorization", "Bearer " + token)
+    req = urllib.request.Request(url, method=method, headers=headers, data=body)
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *a, **k):

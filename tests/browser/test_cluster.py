@@ -33,7 +33,7 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from browserlib import check, http, new_driver, shot, summary, text_of, wait
+from browserlib import check, dashboard, http, login, new_driver, shot, summary, text_of, wait
 
 KFT = os.environ["KFTRAINER"]
 KC = os.environ["KUBECONFIG"]
@@ -92,10 +92,10 @@ def start_ui(*extra):
     p = subprocess.Popen([KFT, "ui", "--kubeconfig", KC, "--listen", "127.0.0.1:0", *extra],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     servers.append(p)
-    url = p.stdout.readline().strip()
-    if not url.startswith("http://"):
+    first = p.stdout.readline().strip()
+    if not first.startswith("http://"):
         raise RuntimeError("ui did not start: " + p.stderr.read())
-    return url
+    return dashboard(first)
 
 
 def confirm(driver, button):
@@ -116,7 +116,7 @@ def run(driver):
     kubectl("apply", "-f", "-", stdin=json.dumps(secret))
 
     url = start_ui("--namespace", NS)
-    driver.get(url)
+    login(driver, url)
     check("the cluster's TrainJobs are listed",
           wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="alpha"]')
                and driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="held"]')))
@@ -246,9 +246,10 @@ def viewer(url):
         p = subprocess.Popen([KFT, "ui", "--kubeconfig", path, "--listen", "127.0.0.1:0"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         servers.append(p)
-        vurl = p.stdout.readline().strip()
+        first = p.stdout.readline().strip()
         check("a user who may only read TrainJobs can start the dashboard",
-              vurl.startswith("http://"), vurl)
+              first.startswith("http://"), first)
+        vurl = dashboard(first)
         st, _, body = http(vurl + "api/jobs")
         check("and sees the namespace's TrainJobs",
               st == 200 and '"alpha"' in body, f"{st} {body[:200]}")

@@ -11,11 +11,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
-from browserlib import check, http, new_driver, shot, summary, text_of, wait
+from browserlib import (TOKENS, check, dashboard, http, login, new_driver, shot, summary,
+                        text_of, wait)
 
 KFT = os.environ["KFTRAINER"]
 REPO = os.environ["KFT_REPO_ROOT"]
@@ -38,10 +39,10 @@ def start_ui(*extra):
     p = subprocess.Popen([KFT, "ui", *extra], env=ENV, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     servers.append(p)
-    url = p.stdout.readline().strip()
-    if not url.startswith("http://"):
+    first = p.stdout.readline().strip()
+    if not first.startswith("http://"):
         raise RuntimeError("ui did not start: " + p.stderr.read())
-    return url
+    return dashboard(first)
 
 
 def gate(name):
@@ -182,7 +183,7 @@ def main():
 
 
 def run(driver, url):
-    driver.get(url)
+    login(driver, url)
     check("jobs page loads empty", wait(lambda: "No TrainJobs yet" in text_of(driver, "#jobs")))
     shot(driver, "01-jobs-empty")
 
@@ -270,11 +271,26 @@ def run(driver, url):
     driver.find_element(By.ID, "confirm-ok").click()
     check("resume works: the job runs again",
           wait(lambda: "Running" in text_of(driver, "#card-status")))
+    # every request the page makes from here is recorded, so "nothing was sent" is a fact
+    driver.execute_script("""window.kftSent = []; const f = window.fetch;
+        window.fetch = (u, o) => { window.kftSent.push(String(u)); return f(u, o); };""")
     driver.find_element(By.ID, "act-delete").click()
     wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
     driver.find_element(By.ID, "confirm-cancel").click()
-    time.sleep(1)
+    check("cancel closes the dialog",
+          wait(lambda: not driver.find_element(By.ID, "confirm").is_displayed()))
+    sent = driver.execute_script("return window.kftSent")
+    check("cancel sends nothing", not any("/delete" in u for u in sent), str(sent))
     check("cancel leaves the job alone", kft("get", "sleeper", check_rc=False).returncode == 0)
+    driver.find_element(By.ID, "act-delete").click()
+    wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
+    check("the confirm dialog opens with Cancel focused",
+          driver.switch_to.active_element.get_attribute("id") == "confirm-cancel")
+    driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+    check("Esc closes the confirm dialog",
+          wait(lambda: not driver.find_element(By.ID, "confirm").is_displayed()))
+    sent = driver.execute_script("return window.kftSent")
+    check("Esc sends nothing", not any("/delete" in u for u in sent), str(sent))
     driver.find_element(By.ID, "act-delete").click()
     wait(lambda: driver.find_element(By.ID, "confirm").is_displayed())
     driver.find_element(By.ID, "confirm-ok").click()
@@ -296,6 +312,7 @@ def run(driver, url):
     kft("delete", "broken")
     driver.get(url + "#/")
     wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
+    accessibility(driver, url)
     driver.find_element(By.ID, "status-filter").send_keys("Failed")
     check("the status filter hides jobs of another status",
           wait(lambda: not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))
@@ -317,6 +334,45 @@ def run(driver, url):
     shot(driver, "09-runtimes")
 
 
+def unlabelled(driver):
+    """The form controls on the page without an accessible name."""
+    return driver.execute_script("""return [...document.querySelectorAll('input, select, textarea')]
+        .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                       && !e.getAttribute('aria-labelledby'))
+        .map((e) => e.id || e.outerHTML.slice(0, 60));""")
+
+
+def accessibility(driver, url):
+    """WAI-ARIA's sortable table and live-region habits, as a keyboard or screen reader meets
+    them: headers sort from the keyboard and say so with aria-sort, every control has a name,
+    the connection's state is said in words, not colour alone."""
+    driver.get(url + "#/")
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
+    check("the jobs page's inputs have labels", not unlabelled(driver), str(unlabelled(driver)))
+    check("the connection's state is said in words",
+          wait(lambda: text_of(driver, "#conn") == "live"), text_of(driver, "#conn"))
+    th = driver.find_element(By.CSS_SELECTOR, '#jobs th[data-key="name"]')
+    button = driver.find_element(By.ID, "sort-name")
+    button.send_keys(Keys.ENTER)
+    check("Enter on a header sorts by it (aria-sort ascending)",
+          wait(lambda: th.get_attribute("aria-sort") == "ascending"), th.get_attribute("aria-sort"))
+    driver.find_element(By.ID, "sort-name").send_keys(Keys.SPACE)
+    check("again reverses it (aria-sort descending)",
+          wait(lambda: th.get_attribute("aria-sort") == "descending"), th.get_attribute("aria-sort"))
+    others = driver.find_elements(By.CSS_SELECTOR, '#jobs th:not([data-key="name"])')
+    check("the other headers say they do not sort (aria-sort none)",
+          all(o.get_attribute("aria-sort") == "none" for o in others))
+    shot(driver, "11-keyboard-sort")
+    driver.get(url + "#/job/default/live/logs")
+    wait(lambda: driver.find_elements(By.ID, "log-search"))
+    check("the logs tab's inputs have labels", not unlabelled(driver), str(unlabelled(driver)))
+    driver.get(url + "#/runtimes")
+    wait(lambda: driver.find_elements(By.ID, "preview-input"))
+    check("the runtimes page's inputs have labels", not unlabelled(driver), str(unlabelled(driver)))
+    driver.get(url + "#/")
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
+
+
 def security(driver, url):
     m = re.match(r"http://127\.0\.0\.1:(\d+)/", url)
     port = m.group(1)
@@ -335,16 +391,18 @@ def security(driver, url):
           "script-src 'self'" in hdr.get("Content-Security-Policy", "")
           and hdr.get("X-Frame-Options") == "DENY")
 
-    turl = start_ui("--listen", "0.0.0.0:0")
-    check("off loopback, the address carries a token", "?token=" in turl, turl)
-    base = turl.split("?")[0]
-    st, _, _ = http(base + "api/jobs")
+    st, _, _ = http(url + "api/jobs", auth=False)
+    check("on loopback too, a request without the token is refused", st == 401, str(st))
+    base = start_ui("--listen", "0.0.0.0:0")
+    turl = base + "?token=" + TOKENS[base]
+    st, _, _ = http(base + "api/jobs", auth=False)
     check("off loopback, a request without the token is refused", st == 401, str(st))
-    st, _, _ = http(base + "api/jobs?token=wrong")
+    st, _, _ = http(base + "api/jobs?token=wrong", auth=False)
     check("off loopback, a wrong token is refused", st == 401, str(st))
-    st, hdr, _ = http(turl)
+    port = base.rsplit(":", 1)[1].strip("/")
+    st, hdr, _ = http(turl, auth=False)
     check("the token in the address becomes a cookie",
-          st == 303 and "kft_ui_token=" in hdr.get("Set-Cookie", ""), f"{st} {hdr}")
+          st == 303 and f"kft_ui_token_{port}=" in hdr.get("Set-Cookie", ""), f"{st} {hdr}")
     driver.get(turl)
     check("with the token the page works",
           wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')))

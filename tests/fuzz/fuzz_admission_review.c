@@ -14,7 +14,7 @@
  *   - a refusal has a status with code 400, 403, 404 or 500 and a message;
  *   - only the defaulter answers with a patch, and it is base64 of a JSON
  *     array of operations on /spec/runtimePatches/N/time;
- *   - the same bytes read as a request head give a review time within
+ *   - the same bytes read as a query string give a review time within
  *     [1 ms, 30 s] (kft_cm_admission_timeout_ms).
  * Leaks are LeakSanitizer's.
  *
@@ -30,7 +30,7 @@
 
 #include "fuzz_common.h"
 #include "controller/admission.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -125,14 +125,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 1)
 		return 0;
-	char *head = malloc(size);
-	if (head) {
-		memcpy(head, data + 1, size - 1);
-		head[size - 1] = '\0';
-		int64_t ms = kft_cm_admission_timeout_ms(head);
+	char *query = malloc(size);
+	if (query) {
+		memcpy(query, data + 1, size - 1);
+		query[size - 1] = '\0';
+		int64_t ms = kft_cm_admission_timeout_ms(query);
 		if (ms < 1 || ms > KFT_CM_ADMISSION_TIMEOUT_MAX_MS)
-			fail("a review time out of range", head);
-		free(head);
+			fail("a review time out of range", query);
+		free(query);
 	}
 	kft_cm_webhook which = kft_cm_webhook_for_path(paths[data[0] % 4]);
 	kft_cm_admission req;

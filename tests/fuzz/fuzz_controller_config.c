@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
 
 #define GATES_PREFIX   "#feature-gates:"

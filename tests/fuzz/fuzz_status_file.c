@@ -22,10 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/schema.h"
 #include "kftrainer/validation.h"
 #include "local/local_internal.h"
+#include "util/rfc3339.h"
 
 #define NOW        "2026-11-21T13:00:00Z"
 #define MAX_REPORT (64 * 1024)

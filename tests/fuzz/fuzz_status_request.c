@@ -3,17 +3,17 @@
  * request decoder (src/api/statusreq.c, shared with the controller): what any process on the
  * machine may send to a job's supervisor, head and body, as one byte string.
  *
- * The input is the bytes a connection delivers. kft_statusreq_head_parse
- * judges them whole, then one byte short of the head's end (still "need
- * more") and exactly to its end (the same verdict), and
- * kft_statusreq_judge the body the head announced.
+ * The input is the bytes a connection delivers: the head as the server
+ * core parses it (kft_http_head_parse), then kft_statusreq_judge over the
+ * body the head announced, and kft_statusreq_admit's early verdict.
  * Promises checked, each an abort() when broken:
  *   - every answer is one of upstream's codes with a body;
  *   - a report comes only with a 200, and holds only TrainerStatus's keys
  *     with lastUpdatedTime as metav1.Time writes it;
  *   - a report carried as status.trainerStatus passes our schema and CEL
  *     rules (the API server's stand-in), since it ends up there;
- *   - without the job's token nothing is ever a report.
+ *   - without the job's token nothing is ever a report;
+ *   - an early refusal (404, 403) comes with its answer.
  * Leaks are LeakSanitizer's.
  *
  * `make fuzz-run FUZZER=fuzz_status_request SECONDS=300` runs it over
@@ -27,6 +27,7 @@
 
 #include "fuzz_common.h"
 #include "kftrainer/schema.h"
+#include "http/http.h"
 #include "local/statusserver.h"
 
 #define TOKEN "0123456789abcdef0123456789abcdef"
@@ -72,60 +73,54 @@ static void check_report(const json_t *ts, const json_t *tj)
 		fail("a report the CRD refuses", NULL);
 }
 
-/* The verdict on the whole input; a complete head must have been "need
- * more" one byte short of its end, and the same verdict at its end. */
-static int parse_head(const uint8_t *data, size_t size, kft_statusreq_head *h)
-{
-	kft_statusreq_answer a = {0};
-	int v = kft_statusreq_head_parse((const char *)data, size, h, &a);
-	if (v >= 400 && (check_code(v), a.code != v || !a.body))
-		fail("an error without its answer", NULL);
-	kft_statusreq_answer_free(&a);
-	if (v != 1)
-		return v;
-	size_t end = h->head_len;
-	kft_statusreq_head tmp;
-	if (kft_statusreq_head_parse((const char *)data, end - 1, &tmp, &a) != 0)
-		fail("an answer before the head was whole", NULL);
-	kft_statusreq_answer_free(&a);
-	if (kft_statusreq_head_parse((const char *)data, end, &tmp, &a) != 1 ||
-	    tmp.content_length != h->content_length)
-		fail("the head alone judged otherwise", NULL);
-	kft_statusreq_answer_free(&a);
-	return v;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static kft_statusreq_head h;
-	if (size > KFT_STATUSREQ_HEAD_MAX + KFT_STATUSREQ_BODY_MAX)
+	kft_http_head h;
+	size_t end = kft_http_head_end((const char *)data, size < 8192 ? size : 8192);
+	if (!end || kft_http_head_parse((const char *)data, end, &h) != 0 ||
+	    h.content_length > KFT_STATUSREQ_BODY_MAX ||
+	    end + (size_t)(h.content_length > 0 ? h.content_length : 0) > size) {
+		kft_http_head_free(&h);
 		return 0;
-	if (parse_head(data, size, &h) != 1 || h.head_len + h.content_length > size)
-		return 0;
+	}
+	char auth[8192];
+	if (kft_http_header(h.fields, "Authorization", auth, sizeof(auth)) != 1)
+		auth[0] = '\0';
+	kft_statusreq_request req = {.method = h.method,
+	                             .path = h.path,
+	                             .auth = auth,
+	                             .body = (const char *)data + end,
+	                             .len = h.content_length > 0 ? (size_t)h.content_length : 0};
 	json_t *tj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:s}}}", "apiVersion",
 	                       "trainer.kubeflow.org/v1alpha1", "kind", "TrainJob", "metadata",
 	                       "name", "job", "namespace", "default", "spec", "runtimeRef", "name",
 	                       "torch-distributed");
 	kft_statusreq_target t = {.ns = "default", .name = "job", .token = TOKEN, .trainjob = tj};
 	kft_statusreq_answer a = {0};
-	const char *body = (const char *)data + h.head_len;
-	if (kft_statusreq_judge(&t, &h, body, h.content_length, &a) != 0)
+	if (kft_statusreq_judge(&t, &req, &a) != 0)
 		fail("judge failed without running out of memory", NULL);
 	check_code(a.code);
 	if (!a.body)
 		fail("an answer without a body", NULL);
 	if (a.report && a.code != 200)
 		fail("a report with an error answer", NULL);
-	if (a.report && !strstr(h.auth, TOKEN))
-		fail("a report without the job's token", h.auth);
+	if (a.report && !strstr(auth, TOKEN))
+		fail("a report without the job's token", auth);
 	if (a.report)
 		check_report(a.report, tj);
 	kft_statusreq_answer_free(&a);
+	/* admit agrees with judge about what is refused early */
+	kft_statusreq_answer early = {0};
+	int ad = kft_statusreq_admit(&t, &req, &early);
+	if (ad > 0 && early.code != ad)
+		fail("an early refusal without its answer", NULL);
+	kft_statusreq_answer_free(&early);
 	/* the wrong token on the same request never reports */
 	t.token = "another-token";
-	if (kft_statusreq_judge(&t, &h, body, h.content_length, &a) == 0 && a.report)
+	if (kft_statusreq_judge(&t, &req, &a) == 0 && a.report)
 		fail("a report under another token", NULL);
 	kft_statusreq_answer_free(&a);
 	json_decref(tj);
+	kft_http_head_free(&h);
 	return 0;
 }

@@ -1,21 +1,16 @@
 /*
- * fuzz_ui_request.c - libFuzzer target for what `kftrainer ui` reads from a
- * request (src/ui/request.c): the head as a connection delivers it, then
- * the parameters, the token cookie and the API path's segments the server
- * and its routes take from it.
+ * fuzz_ui_request.c - libFuzzer target for who may ask the dashboard
+ * (src/ui/request.c: kft_ui_admit over a head the core parsed) and the API
+ * path's segments (kft_ui_split): bytes any local process, or off loopback
+ * anyone, may send.
  *
- * The input is a head (up to its first blank line, as the server cuts it;
- * the rest is ignored). Promises checked, each an abort() when broken:
- *   - the verdict is 0 or one of the codes the server answers with
- *     (400, 500, 505);
- *   - an accepted head has a method, a path starting with '/', a Host, and
- *     a Content-Length that is absent (-1) or not negative;
- *   - a parameter or cookie value found fits its buffer, NUL-terminated,
- *     with no NUL inside; a value too long for a small buffer is refused,
- *     never cut short and accepted;
- *   - every segment the route splitter returns is non-empty, has no '/',
- *     and there are never more than asked for.
- * Leaks and overreads are the sanitizers'.
+ * Promises checked on every input the parser accepts:
+ *   - the verdict is 0 (let through), 303, 401, 403 or 413, and every
+ *     refusal comes with its answer;
+ *   - nothing is let through (0 or the 303 that sets the cookie) unless the
+ *     token is somewhere in the head: the gate never opens by accident;
+ *   - a POST is let through only with the CSRF token in the head;
+ *   - path segments are non-empty, hold no '/', and never more than asked.
  *
  * `make fuzz-run FUZZER=fuzz_ui_request SECONDS=300` runs it over
  * tests/fuzz/corpus/fuzz_ui_request.
@@ -29,38 +24,10 @@
 #include "fuzz_common.h"
 #include "ui/ui_internal.h"
 
+#define TOKEN "0123abcd"
+#define CSRF  "c5rf"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check_value(bool found, const char *buf, size_t cap)
-{
-	if (!found)
-		return;
-	size_t l = strnlen(buf, cap);
-	if (l >= cap)
-		fail("a value that does not fit its buffer", NULL);
-}
-
-static void params(const char *query, const char *fields)
-{
-	static const char *const names[] = {"token", "tail",   "follow", "download",
-	                                    "after", "status", "q",      ""};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		char big[256], small[4];
-		bool b = kft_ui_query_value(query, names[i], big, sizeof(big));
-		bool s = kft_ui_query_value(query, names[i], small, sizeof(small));
-		check_value(b, big, sizeof(big));
-		check_value(s, small, sizeof(small));
-		if (s && (!b || strcmp(big, small) != 0))
-			fail("a short buffer accepted a value the long one reads otherwise", small);
-	}
-	char c1[128], c2[3];
-	bool b = kft_ui_cookie(fields, "kft_ui_token", c1, sizeof(c1));
-	bool s = kft_ui_cookie(fields, "kft_ui_token", c2, sizeof(c2));
-	check_value(b, c1, sizeof(c1));
-	check_value(s, c2, sizeof(c2));
-	if (s && (!b || strcmp(c1, c2) != 0))
-		fail("a short buffer accepted a cookie the long one reads otherwise", c2);
-}
 
 static void segments(const char *path)
 {
@@ -76,31 +43,48 @@ static void segments(const char *path)
 	}
 }
 
+/* Whether the head's bytes hold s anywhere (the parsed head's text is cut
+ * after the request target, so the fields are searched in the input). */
+static bool in_head(const uint8_t *data, size_t len, const char *s)
+{
+	return memmem(data, len, s, strlen(s)) != NULL;
+}
+
+static void gate(const kft_http_head *h, const uint8_t *data, size_t len, bool loopback,
+                 const char *public_origin)
+{
+	kft_ui_gate g = {.token = TOKEN,
+	                 .csrf = CSRF,
+	                 .cookie = "kft_ui_token_8265",
+	                 .loopback = loopback,
+	                 .public_origin = public_origin,
+	                 .public_host = public_origin ? public_origin + 8 : NULL};
+	kft_http_req r = {.head = h, .body = ""};
+	kft_http_answer a = {0};
+	int rc = kft_ui_admit(&g, &r, &a);
+	if (rc != 0 && rc != 303 && rc != 401 && rc != 403 && rc != 413)
+		fail("a verdict the gate never gives", NULL);
+	if (rc != 0 && (a.code != rc || !a.body))
+		fail("a refusal without its answer", NULL);
+	free(a.body);
+	if ((rc == 0 || rc == 303) && !in_head(data, len, TOKEN))
+		fail("let through without the token", h->text);
+	if (rc == 0 && strcmp(h->method, "POST") == 0 && !in_head(data, len, CSRF))
+		fail("an action let through without the CSRF token", h->text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *text = (const char *)data;
-	size_t len = size;
-	for (size_t i = 0; i + 3 < size; i++)
-		if (memcmp(text + i, "\r\n\r\n", 4) == 0) {
-			len = i + 4;
-			break;
-		}
-	kft_ui_request r;
-	int rc = kft_ui_request_parse(text, len, &r);
-	if (rc != 0 && rc != 400 && rc != 500 && rc != 505)
-		fail("a verdict the server never gives", NULL);
-	if (rc == 0) {
-		if (!r.method[0] || !r.path || r.path[0] != '/')
-			fail("an accepted head without method or path", r.path);
-		if (r.content_length < -1)
-			fail("a negative Content-Length accepted", NULL);
-		params(r.query, r.fields);
-		if (strncmp(r.path, "/api/", 5) == 0)
-			segments(r.path + 5);
+	size_t end = kft_http_head_end((const char *)data, size);
+	size_t len = end ? end : size;
+	kft_http_head h;
+	if (kft_http_head_parse((const char *)data, len, &h) == 0) {
+		gate(&h, data, len, true, NULL);
+		gate(&h, data, len, false, NULL);
+		gate(&h, data, len, true, "https://dash.example");
+		if (strncmp(h.path, "/api/", 5) == 0)
+			segments(h.path + 5);
 	}
-	/* the parameters of whatever the query part held, even when refused */
-	if (r.query && r.fields)
-		params(r.query, r.fields);
-	kft_ui_request_free(&r);
+	kft_http_head_free(&h);
 	return 0;
 }

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 #define FAKE_FN            static __attribute__((unused))
 #define FAKE_MAX_WATCH_RVS 64

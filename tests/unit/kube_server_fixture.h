@@ -173,6 +173,57 @@ KS_FN int ks_pki_make(ks_pki *p)
 	return rc ? -1 : 0;
 }
 
+KS_FN EVP_PKEY *ks_pem_key(const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	return k;
+}
+
+KS_FN X509 *ks_pem_cert(const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	return x;
+}
+
+/* A server certificate for cn and san (OpenSSL's "DNS:a,IP:b" syntax) from
+ * issuer (a CA of the fixture: its own or its rogue one), saved as name in
+ * dir (removed with the fixture). 0, or -1; the caller frees pem->cert and
+ * pem->key. */
+KS_FN int ks_server_cert(const char *dir, const ks_pem *issuer, const char *name, const char *cn,
+                         const char *san, ks_pem *pem)
+{
+	static long serial = 1000;
+	EVP_PKEY *ca_key = ks_pem_key(issuer->key), *key = EVP_EC_gen("P-256");
+	X509 *ca = ks_pem_cert(issuer->cert), *x = X509_new();
+	int rc = !ca_key || !key || !ca || !x;
+	memset(pem, 0, sizeof(*pem));
+	if (!rc) {
+		X509_set_version(x, 2);
+		ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
+		X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+		X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+		X509_set_pubkey(x, key);
+		X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+		                           (const unsigned char *)cn, -1, -1, 0);
+		X509_set_issuer_name(x, X509_get_subject_name(ca));
+		rc = ks_add_ext(x, ca, NID_basic_constraints, "CA:FALSE") |
+		     ks_add_ext(x, ca, NID_key_usage, "critical,digitalSignature") |
+		     ks_add_ext(x, ca, NID_ext_key_usage, "serverAuth") |
+		     ks_add_ext(x, ca, NID_subject_alt_name, san);
+		rc = rc || X509_sign(x, ca_key, EVP_sha256()) <= 0 ||
+		     ks_save(dir, name, x, key, pem);
+	}
+	X509_free(x);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+	return rc ? -1 : 0;
+}
+
 KS_FN int ks_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st, (void)flag, (void)ftw;

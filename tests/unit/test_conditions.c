@@ -25,7 +25,8 @@
 
 #include "json_fixture.h"
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
+#include "util/rfc3339.h"
 
 #define BEFORE "2025-01-01T09:00:00Z" /* "one hour before" */
 #define NOW    "2025-01-01T10:00:00Z"

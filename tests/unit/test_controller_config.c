@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
 #include "kftrainer/framework.h"
 

@@ -54,9 +54,9 @@
 #include "controller/httpd.h"
 #include "controller/metrics.h"
 #include "controller/reconcile.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/decode.h"
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 static ks_pki g_pki;
 static ks_server g_srv;
@@ -729,7 +729,7 @@ static void metrics_served_over_tls(void **state)
 	kft_metrics *m = kft_metrics_new();
 	assert_int_equal(kft_metrics_add_controller(m, "trainjob_controller", 1), 0);
 	volatile int ready = 1;
-	kft_cm_http_tls tls = {cert, key, NULL, NULL};
+	kft_cm_http_tls tls = {cert, key, NULL, NULL, NULL};
 	kft_cm_http *h = NULL;
 	assert_int_equal(kft_cm_http_start_tls("127.0.0.1:0", "healthz", "readyz", "127.0.0.1:0",
 	                                       &tls, m, &ready, &h, &err),
@@ -815,7 +815,7 @@ static void metrics_served_over_tls(void **state)
 	assert_null(h);
 	assert_non_null(strstr(err.message, "tls.minVersion"));
 	/* a key that is no key, or another certificate's: the server does not start */
-	kft_cm_http_tls bad = {cert, "junk", NULL, NULL};
+	kft_cm_http_tls bad = {cert, "junk", NULL, NULL, NULL};
 	assert_int_equal(kft_cm_http_start_tls("0", "healthz", "readyz", "127.0.0.1:0", &bad, m,
 	                                       &ready, &h, &err),
 	                 KFT_EIO);

@@ -38,7 +38,7 @@
 
 #include "controller/httpd.h"
 #include "controller/metrics.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 
 static int sample(void *ctx, const char *controller, kft_queue_sample *out)
 {
@@ -436,14 +436,13 @@ static void test_http_garbage(void **state)
 	kft_metrics_free(m);
 }
 
-/* Clients that connect and send nothing hold no worker: with more idle
- * connections than workers open, a probe is answered while they are all
- * still open (the kubelet's probes time out after 3 s and the server used
- * to serve one connection at a time, waiting 5 s for each head: two idle
- * connections made every probe fail). Clients that sent part of a head
- * each hold a worker, and the pool starts workers up to four for the
- * probes behind them. The silent ones are closed after the head timeout,
- * and nothing leaks. */
+/* Idle connections hold no worker: with 70 idle connections on each server
+ * (more than the 64 the servers used to keep open, the rest waiting in the
+ * kernel's backlog until the idle ones timed out), probes and a scrape are
+ * answered while every idle one is still open (the kubelet's probes time out
+ * after 3 s; issue 24.2). Clients that sent part of a head hold no worker
+ * either. The silent ones are closed after the head timeout, and nothing
+ * leaks. */
 static void test_http_idle_client(void **state)
 {
 	(void)state;
@@ -453,15 +452,13 @@ static void test_http_idle_client(void **state)
 	int fds = count_fds();
 	kft_cm_http *h = start_local(&m, &ready);
 	int hp = kft_cm_http_port(h, 0), mp = kft_cm_http_port(h, 1);
-	enum { IDLE = 12 };
+	enum { IDLE = 140 };
 	int idle[IDLE];
 	for (int i = 0; i < IDLE; i++)
-		idle[i] = connect_to(i % 3 ? hp : mp);
-	/* three that sent half a head hold three workers (the pool grows to four
-	 * when every worker is busy); the others are idle */
-	assert_int_equal(send(idle[1], "GET /heal", 9, MSG_NOSIGNAL), 9);
-	assert_int_equal(send(idle[2], "GET /heal", 9, MSG_NOSIGNAL), 9);
-	assert_int_equal(send(idle[4], "GET /heal", 9, MSG_NOSIGNAL), 9);
+		idle[i] = connect_to(i % 2 ? hp : mp);
+	/* some that sent half a head */
+	for (int i = 1; i < 8; i += 2)
+		assert_int_equal(send(idle[i], "GET /heal", 9, MSG_NOSIGNAL), 9);
 	assert_int_equal(get(hp, "/healthz", body), 200);
 	assert_int_equal(get(hp, "/readyz", body), 200);
 	assert_int_equal(get(mp, "/metrics", body), 200);

@@ -25,9 +25,9 @@
 
 #include "json_fixture.h"
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "controller/reconcile.h"
-#include "kftrainer/controller.h"
+#include "controller/controller.h"
 #include "kftrainer/framework.h"
 
 #define NOW "2025-01-01T10:00:00Z"

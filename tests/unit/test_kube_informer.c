@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 #include "kube_fake_api.h"
 
 /* ---- what the handlers saw ----------------------------------------------- */

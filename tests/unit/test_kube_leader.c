@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 #include "kube_fake_api.h"
 
 #define NS    "kube-system"
@@ -182,10 +182,14 @@ static void test_acquire_and_renew(void **state)
 	assert_micro_time(spec_str(l1, "renewTime"));
 	assert_int_equal(fake_count(x->f, &x->f->lease_posts), 1);
 	/* Renewals move renewTime and keep acquireTime. */
-	for (int n = 0; n < 500 && fake_count(x->f, &x->f->lease_puts) < 2; n++)
+	json_t *l2 = NULL;
+	for (int n = 0; n < 500; n++) {
+		json_decref(l2);
+		l2 = lease(x);
+		if (strcmp(spec_str(l2, "renewTime") ?: "", spec_str(l1, "renewTime") ?: "") != 0)
+			break;
 		sleep_ms(10);
-	sleep_ms(20);
-	json_t *l2 = lease(x);
+	}
 	assert_string_equal(spec_str(l2, "acquireTime"), spec_str(l1, "acquireTime"));
 	assert_string_not_equal(spec_str(l2, "renewTime"), spec_str(l1, "renewTime"));
 	assert_string_equal(spec_str(l2, "holderIdentity"), "a");
@@ -420,17 +424,6 @@ static void test_options(void **state)
 	assert_string_equal(KFT_LEADER_LEASE_NAME, "trainer.kubeflow.org");
 }
 
-static void test_micro_time(void **state)
-{
-	char buf[40];
-	assert_int_equal(kft_micro_time_format(1136214245.5, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "2006-01-02T15:04:05.500000Z");
-	assert_int_equal(kft_micro_time_format(0, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "1970-01-01T00:00:00.000000Z");
-	assert_int_equal(kft_micro_time_format(1136214245.5, buf, 10), KFT_ELIMIT);
-	assert_int_equal(kft_micro_time_format(-1, buf, sizeof(buf)), KFT_EINVAL);
-}
-
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -444,7 +437,6 @@ int main(void)
 	        T(test_hung_server_costs_leadership),
 	        T(test_two_start_together),
 	        T(test_options),
-	        cmocka_unit_test(test_micro_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
 
 #include "kube_server_fixture.h"
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 static ks_pki g_pki;
 
@@ -44,53 +44,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-static EVP_PKEY *pem_key(const char *pem)
-{
-	BIO *b = BIO_new_mem_buf(pem, -1);
-	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
-	BIO_free(b);
-	return k;
-}
-
-static X509 *pem_cert(const char *pem)
-{
-	BIO *b = BIO_new_mem_buf(pem, -1);
-	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
-	BIO_free(b);
-	return x;
-}
-
-/* A server certificate for cn and san (OpenSSL's "DNS:a,IP:b" syntax) from
- * issuer (the fixture's CA or its rogue CA), saved as name in the fixture's
- * directory (removed with it). The caller frees pem->cert and pem->key. */
-static void server_cert(const ks_pem *issuer, const char *name, const char *cn, const char *san,
-                        ks_pem *pem)
-{
-	static long serial = 1000;
-	EVP_PKEY *ca_key = pem_key(issuer->key), *key = EVP_EC_gen("P-256");
-	X509 *ca = pem_cert(issuer->cert), *x = X509_new();
-	assert_true(ca_key && key && ca && x);
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
-	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-	X509_set_pubkey(x, key);
-	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-	                           (const unsigned char *)cn, -1, -1, 0);
-	X509_set_issuer_name(x, X509_get_subject_name(ca));
-	assert_int_equal(ks_add_ext(x, ca, NID_basic_constraints, "CA:FALSE"), 0);
-	assert_int_equal(ks_add_ext(x, ca, NID_key_usage, "critical,digitalSignature"), 0);
-	assert_int_equal(ks_add_ext(x, ca, NID_ext_key_usage, "serverAuth"), 0);
-	assert_int_equal(ks_add_ext(x, ca, NID_subject_alt_name, san), 0);
-	assert_true(X509_sign(x, ca_key, EVP_sha256()) > 0);
-	memset(pem, 0, sizeof(*pem));
-	assert_int_equal(ks_save(g_pki.dir, name, x, key, pem), 0);
-	X509_free(x);
-	X509_free(ca);
-	EVP_PKEY_free(key);
-	EVP_PKEY_free(ca_key);
-}
-
 /*
  * Serves a Namespace with a certificate for (cn, san) issued by issuer, and
  * GETs it from a client of https://HOST:PORT trusting the fixture's CA.
@@ -104,7 +57,7 @@ static int fetch(const ks_pem *issuer, const char *cn, const char *san, const ch
 	char name[32];
 	ks_pem pem;
 	snprintf(name, sizeof(name), "server-%d", n++);
-	server_cert(issuer, name, cn, san, &pem);
+	assert_int_equal(ks_server_cert(g_pki.dir, issuer, name, cn, san, &pem), 0);
 	ks_pki view = g_pki; /* the fixture's CA and client, this server certificate */
 	view.server = pem;
 	ks_server srv;

@@ -22,7 +22,7 @@
 
 #include "kube_server_fixture.h"
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 static ks_pki g_pki;
 static ks_server g_srv;

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube_cache.h"
+#include "kube/kube_cache.h"
 
 static double mono(void)
 {

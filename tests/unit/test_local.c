@@ -23,10 +23,11 @@
 
 #include <cmocka.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/framework.h"
 #include "local/local.h"
 #include "local/local_internal.h"
+#include "util/rfc3339.h"
 
 /* ---- fixtures
  * ---------------------------------------------------------------- */

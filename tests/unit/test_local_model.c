@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "local/engine.h"
+#include "local/local_internal.h"
 
 #define MAXP 8
 
@@ -189,6 +190,34 @@ static void test_failure_rules(void **state)
 	json_decref(fp);
 }
 
+/* The pods a replicated job runs: replicas x completions, completions
+ * defaulting to the parallelism (batch/v1 Job: "completions ... defaults to
+ * parallelism" for a NonIndexed Job; JobSet's replicas default 1). */
+static void test_rjob_counts(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		int rc;
+		int64_t replicas, parallelism, completions;
+	} cases[] = {
+	        {"{}", 0, 1, 1, 1},
+	        {"{\"replicas\":3,\"template\":{\"spec\":{\"parallelism\":4}}}", 0, 3, 4, 4},
+	        {"{\"template\":{\"spec\":{\"parallelism\":2,\"completions\":5}}}", 0, 1, 2, 5},
+	        {"{\"replicas\":\"2\",\"template\":{\"spec\":{\"parallelism\":null}}}", 0, 1, 1, 1},
+	        {"{\"replicas\":-1}", -1, -1, 1, 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *rj = json_loads(cases[i].json, 0, NULL);
+		kft_rjob_counts c;
+		assert_int_equal(kft_rjob_counts_of(rj, &c), cases[i].rc);
+		assert_int_equal(c.replicas, cases[i].replicas);
+		assert_int_equal(c.parallelism, cases[i].parallelism);
+		assert_int_equal(c.completions, cases[i].completions);
+		json_decref(rj);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +226,7 @@ int main(void)
 	        cmocka_unit_test(test_in_order),
 	        cmocka_unit_test(test_counts_and_first_failed),
 	        cmocka_unit_test(test_failure_rules),
+	        cmocka_unit_test(test_rjob_counts),
 	};
 	return cmocka_run_group_tests_name("local_model", tests, NULL, NULL);
 }

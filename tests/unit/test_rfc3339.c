@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "kftrainer/conditions.h"
+#include "framework/conditions.h"
 #include "kftrainer/error.h"
 #include "util/rfc3339.h"
 
@@ -67,6 +67,20 @@ static void test_from_timespec(void **state)
 	assert_string_equal(m, "2006-01-02T15:04:05.123456Z");
 }
 
+/* A Lease's renewTime and an events.k8s.io Event's eventTime from a
+ * fractional Unix time (metav1.MicroTime). */
+static void test_micro(void **state)
+{
+	(void)state;
+	char buf[40];
+	assert_int_equal(kft_rfc3339_micro(1136214245.5, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "2006-01-02T15:04:05.500000Z");
+	assert_int_equal(kft_rfc3339_micro(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1970-01-01T00:00:00.000000Z");
+	assert_int_equal(kft_rfc3339_micro(1136214245.5, buf, 10), KFT_ELIMIT);
+	assert_int_equal(kft_rfc3339_micro(-1, buf, sizeof(buf)), KFT_EINVAL);
+}
+
 static void test_parse(void **state)
 {
 	(void)state;
@@ -112,9 +126,8 @@ static void test_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_format),
-	        cmocka_unit_test(test_now_forms),
-	        cmocka_unit_test(test_from_timespec),
+	        cmocka_unit_test(test_format),        cmocka_unit_test(test_now_forms),
+	        cmocka_unit_test(test_from_timespec), cmocka_unit_test(test_micro),
 	        cmocka_unit_test(test_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

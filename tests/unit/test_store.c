@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "json_fixture.h"
-#include "kftrainer/store.h"
+#include "local/store.h"
 
 struct fixture {
 	char root[64]; /* mkdtemp result, removed in teardown */

@@ -89,6 +89,8 @@ function post(path, body) {
   return api(path, { method: "POST", headers: { "X-KFT-CSRF": state.csrf }, body: body || "" });
 }
 
+// Esc (the dialog's cancel event) answers as Cancel does; Cancel has the focus
+// first, so Enter alone never deletes.
 function confirmDialog(text) {
   return new Promise((resolve) => {
     const d = document.getElementById("confirm");
@@ -96,11 +98,19 @@ function confirmDialog(text) {
     const done = (v) => { d.close(); resolve(v); };
     document.getElementById("confirm-ok").onclick = () => done(true);
     document.getElementById("confirm-cancel").onclick = () => done(false);
+    d.oncancel = (e) => { e.preventDefault(); done(false); };
     d.showModal();
+    document.getElementById("confirm-cancel").focus();
   });
 }
 
-function live(on) { document.getElementById("conn").classList.toggle("live", on); }
+// The connection's state in words as well as the dot's colour.
+function live(on) {
+  const c = document.getElementById("conn");
+  c.classList.toggle("live", on);
+  c.textContent = on ? "live" : "offline";
+  c.title = on ? "live updates: connected" : "live updates: not connected";
+}
 
 // Streams and timers of the page being left.
 function leave() {
@@ -127,14 +137,18 @@ const listView = { filter: "", status: "", sort: "created", desc: true, rows: []
 
 function jobsPage() {
   const q = el("input", { type: "search", id: "filter", placeholder: "Filter by name or runtime",
+    "aria-label": "Filter by name, runtime or namespace",
     value: listView.filter, oninput: (e) => { listView.filter = e.target.value; drawRows(); } });
-  const sel = el("select", { id: "status-filter", onchange: (e) => { listView.status = e.target.value; drawRows(); } },
+  const sel = el("select", { id: "status-filter", "aria-label": "Status",
+    onchange: (e) => { listView.status = e.target.value; drawRows(); } },
     ["", "Created", "Running", "Suspended", "Complete", "Failed", "Terminating"].map((s) =>
       el("option", { value: s, selected: s === listView.status }, s || "All statuses")));
   const cols = [["name", "Name"], ["runtime", "Runtime"], ["status", "Status"], ["nodes", "Nodes"],
     ["restarts", "Restarts"], ["progress", "Progress"], ["eta", "ETA"], ["created", "Age"]];
-  const head = el("tr", {}, cols.map(([k, label]) => el("th", { class: "sortable", "data-key": k,
-    onclick: () => { listView.desc = listView.sort === k ? !listView.desc : false; listView.sort = k; drawRows(); } }, label)));
+  // Each header is a button (Tab, Enter, Space); aria-sort says the order.
+  const head = el("tr", {}, cols.map(([k, label]) => el("th", { class: "sortable", "data-key": k, "aria-sort": "none" },
+    el("button", { type: "button", class: "sort", id: "sort-" + k,
+      onclick: () => { listView.desc = listView.sort === k ? !listView.desc : false; listView.sort = k; drawRows(); } }, label))));
   main(el("h1", {}, "TrainJobs"), el("div", { class: "toolbar" }, q, sel, el("span", { id: "count", class: "muted" })),
     el("table", { id: "jobs" }, el("thead", {}, head), el("tbody")));
   watch("/api/watch/jobs", (doc) => { listView.rows = doc.items || []; drawRows(); });
@@ -161,8 +175,10 @@ function drawRows() {
     return (x < y ? -1 : x > y ? 1 : 0) * (listView.desc ? -1 : 1);
   });
   for (const th of document.querySelectorAll("#jobs th")) {
-    th.classList.toggle("sorted", th.dataset.key === listView.sort);
-    th.classList.toggle("desc", th.dataset.key === listView.sort && listView.desc);
+    const on = th.dataset.key === listView.sort;
+    th.classList.toggle("sorted", on);
+    th.classList.toggle("desc", on && listView.desc);
+    th.setAttribute("aria-sort", on ? (listView.desc ? "descending" : "ascending") : "none");
   }
   body.replaceChildren(...rows.map((r) => el("tr", { "data-job": r.name },
     el("td", {}, el("a", { href: "#/job/" + enc(r.namespace) + "/" + enc(r.name) }, r.name),
@@ -280,8 +296,9 @@ const MAX_LINES = 20000;
 
 function logsTab(body, apiBase) {
   const params = new URLSearchParams(location.hash.split("?")[1] || "");
-  const pick = el("select", { id: "log-pod" });
-  const search = el("input", { type: "search", id: "log-search", placeholder: "Search the log" });
+  const pick = el("select", { id: "log-pod", "aria-label": "Pod" });
+  const search = el("input", { type: "search", id: "log-search", placeholder: "Search the log",
+    "aria-label": "Search the log" });
   const follow = el("input", { type: "checkbox", id: "log-follow", checked: true });
   const dl = el("a", { id: "log-download", href: "#" }, "Download");
   const pre = el("pre", { class: "log", id: "log" });
@@ -443,7 +460,8 @@ async function runtimesPage() {
   let doc;
   try { doc = await api("/api/runtimes"); } catch (e) { main(el("h1", {}, "Runtimes"), el("div", { class: "error" }, e.message)); return; }
   const yaml = el("pre", { class: "yaml", id: "runtime-yaml" }, "Pick a runtime to see it.");
-  const input = el("textarea", { id: "preview-input", rows: 14, spellcheck: "false" });
+  const input = el("textarea", { id: "preview-input", rows: 14, spellcheck: "false",
+    "aria-label": "TrainJob to preview (YAML or JSON)" });
   const out = el("pre", { class: "yaml", id: "preview-output" });
   const show = async (name, kind) => {
     yaml.textContent = "Loading…";

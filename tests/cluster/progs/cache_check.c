@@ -34,8 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube.h"
-#include "kftrainer/kube_cache.h"
+#include "kube/kube.h"
+#include "kube/kube_cache.h"
 
 #define CHECK_WHAT "cache"
 #include "check_common.h"

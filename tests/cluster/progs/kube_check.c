@@ -1,5 +1,5 @@
 /*
- * kube_check.c - the kube client (include/kftrainer/kube.h) against the real
+ * kube_check.c - the kube client (src/kube/kube.h) against the real
  * kube-apiserver of the cluster tier, driven by t/70-kube-client.sh.
  *
  * Usage: kube_check NAMESPACE   (KUBECONFIG names the cluster, as `up` exports)
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kftrainer/kube.h"
+#include "kube/kube.h"
 
 #define CHECK_WHAT "kube client"
 #include "check_common.h"

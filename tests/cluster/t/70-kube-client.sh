@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C kube client (include/kftrainer/kube.h) against the real API server: create, get, paged
+# The C kube client (src/kube/kube.h) against the real API server: create, get, paged
 # list, update with a stale resourceVersion (409), AlreadyExists, merge and JSON patches,
 # server-side apply with two field managers (conflict, then force), the TrainJob status
 # subresource (PUT and apply), a watch from a list's resourceVersion (ADDED, MODIFIED, DELETED

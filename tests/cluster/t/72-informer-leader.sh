@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The informer and leader election (include/kftrainer/kube_cache.h) against the real API server.
+# The informer and leader election (src/kube/kube_cache.h) against the real API server.
 # tests/cluster/progs/cache_check.c does the work and prints one PASS/FAIL line per check:
 #   - informer: an informer on the ConfigMaps of a fresh namespace sees what kubectl creates,
 #     labels and deletes (with old and new objects, indexes following), re-watches from the last

@@ -95,7 +95,18 @@ left=$(leftovers)
 # Only new entries count: another session's cluster may go down in the meantime.
 new_in_tmp=$(comm -13 <(echo "$tmp_before") <(ours_in_tmp))
 [ -z "$new_in_tmp" ] || left+=$'\n'"temporary entries: $new_in_tmp"
-compgen -G "$(cache_root)/.build-*" >/dev/null && left+=$'\n'"build scratch left in $(cache_root)"
+# A build's scratch is a leftover once no build holds its module's lock: the cache is shared,
+# and another checkout's build (of a module this cluster does not need) may be under way.
+abandoned_scratch() {
+	local d name
+	for d in "$(cache_root)"/.build-*; do
+		[ -d "$d" ] || continue
+		name=${d##*/.build-}
+		name=${name%.*}
+		flock -n "$(cache_root)/.lock-$name" true && echo "$d"
+	done
+}
+[ -z "$(abandoned_scratch)" ] || left+=$'\n'"build scratch left: $(abandoned_scratch)"
 if [ "$ok" = 1 ] && [ -z "${left//$'\n'/}" ]; then
 	pass "$cycles up/down cycles leave no process, port or temp directory (${#pids_seen[@]} processes checked)"
 else

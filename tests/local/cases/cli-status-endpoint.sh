@@ -12,6 +12,9 @@
 #   - a body over maxBodySize (1 << 16) → 413 "Payload too large" (bodySizeLimitMiddleware);
 #   - a body that does not decode → 422 "Invalid payload"; a status the CRD refuses → 422;
 #   - plain HTTP and TLS without forward secrecy are refused (our rule: ECDHE suites only).
+# And ours (issue 24.2, 24.8): the job's own report is answered while another local user holds
+# 70 idle connections and opens new ones as fast as it can; a status port another process took
+# while the job was suspended makes `resume` fail, naming the port, and the job stays suspended.
 . "$KFT_LOCAL_DIR/lib.sh"
 cd "$KFT_REPO_ROOT" || exit 1
 gate=$KFT_CASE_TMP/gate
@@ -115,6 +118,64 @@ expect_contains "TLS 1.2 with ECDHE: a verified session" \
 	"$(tls -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256)" "Verify return code: 0 (ok)"
 expect_contains "a suite without forward secrecy (AES128-GCM-SHA256): refused" \
 	"$(tls -tls1_2 -cipher AES128-GCM-SHA256)" "Cipher is (NONE)"
+
+# ---- a flood from another local user (four processes as user nobody) ------------------------
+flood_report() {
+	printf '%s' '{"trainerStatus": {"progressPercentage": 66, "lastUpdatedTime": "2026-01-02T03:04:05Z"}}' >"$KFT_CASE_TMP/flood.json"
+	expect_eq "$1" '200 {"trainerStatus":{"progressPercentage":66,"lastUpdatedTime":"2026-01-02T03:04:05Z"}}' \
+		"$(post "$token" "$url" "$KFT_CASE_TMP/flood.json" 2>&1)"
+}
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! as_nobody /usr/bin/python3 -c pass 2>/dev/null; then
+	skip "under another user's connection flood, the job's own report: 200" \
+		"needs root, setpriv and /usr/bin/python3 to be another user"
+else
+	floods=()
+	for i in 1 2 3 4; do
+		setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 - "$hostport" 70 \
+			<"$KFT_LOCAL_DIR/flood.py" >"$KFT_CASE_TMP/flood$i" &
+		floods+=($!)
+		on_exit "kill $! 2>/dev/null"
+	done
+	if wait_for 30 sh -c "cat '$KFT_CASE_TMP'/flood? | grep -c ready | grep -qx 4"; then
+		for i in 1 2 3; do flood_report "under another user's connection flood, the job's own report: 200 ($i)"; done
+	else
+		fail "under another user's connection flood, the job's own report: 200" "the flood never held 70 connections"
+	fi
+	kill "${floods[@]}" 2>/dev/null
+	wait "${floods[@]}" 2>/dev/null
+fi
+"$KFT_PYTHON" "$KFT_LOCAL_DIR/flood.py" "$hostport" 70 --hold >"$KFT_CASE_TMP/idle" &
+idle=$!
+on_exit "kill $idle 2>/dev/null"
+if wait_for 30 grep -q ready "$KFT_CASE_TMP/idle"; then
+	flood_report "70 idle sockets open: the job's own report: 200"
+else
+	fail "70 idle sockets open: the job's own report: 200" "could not open 70"
+fi
+kill "$idle"
+wait "$idle" 2>/dev/null
+
+# ---- the status port taken while suspended ----------------------------------------------------
+port=${hostport##*:}
+kft suspend sdk >/dev/null
+wait_for 30 job_has sdk Suspended
+"$KFT_PYTHON" -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+open(sys.argv[2], "w").close(); time.sleep(300)' "$port" "$KFT_CASE_TMP/squatting" &
+squatter=$!
+on_exit "kill $squatter 2>/dev/null"
+wait_for 10 test -e "$KFT_CASE_TMP/squatting" || fail "another process takes the status port" "it could not"
+expect_exit "resume with the status port taken: exit 1" 1 kft resume sdk
+expect_contains "the error names the port" "$KFT_ERR" "127.0.0.1:$port is in use"
+expect_eq "the job is still suspended" True "$(job_cond sdk Suspended | cut -d'|' -f1)"
+kill "$squatter"
+wait "$squatter" 2>/dev/null
+expect_exit "resume once the port is free: exit 0" 0 kft resume sdk
+wait_for 60 sh -c "[ \"\$(\"$KFTRAINER\" get sdk -o json | jq -r .status.trainerStatus.progressPercentage)\" = 40 ]"
+expect_eq "after resume the nodes' reports are served again" 40 \
+	"$(job_json sdk | jq -r .status.trainerStatus.progressPercentage)"
 
 touch "$gate"
 kft wait sdk --timeout 60s >/dev/null

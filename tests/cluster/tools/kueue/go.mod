@@ -1,7 +1,9 @@
 // Pinned build recipe for Kueue's manager, v0.17.0: a release whose TrainJob integration
 // (trainer.kubeflow.org/trainjob) writes its admission into spec.runtimePatches. Built only on
 // request (build --kueue, or the Kueue test), never committed as a binary; its CRDs and webhook
-// manifests are read from this module's source in the Go module cache.
+// manifests are read from this module's source in the Go module cache. The one module that
+// keeps its own Kubernetes release (v0.35.3, with controller-runtime v0.23): v0.17.0 is
+// built on it, and tests/cluster/tools/align would raise it to a minor it was not built for.
 module kftrainer.test/cluster-tools/kueue
 
 go 1.26.0

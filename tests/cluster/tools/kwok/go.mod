@@ -1,11 +1,13 @@
 // Pinned build recipe for kwok, which plays the part of the nodes and the
 // kubelet in the full-mode test cluster: it marks simulated nodes Ready and
-// moves pods through their phases without running any container. Kept apart
-// from the Kubernetes module so kwok builds with the dependency set it was
-// released with.
+// moves pods through their phases without running any container. Its
+// requirements share tools/k8s's versions where kwok's release allows (the
+// Kubernetes modules at v0.36.2): written by tests/cluster/tools/align.
 module kftrainer.test/cluster-tools/kwok
 
 go 1.26.0
+
+tool sigs.k8s.io/kwok/cmd/kwok
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -96,17 +98,17 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.36.1 // indirect
-	k8s.io/apimachinery v0.36.1 // indirect
-	k8s.io/apiserver v0.36.1 // indirect
-	k8s.io/client-go v0.36.1 // indirect
-	k8s.io/component-base v0.36.1 // indirect
-	k8s.io/cri-api v0.36.1 // indirect
-	k8s.io/cri-client v0.36.1 // indirect
-	k8s.io/cri-streaming v0.36.1 // indirect
+	k8s.io/api v0.36.2 // indirect
+	k8s.io/apimachinery v0.36.2 // indirect
+	k8s.io/apiserver v0.36.2 // indirect
+	k8s.io/client-go v0.36.2 // indirect
+	k8s.io/component-base v0.36.2 // indirect
+	k8s.io/cri-api v0.36.2 // indirect
+	k8s.io/cri-client v0.36.2 // indirect
+	k8s.io/cri-streaming v0.36.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
-	k8s.io/streaming v0.36.1 // indirect
+	k8s.io/streaming v0.36.2 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
@@ -116,5 +118,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-tool sigs.k8s.io/kwok/cmd/kwok

@@ -1,6 +1,7 @@
 // Pinned build recipe for upstream Kubeflow Trainer's controller manager, v2.3.0: the
 // reference the controller tests and bench/controller run side by side with ours. Built only
-// on request (build --upstream), never committed as a binary.
+// on request (build --upstream), never committed as a binary. Its requirements share
+// tools/k8s's versions where Trainer's release allows: written by tests/cluster/tools/align.
 module kftrainer.test/cluster-tools/trainer
 
 go 1.26.0
@@ -62,7 +63,7 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.36.2 // indirect
-	k8s.io/apiextensions-apiserver v0.36.0 // indirect
+	k8s.io/apiextensions-apiserver v0.36.2 // indirect
 	k8s.io/apimachinery v0.36.2 // indirect
 	k8s.io/apiserver v0.36.2 // indirect
 	k8s.io/client-go v0.36.2 // indirect

@@ -37,18 +37,13 @@
  * Everything here works on jansson trees the caller owns; nothing keeps
  * state between calls.
  */
-#ifndef KFTRAINER_CONDITIONS_H
-#define KFTRAINER_CONDITIONS_H
+#ifndef KFT_FRAMEWORK_CONDITIONS_H
+#define KFT_FRAMEWORK_CONDITIONS_H
 
 #include <jansson.h>
 #include <stdint.h>
 
 #include "kftrainer/error.h"
-#include "kftrainer/export.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Condition types of a TrainJob. */
 #define KFT_CONDITION_SUSPENDED "Suspended"
@@ -93,10 +88,10 @@ extern "C" {
 
 /* The condition of this type in status.conditions (borrowed), or NULL when
  * there is none or status/conditions are not an object/array. */
-KFT_EXPORT const json_t *kft_condition_find(const json_t *status, const char *type);
+const json_t *kft_condition_find(const json_t *status, const char *type);
 
 /* 1 when the condition of this type exists with status "True", else 0. */
-KFT_EXPORT int kft_condition_is_true(const json_t *status, const char *type);
+int kft_condition_is_true(const json_t *status, const char *type);
 
 /*
  * Sets a condition in status.conditions like meta.SetStatusCondition, for a
@@ -108,9 +103,8 @@ KFT_EXPORT int kft_condition_is_true(const json_t *status, const char *type);
  * Returns 0, KFT_EINVAL (status not an object, conditions not an array,
  * a required argument NULL) or KFT_ENOMEM.
  */
-KFT_EXPORT int kft_condition_set(json_t *status, const char *type, const char *cond_status,
-                                 const char *reason, const char *message, const char *now,
-                                 kft_error *err);
+int kft_condition_set(json_t *status, const char *type, const char *cond_status, const char *reason,
+                      const char *message, const char *now, kft_error *err);
 
 /*
  * The general form: cond is a whole metav1.Condition object (borrowed,
@@ -120,12 +114,12 @@ KFT_EXPORT int kft_condition_set(json_t *status, const char *type, const char *c
  * changed, else 0. Errors as kft_condition_set, plus KFT_EINVAL when cond
  * has no string type or status.
  */
-KFT_EXPORT int kft_condition_set_object(json_t *status, const json_t *cond, const char *now,
-                                        int *changed, kft_error *err);
+int kft_condition_set_object(json_t *status, const json_t *cond, const char *now, int *changed,
+                             kft_error *err);
 
 /* Removes the condition of this type; returns 1 when one was removed, else 0.
  * An emptied conditions array is deleted (Go omits an empty list). */
-KFT_EXPORT int kft_condition_remove(json_t *status, const char *type);
+int kft_condition_remove(json_t *status, const char *type);
 
 /*
  * Copies the child's condition child_type (from child_status.conditions),
@@ -134,41 +128,40 @@ KFT_EXPORT int kft_condition_remove(json_t *status, const char *type);
  * -> Complete and Failed -> Failed). Nothing happens when the child has no
  * such True condition. Errors as kft_condition_set_object.
  */
-KFT_EXPORT int kft_condition_copy_from_child(json_t *status, const json_t *child_status,
-                                             const char *child_type, const char *type,
-                                             const char *now, kft_error *err);
+int kft_condition_copy_from_child(json_t *status, const json_t *child_status,
+                                  const char *child_type, const char *type, const char *now,
+                                  kft_error *err);
 
 /* ---- a TrainJob --------------------------------------------------------- */
 
 /* 1 when the TrainJob has Complete=True or Failed=True, else 0. */
-KFT_EXPORT int kft_trainjob_is_finished(const json_t *trainjob);
+int kft_trainjob_is_finished(const json_t *trainjob);
 
 /* 1 when spec.managedBy names a controller other than ours (the TrainJob is
  * then left alone), else 0. */
-KFT_EXPORT int kft_trainjob_is_managed_externally(const json_t *trainjob);
+int kft_trainjob_is_managed_externally(const json_t *trainjob);
 
 /* "<kind>.<apiGroup>" of spec.runtimeRef (just "<kind>" when the group is
  * empty), the key upstream reports runtimes by. Caller frees; NULL on
  * allocation failure. */
-KFT_EXPORT char *kft_trainjob_runtime_key(const json_t *trainjob);
+char *kft_trainjob_runtime_key(const json_t *trainjob);
 
 /* Step 1: removes Failed unless its reason is DeadlineExceeded, so that a
  * change to the spec can take the TrainJob out of a failed state. */
-KFT_EXPORT void kft_trainjob_clear_failed(json_t *trainjob);
+void kft_trainjob_clear_failed(json_t *trainjob);
 
 /* Sets Failed=True with this message and reason (creating status when
  * missing). Errors as kft_condition_set. */
-KFT_EXPORT int kft_trainjob_set_failed(json_t *trainjob, const char *message, const char *reason,
-                                       const char *now, kft_error *err);
+int kft_trainjob_set_failed(json_t *trainjob, const char *message, const char *reason,
+                            const char *now, kft_error *err);
 
 /* Step 2, runtime not supported: Failed=True, TrainingRuntimeNotSupported,
  * "unsupported runtime: <runtime key>". */
-KFT_EXPORT int kft_trainjob_set_unsupported_runtime(json_t *trainjob, const char *now,
-                                                    kft_error *err);
+int kft_trainjob_set_unsupported_runtime(json_t *trainjob, const char *now, kft_error *err);
 
 /* Step 3: Suspended=True/Suspended while spec.suspend is true; when it is
  * not but Suspended is True, Suspended=False/Resumed; otherwise nothing. */
-KFT_EXPORT int kft_trainjob_set_suspended(json_t *trainjob, const char *now, kft_error *err);
+int kft_trainjob_set_suspended(json_t *trainjob, const char *now, kft_error *err);
 
 /*
  * Step 4: replaces trainjob.status with new_status (a reference is stolen;
@@ -176,8 +169,8 @@ KFT_EXPORT int kft_trainjob_set_suspended(json_t *trainjob, const char *now, kft
  * JobSet is gone) and then puts back a DeadlineExceeded Failed condition
  * the old status had. On error new_status is still consumed.
  */
-KFT_EXPORT int kft_trainjob_adopt_status(json_t *trainjob, json_t *new_status, const char *now,
-                                         kft_error *err);
+int kft_trainjob_adopt_status(json_t *trainjob, json_t *new_status, const char *now,
+                              kft_error *err);
 
 typedef enum kft_deadline_state {
 	KFT_DEADLINE_NONE,     /* no deadline applies (none set, finished, suspended ...) */
@@ -195,23 +188,13 @@ typedef enum kft_deadline_state {
  * is left). *state receives the outcome. Returns 0, or KFT_EPARSE when now
  * or a stored timestamp is not RFC 3339, or an error of kft_condition_set.
  */
-KFT_EXPORT int kft_trainjob_reconcile_deadline(json_t *trainjob, const char *now,
-                                               kft_deadline_state *state, int64_t *requeue_after_ms,
-                                               kft_error *err);
+int kft_trainjob_reconcile_deadline(json_t *trainjob, const char *now, kft_deadline_state *state,
+                                    int64_t *requeue_after_ms, kft_error *err);
 
 /* The message of the KFT_EVENT_RESOURCES_CREATION_FAILED event for an error
  * text: "TrainJob resources reconciliation failed: <text>", the text cut to
  * 950 characters (UTF-8 code points) with " ..." appended when it was
  * longer than 950 bytes. Caller frees; NULL on allocation failure. */
-KFT_EXPORT char *kft_trainjob_reconcile_failed_message(const char *error_text);
-
-/* Parses an RFC 3339 time ("2006-01-02T15:04:05Z", optional fraction and
- * numeric offset) into milliseconds since the Unix epoch. Returns 0 or
- * KFT_EPARSE. */
-KFT_EXPORT int kft_rfc3339_parse_ms(const char *s, int64_t *ms, kft_error *err);
-
-#ifdef __cplusplus
-}
-#endif
+char *kft_trainjob_reconcile_failed_message(const char *error_text);
 
 #endif

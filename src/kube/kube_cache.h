@@ -40,19 +40,14 @@
  * Errors follow error.h: 0 or a negative kft_status, err filled when
  * non-NULL. Strings passed in are borrowed (copied when kept).
  */
-#ifndef KFTRAINER_KUBE_CACHE_H
-#define KFTRAINER_KUBE_CACHE_H
+#ifndef KFT_KUBE_CACHE_H
+#define KFT_KUBE_CACHE_H
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kftrainer/error.h"
-#include "kftrainer/export.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Defined by kube.h (the REST client); only pointers are used here. */
 struct kft_kube;
@@ -72,7 +67,7 @@ struct kft_kube_config;
  * object has no namespace. Errors: KFT_EINVAL when metadata.name is missing
  * or empty, KFT_ELIMIT when the key does not fit in size bytes.
  */
-KFT_EXPORT int kft_cache_key(const json_t *obj, char *buf, size_t size);
+int kft_cache_key(const json_t *obj, char *buf, size_t size);
 
 /*
  * Writes the key of obj's controller owner into buf when obj has an
@@ -83,8 +78,8 @@ KFT_EXPORT int kft_cache_key(const json_t *obj, char *buf, size_t size);
  * Returns 0 and fills buf; KFT_ENOTFOUND when there is no such owner;
  * KFT_ELIMIT when the key does not fit.
  */
-KFT_EXPORT int kft_cache_controller_owner_key(const json_t *obj, const char *group,
-                                              const char *kind, char *buf, size_t size);
+int kft_cache_controller_owner_key(const json_t *obj, const char *group, const char *kind,
+                                   char *buf, size_t size);
 
 /* ===================================================================== */
 /* Work queue                                                             */
@@ -134,7 +129,7 @@ typedef struct kft_workqueue_stats {
 } kft_workqueue_stats;
 
 /* Upper bound (seconds) of histogram bucket i (0 <= i < KFT_WORKQUEUE_BUCKETS). */
-KFT_EXPORT double kft_workqueue_bucket_bound(int i);
+double kft_workqueue_bucket_bound(int i);
 
 /*
  * Creates an empty queue. opts may be NULL (defaults above) and is copied.
@@ -142,14 +137,13 @@ KFT_EXPORT double kft_workqueue_bucket_bound(int i);
  * (a non-finite or negative delay). The queue needs no thread of its own:
  * delayed keys are promoted by whoever calls get/add/stats.
  */
-KFT_EXPORT int kft_workqueue_new(const kft_workqueue_opts *opts, kft_workqueue **out,
-                                 kft_error *err);
+int kft_workqueue_new(const kft_workqueue_opts *opts, kft_workqueue **out, kft_error *err);
 
 /*
  * Shuts down (if not already) and frees the queue. Call only once no
  * thread uses it any more (join the workers first). NULL is ignored.
  */
-KFT_EXPORT void kft_workqueue_free(kft_workqueue *q);
+void kft_workqueue_free(kft_workqueue *q);
 
 /*
  * Queues key unless it is already queued (then this is a no-op). A key
@@ -158,7 +152,7 @@ KFT_EXPORT void kft_workqueue_free(kft_workqueue *q);
  * Errors: KFT_EINVAL (NULL/empty key or longer than KFT_CACHE_KEY_MAX),
  * KFT_ENOMEM.
  */
-KFT_EXPORT int kft_workqueue_add(kft_workqueue *q, const char *key);
+int kft_workqueue_add(kft_workqueue *q, const char *key);
 
 /*
  * Queues key behind every key the other adds queue: it is handed out only
@@ -168,7 +162,7 @@ KFT_EXPORT int kft_workqueue_add(kft_workqueue *q, const char *key);
  * queue is busy, such as a child's status change to be copied to its owner
  * during a burst of new owners. Errors as kft_workqueue_add.
  */
-KFT_EXPORT int kft_workqueue_add_low(kft_workqueue *q, const char *key);
+int kft_workqueue_add_low(kft_workqueue *q, const char *key);
 
 /*
  * Queues key after delay_s seconds (<= 0: now, as kft_workqueue_add). When
@@ -176,20 +170,20 @@ KFT_EXPORT int kft_workqueue_add_low(kft_workqueue *q, const char *key);
  * already ready, nothing changes. Counts a retry when delay_s > 0.
  * Errors as kft_workqueue_add.
  */
-KFT_EXPORT int kft_workqueue_add_after(kft_workqueue *q, const char *key, double delay_s);
+int kft_workqueue_add_after(kft_workqueue *q, const char *key, double delay_s);
 
 /*
  * Queues key after its rate-limited delay: base * 2^n for the n-th
  * consecutive call since the last forget (capped at max), or the token
  * bucket's delay when enabled and larger. Errors as kft_workqueue_add.
  */
-KFT_EXPORT int kft_workqueue_add_rate_limited(kft_workqueue *q, const char *key);
+int kft_workqueue_add_rate_limited(kft_workqueue *q, const char *key);
 
 /* Resets key's failure count (after a successful reconcile). */
-KFT_EXPORT void kft_workqueue_forget(kft_workqueue *q, const char *key);
+void kft_workqueue_forget(kft_workqueue *q, const char *key);
 
 /* How many rate-limited adds key has had since the last forget. */
-KFT_EXPORT int kft_workqueue_num_requeues(kft_workqueue *q, const char *key);
+int kft_workqueue_num_requeues(kft_workqueue *q, const char *key);
 
 /*
  * Blocks until a key is ready, then hands it out: *key is a new string the
@@ -199,35 +193,35 @@ KFT_EXPORT int kft_workqueue_num_requeues(kft_workqueue *q, const char *key);
  * *key = NULL tells the worker to exit. Errors: KFT_EUNAVAILABLE (shut
  * down and drained), KFT_ENOMEM.
  */
-KFT_EXPORT int kft_workqueue_get(kft_workqueue *q, char **key);
+int kft_workqueue_get(kft_workqueue *q, char **key);
 
 /*
  * Like kft_workqueue_get but waits at most timeout_s seconds; returns
  * KFT_ENOTFOUND with *key = NULL when nothing became ready in time.
  */
-KFT_EXPORT int kft_workqueue_get_timeout(kft_workqueue *q, double timeout_s, char **key);
+int kft_workqueue_get_timeout(kft_workqueue *q, double timeout_s, char **key);
 
 /*
  * Marks key as processed. If it was re-added meanwhile it becomes ready
  * again. Calling done for a key not handed out is ignored.
  */
-KFT_EXPORT void kft_workqueue_done(kft_workqueue *q, const char *key);
+void kft_workqueue_done(kft_workqueue *q, const char *key);
 
 /*
  * Stops the queue: further adds are ignored, delayed keys are dropped, and
  * every blocked get wakes (returning remaining ready keys first, then
  * KFT_EUNAVAILABLE). Idempotent.
  */
-KFT_EXPORT void kft_workqueue_shutdown(kft_workqueue *q);
+void kft_workqueue_shutdown(kft_workqueue *q);
 
 /* 1 once kft_workqueue_shutdown was called. */
-KFT_EXPORT int kft_workqueue_shutting_down(kft_workqueue *q);
+int kft_workqueue_shutting_down(kft_workqueue *q);
 
 /* Number of keys ready to be handed out (the depth). */
-KFT_EXPORT size_t kft_workqueue_len(kft_workqueue *q);
+size_t kft_workqueue_len(kft_workqueue *q);
 
 /* Fills *st with a consistent snapshot of the counters. */
-KFT_EXPORT void kft_workqueue_stats_get(kft_workqueue *q, kft_workqueue_stats *st);
+void kft_workqueue_stats_get(kft_workqueue *q, kft_workqueue_stats *st);
 
 /* ===================================================================== */
 /* Informer                                                               */
@@ -240,7 +234,7 @@ typedef struct kft_index_keys kft_index_keys;
 
 /* Adds one index value (copied; duplicates are ignored). Errors: KFT_ENOMEM,
  * KFT_ELIMIT (more than 1024 values for one object, or a value over 4 KiB). */
-KFT_EXPORT int kft_index_keys_add(kft_index_keys *keys, const char *value);
+int kft_index_keys_add(kft_index_keys *keys, const char *value);
 
 /*
  * An index: computes the index values of obj (zero or more). Runs on the
@@ -252,10 +246,10 @@ typedef int (*kft_index_fn)(const json_t *obj, kft_index_keys *keys, void *ctx);
 
 /* Built-in index: the uid of every ownerReference (the controller's
  * "owner uid" index). Name it as you like when adding it. */
-KFT_EXPORT int kft_index_owner_uid(const json_t *obj, kft_index_keys *keys, void *ctx);
+int kft_index_owner_uid(const json_t *obj, kft_index_keys *keys, void *ctx);
 
 /* Built-in index: metadata.namespace (cluster objects give none). */
-KFT_EXPORT int kft_index_namespace(const json_t *obj, kft_index_keys *keys, void *ctx);
+int kft_index_namespace(const json_t *obj, kft_index_keys *keys, void *ctx);
 
 /*
  * Event handlers. Any member may be NULL. Objects are borrowed for the
@@ -312,48 +306,47 @@ typedef struct kft_informer_opts {
  * Creates a stopped informer. Errors: KFT_EINVAL (NULL kube or gvr),
  * KFT_ENOMEM. *out is freed with kft_informer_free.
  */
-KFT_EXPORT int kft_informer_new(struct kft_kube *kube, const kft_informer_opts *opts,
-                                kft_informer **out, kft_error *err);
+int kft_informer_new(struct kft_kube *kube, const kft_informer_opts *opts, kft_informer **out,
+                     kft_error *err);
 
 /*
  * Adds a named index. Only before kft_informer_start (KFT_EINVAL after,
  * or for a duplicate or empty name). name is copied; ctx is borrowed.
  */
-KFT_EXPORT int kft_informer_add_index(kft_informer *inf, const char *name, kft_index_fn fn,
-                                      void *ctx, kft_error *err);
+int kft_informer_add_index(kft_informer *inf, const char *name, kft_index_fn fn, void *ctx,
+                           kft_error *err);
 
 /*
  * Registers handlers (copied). Only before kft_informer_start (KFT_EINVAL
  * after); at most 16 sets (KFT_ELIMIT).
  */
-KFT_EXPORT int kft_informer_add_handlers(kft_informer *inf, const kft_informer_handlers *h,
-                                         kft_error *err);
+int kft_informer_add_handlers(kft_informer *inf, const kft_informer_handlers *h, kft_error *err);
 
 /*
  * Starts the informer's thread: list, then watch, forever, until stop.
  * Failures of the API server are retried with backoff, never returned.
  * Errors: KFT_EINVAL (already started), KFT_ENOMEM, KFT_EIO (no thread).
  */
-KFT_EXPORT int kft_informer_start(kft_informer *inf, kft_error *err);
+int kft_informer_start(kft_informer *inf, kft_error *err);
 
 /* 1 once the first list has been stored and its add events delivered. */
-KFT_EXPORT int kft_informer_has_synced(kft_informer *inf);
+int kft_informer_has_synced(kft_informer *inf);
 
 /*
  * Waits until has_synced, at most timeout_s seconds (< 0: forever).
  * Returns 0 when synced, KFT_EUNAVAILABLE on timeout or when the informer
  * was stopped first (message says which, with the last list error).
  */
-KFT_EXPORT int kft_informer_wait_synced(kft_informer *inf, double timeout_s, kft_error *err);
+int kft_informer_wait_synced(kft_informer *inf, double timeout_s, kft_error *err);
 
 /*
  * Stops the thread (interrupting a blocked list or watch) and joins it.
  * The cache stays readable. Idempotent; NULL is ignored.
  */
-KFT_EXPORT void kft_informer_stop(kft_informer *inf);
+void kft_informer_stop(kft_informer *inf);
 
 /* Stops (if running) and frees everything. NULL is ignored. */
-KFT_EXPORT void kft_informer_free(kft_informer *inf);
+void kft_informer_free(kft_informer *inf);
 
 /*
  * Caches obj (borrowed), an object of the informer's kind the caller read
@@ -368,17 +361,17 @@ KFT_EXPORT void kft_informer_free(kft_informer *inf);
  * version (obj may be stale), KFT_EINVAL (no name or resourceVersion),
  * KFT_ENOMEM.
  */
-KFT_EXPORT int kft_informer_supply(kft_informer *inf, const json_t *obj);
+int kft_informer_supply(kft_informer *inf, const json_t *obj);
 
 /*
  * Looks up one object. ns is NULL or "" for cluster-scoped kinds.
  * *out is a new reference (json_decref it; do not modify).
  * Errors: KFT_ENOTFOUND; KFT_ENOMEM (it could not be decoded).
  */
-KFT_EXPORT int kft_informer_get(kft_informer *inf, const char *ns, const char *name, json_t **out);
+int kft_informer_get(kft_informer *inf, const char *ns, const char *name, json_t **out);
 
 /* The same by cache key ("ns/name" or "name"). */
-KFT_EXPORT int kft_informer_get_by_key(kft_informer *inf, const char *key, json_t **out);
+int kft_informer_get_by_key(kft_informer *inf, const char *key, json_t **out);
 
 /*
  * Every cached object (optionally only those in namespace ns when ns is
@@ -386,23 +379,23 @@ KFT_EXPORT int kft_informer_get_by_key(kft_informer *inf, const char *key, json_
  * its elements are the shared cached objects (do not modify). Order is
  * unspecified. Errors: KFT_ENOMEM.
  */
-KFT_EXPORT int kft_informer_list(kft_informer *inf, const char *ns, json_t **out);
+int kft_informer_list(kft_informer *inf, const char *ns, json_t **out);
 
 /*
  * Objects whose index `index` has value `value`, as a new JSON array (as
  * kft_informer_list). Errors: KFT_ENOTFOUND (no index of that name),
  * KFT_ENOMEM. No match is an empty array, not an error.
  */
-KFT_EXPORT int kft_informer_by_index(kft_informer *inf, const char *index, const char *value,
-                                     json_t **out, kft_error *err);
+int kft_informer_by_index(kft_informer *inf, const char *index, const char *value, json_t **out,
+                          kft_error *err);
 
 /*
  * How many objects index `index` has under `value` (0 when none), without
  * decoding any: for callers that only need to know whether some exist.
  * Errors: KFT_ENOTFOUND (no index of that name).
  */
-KFT_EXPORT int kft_informer_index_count(kft_informer *inf, const char *index, const char *value,
-                                        size_t *count, kft_error *err);
+int kft_informer_index_count(kft_informer *inf, const char *index, const char *value, size_t *count,
+                             kft_error *err);
 
 /* Informer state for logs, metrics and tests. */
 typedef struct kft_informer_stats {
@@ -417,7 +410,7 @@ typedef struct kft_informer_stats {
 	char last_error[256];      /* last list/watch failure ("" if none) */
 } kft_informer_stats;
 
-KFT_EXPORT void kft_informer_stats_get(kft_informer *inf, kft_informer_stats *st);
+void kft_informer_stats_get(kft_informer *inf, kft_informer_stats *st);
 
 /* ===================================================================== */
 /* Leader election                                                        */
@@ -471,8 +464,8 @@ typedef struct kft_leader_opts {
  * namespace/name, inconsistent durations, neither kube nor config), the
  * errors of kft_kube_new for opts->config, KFT_ENOMEM.
  */
-KFT_EXPORT int kft_leader_new(struct kft_kube *kube, const kft_leader_opts *opts, kft_leader **out,
-                              kft_error *err);
+int kft_leader_new(struct kft_kube *kube, const kft_leader_opts *opts, kft_leader **out,
+                   kft_error *err);
 
 /*
  * Starts the elector's thread: try to acquire every retry_period (with
@@ -481,36 +474,25 @@ KFT_EXPORT int kft_leader_new(struct kft_kube *kube, const kft_leader_opts *opts
  * thread ends (as client-go's LeaderElector.Run): it does not campaign
  * again. Errors: KFT_EINVAL (already started), KFT_EIO (no thread).
  */
-KFT_EXPORT int kft_leader_start(kft_leader *le, kft_error *err);
+int kft_leader_start(kft_leader *le, kft_error *err);
 
 /* 1 while this elector holds the lease: it acquired it and its last
  * successful renewal is less than renew_deadline old (judged at the call,
  * so it turns 0 in time even while the elector's thread is stuck in a
  * request). */
-KFT_EXPORT int kft_leader_is_leader(kft_leader *le);
+int kft_leader_is_leader(kft_leader *le);
 
 /* The identity this elector writes as holderIdentity (owned by le). */
-KFT_EXPORT const char *kft_leader_identity(const kft_leader *le);
+const char *kft_leader_identity(const kft_leader *le);
 
 /*
  * Stops campaigning/renewing, releases the lease when release_on_cancel
  * and leading, calls on_stopped_leading if it was leading, and joins the
  * thread. Idempotent; NULL is ignored.
  */
-KFT_EXPORT void kft_leader_stop(kft_leader *le);
+void kft_leader_stop(kft_leader *le);
 
 /* Stops (if running) and frees. NULL is ignored. */
-KFT_EXPORT void kft_leader_free(kft_leader *le);
-
-/*
- * Formats t (seconds since the epoch, UTC) as a Kubernetes MicroTime,
- * "2006-01-02T15:04:05.000000Z", into buf (at least 28 bytes).
- * Errors: KFT_ELIMIT (buf too small), KFT_EINVAL (out of range).
- */
-KFT_EXPORT int kft_micro_time_format(double t, char *buf, size_t size);
-
-#ifdef __cplusplus
-}
-#endif
+void kft_leader_free(kft_leader *le);
 
 #endif

@@ -27,19 +27,14 @@
  *
  * Timestamps are RFC 3339 in UTC with microseconds ("2026-01-02T03:04:05.123456Z").
  */
-#ifndef KFTRAINER_STORE_H
-#define KFTRAINER_STORE_H
+#ifndef KFT_LOCAL_STORE_H
+#define KFT_LOCAL_STORE_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "kftrainer/error.h"
-#include "kftrainer/export.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* The schema version this build writes and understands. */
 #define KFT_STORE_SCHEMA_VERSION 7
@@ -57,10 +52,10 @@ typedef struct kft_store kft_store;
  * or the file is not a SQLite database), KFT_EVERSION (written by a newer
  * kftrainer), KFT_ENOMEM.
  */
-KFT_EXPORT int kft_store_open(const char *state_dir, kft_store **out, kft_error *err);
+int kft_store_open(const char *state_dir, kft_store **out, kft_error *err);
 
 /* Closes the store, rolling back an open transaction. s may be NULL. */
-KFT_EXPORT void kft_store_close(kft_store *s);
+void kft_store_close(kft_store *s);
 
 /*
  * Where the store reports what it passed over instead of failing: a job
@@ -70,7 +65,7 @@ KFT_EXPORT void kft_store_close(kft_store *s);
  * row is skipped silently. message is borrowed for the call.
  */
 typedef void (*kft_store_warn_fn)(void *ctx, const char *message);
-KFT_EXPORT void kft_store_set_warn(kft_store *s, kft_store_warn_fn fn, void *ctx);
+void kft_store_set_warn(kft_store *s, kft_store_warn_fn fn, void *ctx);
 
 /*
  * For a short-lived connection: its close leaves committed changes in the
@@ -80,7 +75,7 @@ KFT_EXPORT void kft_store_set_warn(kft_store *s, kft_store_warn_fn fn, void *ctx
  * the log grows, or another connection's close) flushes them, so only a power
  * cut before then can lose them. Errors: KFT_EIO.
  */
-KFT_EXPORT int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err);
+int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err);
 
 /*
  * The default state directory: $KFTRAINER_STATE_DIR, else
@@ -88,7 +83,7 @@ KFT_EXPORT int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err);
  * values of the variables count). Returns a malloc'd string the caller
  * frees, or NULL when none can be determined (no usable HOME) or on ENOMEM.
  */
-KFT_EXPORT char *kft_store_default_dir(void);
+char *kft_store_default_dir(void);
 
 /*
  * Records a new TrainJob. trainjob must have metadata.name; a missing
@@ -100,8 +95,8 @@ KFT_EXPORT char *kft_store_default_dir(void);
  * argument), KFT_ELIMIT (JSON larger than KFT_STORE_MAX_JSON), KFT_EIO.
  */
 #define KFT_STORE_MAX_JSON (16u * 1024u * 1024u)
-KFT_EXPORT int kft_store_job_create(kft_store *s, const json_t *trainjob, const json_t *objects,
-                                    char **uid_out, kft_error *err);
+int kft_store_job_create(kft_store *s, const json_t *trainjob, const json_t *objects,
+                         char **uid_out, kft_error *err);
 
 /*
  * The stored TrainJob with metadata.uid, metadata.namespace and
@@ -111,8 +106,7 @@ KFT_EXPORT int kft_store_job_create(kft_store *s, const json_t *trainjob, const 
  * stored. *out is a new reference the caller json_decref()s.
  * Errors: KFT_ENOTFOUND, KFT_EIO, KFT_EPARSE (stored JSON damaged).
  */
-KFT_EXPORT int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **out,
-                                 kft_error *err);
+int kft_store_job_get(kft_store *s, const char *ns, const char *name, json_t **out, kft_error *err);
 
 /*
  * All jobs in ns (NULL: every namespace) as an array of what
@@ -121,16 +115,16 @@ KFT_EXPORT int kft_store_job_get(kft_store *s, const char *ns, const char *name,
  * (kft_store_set_warn). *out is a new reference (possibly an empty array).
  * Errors: KFT_EIO, KFT_ENOMEM.
  */
-KFT_EXPORT int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *err);
+int kft_store_job_list(kft_store *s, const char *ns, json_t **out, kft_error *err);
 
 /* Replaces the job's status block (status is borrowed; NULL clears it).
  * Errors: KFT_ENOTFOUND, KFT_ELIMIT, KFT_EIO. */
-KFT_EXPORT int kft_store_job_set_status(kft_store *s, const char *ns, const char *name,
-                                        const json_t *status, kft_error *err);
+int kft_store_job_set_status(kft_store *s, const char *ns, const char *name, const json_t *status,
+                             kft_error *err);
 
 /* Sets the suspend flag. Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_job_set_suspend(kft_store *s, const char *ns, const char *name,
-                                         bool suspend, kft_error *err);
+int kft_store_job_set_suspend(kft_store *s, const char *ns, const char *name, bool suspend,
+                              kft_error *err);
 
 /* Which lifecycle time kft_store_job_mark sets. */
 typedef enum kft_job_time { KFT_JOB_STARTED, KFT_JOB_FINISHED } kft_job_time;
@@ -138,8 +132,8 @@ typedef enum kft_job_time { KFT_JOB_STARTED, KFT_JOB_FINISHED } kft_job_time;
 /* Sets the job's started or finished time to now, unless already set
  * (the first start and the first finish are the ones that count).
  * Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_job_mark(kft_store *s, const char *ns, const char *name,
-                                  kft_job_time which, kft_error *err);
+int kft_store_job_mark(kft_store *s, const char *ns, const char *name, kft_job_time which,
+                       kft_error *err);
 
 /* Lifecycle facts of a job not carried in the TrainJob JSON. Strings are
  * malloc'd or NULL when unset; release with kft_job_info_free. */
@@ -153,25 +147,24 @@ typedef struct kft_job_info {
 
 /* Fills *info (overwritten, not freed first). Errors: KFT_ENOTFOUND, KFT_EIO,
  * KFT_ENOMEM (*info then holds nothing to free). */
-KFT_EXPORT int kft_store_job_info(kft_store *s, const char *ns, const char *name,
-                                  kft_job_info *info, kft_error *err);
+int kft_store_job_info(kft_store *s, const char *ns, const char *name, kft_job_info *info,
+                       kft_error *err);
 /* Frees the strings of info and zeroes it. info may be NULL. */
-KFT_EXPORT void kft_job_info_free(kft_job_info *info);
+void kft_job_info_free(kft_job_info *info);
 
 /* Marks the job as being deleted (its deletionTimestamp): sets the time to
  * now unless already set. The job stays readable until kft_store_job_delete;
  * readers see metadata.deletionTimestamp. Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_job_mark_deleting(kft_store *s, const char *ns, const char *name,
-                                           kft_error *err);
+int kft_store_job_mark_deleting(kft_store *s, const char *ns, const char *name, kft_error *err);
 
 /* Removes the job with its objects, pod records and supervisor record.
  * Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_job_delete(kft_store *s, const char *ns, const char *name, kft_error *err);
+int kft_store_job_delete(kft_store *s, const char *ns, const char *name, kft_error *err);
 
 /* The objects recorded at creation, in apply order, as a new array reference
  * the caller json_decref()s. Errors: KFT_ENOTFOUND, KFT_EIO, KFT_EPARSE. */
-KFT_EXPORT int kft_store_job_objects(kft_store *s, const char *ns, const char *name, json_t **out,
-                                     kft_error *err);
+int kft_store_job_objects(kft_store *s, const char *ns, const char *name, json_t **out,
+                          kft_error *err);
 
 /*
  * One pod of one step ("dataset-initializer", "node", "launcher" ...).
@@ -198,28 +191,28 @@ typedef struct kft_pod_record {
 /* Inserts or replaces the record for (rec->step, rec->index) of a job; rec is
  * borrowed. Errors: KFT_ENOTFOUND (no such job), KFT_EINVAL (no step, a
  * negative index, or an unknown state), KFT_EIO. */
-KFT_EXPORT int kft_store_pod_upsert(kft_store *s, const char *ns, const char *job,
-                                    const kft_pod_record *rec, kft_error *err);
+int kft_store_pod_upsert(kft_store *s, const char *ns, const char *job, const kft_pod_record *rec,
+                         kft_error *err);
 
 /* All pod records of a job ordered by step, then index. *recs is a malloc'd
  * array of *n records (NULL when *n is 0) released with kft_pod_records_free.
  * Errors: KFT_ENOTFOUND, KFT_EIO, KFT_ENOMEM. */
-KFT_EXPORT int kft_store_pods(kft_store *s, const char *ns, const char *job, kft_pod_record **recs,
-                              size_t *n, kft_error *err);
+int kft_store_pods(kft_store *s, const char *ns, const char *job, kft_pod_record **recs, size_t *n,
+                   kft_error *err);
 
 /* Frees n records and their strings. recs may be NULL. */
-KFT_EXPORT void kft_pod_records_free(kft_pod_record *recs, size_t n);
+void kft_pod_records_free(kft_pod_record *recs, size_t n);
 
 /* Records the supervising process: its pid and its start time in clock ticks
  * since boot (field 22 of /proc/PID/stat), which tells a live supervisor from
  * a reused pid. pid 0 clears it. Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
-                                        long long start_time_ticks, kft_error *err);
+int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
+                             long long start_time_ticks, kft_error *err);
 
 /* Reads what kft_store_set_supervisor recorded; both are 0 when none.
  * Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
-                                        long long *start_time_ticks, kft_error *err);
+int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
+                             long long *start_time_ticks, kft_error *err);
 
 /*
  * Events: what happened to a job's objects, each a core/v1 Event as the
@@ -230,15 +223,14 @@ KFT_EXPORT int kft_store_get_supervisor(kft_store *s, const char *ns, const char
 
 /* Appends event (borrowed) to job ns/job's events. Errors: KFT_ENOTFOUND,
  * KFT_EINVAL (not an object), KFT_ELIMIT, KFT_EIO. */
-KFT_EXPORT int kft_store_event_add(kft_store *s, const char *ns, const char *job,
-                                   const json_t *event, kft_error *err);
+int kft_store_event_add(kft_store *s, const char *ns, const char *job, const json_t *event,
+                        kft_error *err);
 
 /* The events of job ns/job in the order recorded, or, with job NULL, those of
  * every job in ns, job by job. *out is a new array reference the caller
  * json_decref()s. Errors: KFT_ENOTFOUND (a named job that does not exist),
  * KFT_EIO, KFT_EPARSE, KFT_ENOMEM. */
-KFT_EXPORT int kft_store_events(kft_store *s, const char *ns, const char *job, json_t **out,
-                                kft_error *err);
+int kft_store_events(kft_store *s, const char *ns, const char *job, json_t **out, kft_error *err);
 
 /*
  * Reports: the history of what a job's training reported (each TrainerStatus
@@ -251,15 +243,15 @@ KFT_EXPORT int kft_store_events(kft_store *s, const char *ns, const char *job, j
 /* Appends report (a TrainerStatus object, borrowed) to job ns/job's history,
  * stamped now. Errors: KFT_ENOTFOUND, KFT_EINVAL (not an object),
  * KFT_ELIMIT, KFT_EIO. */
-KFT_EXPORT int kft_store_report_add(kft_store *s, const char *ns, const char *job,
-                                    const json_t *report, kft_error *err);
+int kft_store_report_add(kft_store *s, const char *ns, const char *job, const json_t *report,
+                         kft_error *err);
 
 /* Job ns/job's reports with an id greater than `after` (0: all), oldest
  * first, as a new array of {"id": N, "recorded": TIME, "trainerStatus": {...}}
  * the caller json_decref()s; ids grow, so a reader polls with the last id it
  * saw. Errors: KFT_ENOTFOUND, KFT_EIO, KFT_EPARSE, KFT_ENOMEM. */
-KFT_EXPORT int kft_store_reports(kft_store *s, const char *ns, const char *job, long long after,
-                                 json_t **out, kft_error *err);
+int kft_store_reports(kft_store *s, const char *ns, const char *job, long long after, json_t **out,
+                      kft_error *err);
 
 /*
  * Groups several calls into one transaction. kft_store_begin takes the write
@@ -269,50 +261,46 @@ KFT_EXPORT int kft_store_reports(kft_store *s, const char *ns, const char *job, 
  * kft_store_commit on failure leaves the transaction rolled back.
  * kft_store_rollback is a no-op outside a transaction.
  */
-KFT_EXPORT int kft_store_begin(kft_store *s, kft_error *err);
-KFT_EXPORT int kft_store_commit(kft_store *s, kft_error *err);
-KFT_EXPORT void kft_store_rollback(kft_store *s);
+int kft_store_begin(kft_store *s, kft_error *err);
+int kft_store_commit(kft_store *s, kft_error *err);
+void kft_store_rollback(kft_store *s);
 
 /* Replaces the objects recorded for a job with `objects` (an array, kept in
  * order; borrowed). Used by a submitter that must know the job's uid before
  * it can build them: create with NULL objects and set them in the same
  * transaction. Errors: KFT_ENOTFOUND, KFT_EINVAL, KFT_ELIMIT, KFT_EIO. */
-KFT_EXPORT int kft_store_job_set_objects(kft_store *s, const char *ns, const char *name,
-                                         const json_t *objects, kft_error *err);
+int kft_store_job_set_objects(kft_store *s, const char *ns, const char *name, const json_t *objects,
+                              kft_error *err);
 
 /* Records what the job's processes inherit besides their pod spec: the
  * default working directory (NULL: unset) and the base environment, an array
  * of "K=V" strings (NULL: unset). Both borrowed. Errors: KFT_ENOTFOUND,
  * KFT_EINVAL (base_env not an array), KFT_ELIMIT, KFT_EIO. */
-KFT_EXPORT int kft_store_job_set_exec(kft_store *s, const char *ns, const char *name,
-                                      const char *workdir, const json_t *base_env, kft_error *err);
+int kft_store_job_set_exec(kft_store *s, const char *ns, const char *name, const char *workdir,
+                           const json_t *base_env, kft_error *err);
 
 /* Reads them back: *workdir is malloc'd (caller frees) and *base_env a new
  * array reference (caller json_decref()s); each NULL when unset (a job
  * recorded by schema version 1). Errors: KFT_ENOTFOUND, KFT_EIO,
  * KFT_EPARSE, KFT_ENOMEM. */
-KFT_EXPORT int kft_store_job_get_exec(kft_store *s, const char *ns, const char *name,
-                                      char **workdir, json_t **base_env, kft_error *err);
+int kft_store_job_get_exec(kft_store *s, const char *ns, const char *name, char **workdir,
+                           json_t **base_env, kft_error *err);
 
 /* Records the plugin files (an array of absolute paths, borrowed; NULL:
  * none) the job's framework loaded at submit, for its supervisor to load
  * the same. Errors: KFT_ENOTFOUND, KFT_EINVAL (not an array), KFT_ELIMIT,
  * KFT_EIO. */
-KFT_EXPORT int kft_store_job_set_plugins(kft_store *s, const char *ns, const char *name,
-                                         const json_t *plugins, kft_error *err);
+int kft_store_job_set_plugins(kft_store *s, const char *ns, const char *name, const json_t *plugins,
+                              kft_error *err);
 
 /* Reads them back: *plugins is a new array reference (caller json_decref()s),
  * or NULL when none were recorded. Errors: KFT_ENOTFOUND, KFT_EIO,
  * KFT_EPARSE, KFT_ENOMEM. */
-KFT_EXPORT int kft_store_job_get_plugins(kft_store *s, const char *ns, const char *name,
-                                         json_t **plugins, kft_error *err);
+int kft_store_job_get_plugins(kft_store *s, const char *ns, const char *name, json_t **plugins,
+                              kft_error *err);
 
 /* Removes every pod record of a job (a resumed job starts its pods afresh).
  * Errors: KFT_ENOTFOUND, KFT_EIO. */
-KFT_EXPORT int kft_store_pods_clear(kft_store *s, const char *ns, const char *job, kft_error *err);
-
-#ifdef __cplusplus
-}
-#endif
+int kft_store_pods_clear(kft_store *s, const char *ns, const char *job, kft_error *err);
 
 #endif

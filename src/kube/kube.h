@@ -36,8 +36,8 @@
  * retried; the message says why). A 401 on a client whose token comes from a
  * file re-reads the file and tries once more.
  */
-#ifndef KFTRAINER_KUBE_H
-#define KFTRAINER_KUBE_H
+#ifndef KFT_KUBE_KUBE_H
+#define KFT_KUBE_KUBE_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -45,11 +45,6 @@
 #include <jansson.h>
 
 #include "kftrainer/error.h"
-#include "kftrainer/export.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Largest response body kept whole for one request. List pages are not
  * kept whole: they are read item by item as they arrive, of any size. */
@@ -106,7 +101,7 @@ typedef struct kft_kube_config {
  * qps 5, burst 10, max_retries 10, timeout_ms 0. Returns 0 and fills *out
  * (free with kft_kube_config_free), or KFT_ENOMEM.
  */
-KFT_EXPORT int kft_kube_config_new(kft_kube_config **out, kft_error *err);
+int kft_kube_config_new(kft_kube_config **out, kft_error *err);
 
 /*
  * Loads a kubeconfig as kubectl does.
@@ -132,8 +127,8 @@ KFT_EXPORT int kft_kube_config_new(kft_kube_config **out, kft_error *err);
  * Referenced files (certificates, keys, token files) are checked for
  * readability when the client is created, not here.
  */
-KFT_EXPORT int kft_kube_config_load(const char *kubeconfig, const char *context,
-                                    kft_kube_config **out, kft_error *err);
+int kft_kube_config_load(const char *kubeconfig, const char *context, kft_kube_config **out,
+                         kft_error *err);
 
 /*
  * The in-cluster service-account config: server from KUBERNETES_SERVICE_HOST
@@ -145,18 +140,18 @@ KFT_EXPORT int kft_kube_config_load(const char *kubeconfig, const char *context,
  * KFT_ENOTFOUND when not running in a cluster (variables unset) and
  * KFT_EIO when the token file cannot be read, KFT_ENOMEM.
  */
-KFT_EXPORT int kft_kube_config_in_cluster(kft_kube_config **out, kft_error *err);
+int kft_kube_config_in_cluster(kft_kube_config **out, kft_error *err);
 
 /*
  * controller-runtime's order for finding a config: `kubeconfig` (a --kubeconfig
  * flag, may be NULL), then $KUBECONFIG, then in-cluster, then ~/.kube/config.
  * Same results as the two loaders above; KFT_ENOTFOUND when none applies.
  */
-KFT_EXPORT int kft_kube_config_default(const char *kubeconfig, const char *context,
-                                       kft_kube_config **out, kft_error *err);
+int kft_kube_config_default(const char *kubeconfig, const char *context, kft_kube_config **out,
+                            kft_error *err);
 
 /* Frees cfg and every string in it. cfg may be NULL. */
-KFT_EXPORT void kft_kube_config_free(kft_kube_config *cfg);
+void kft_kube_config_free(kft_kube_config *cfg);
 
 /* ------------------------------------------------------------------------ */
 /* Client                                                                    */
@@ -172,10 +167,10 @@ typedef struct kft_kube kft_kube;
  * a server that is not http(s)://, a cert without a key), KFT_EIO (a file
  * cannot be read), KFT_ENOMEM.
  */
-KFT_EXPORT int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err);
+int kft_kube_new(const kft_kube_config *cfg, kft_kube **out, kft_error *err);
 
 /* Frees the client. No call on it may still be running. kube may be NULL. */
-KFT_EXPORT void kft_kube_free(kft_kube *kube);
+void kft_kube_free(kft_kube *kube);
 
 /*
  * on = 1 cancels every call on kube: transfers in progress are abandoned
@@ -186,7 +181,7 @@ KFT_EXPORT void kft_kube_free(kft_kube *kube);
  * the threads that make calls, un-cancel for last words (a lease release).
  * Any thread; nothing to free.
  */
-KFT_EXPORT void kft_kube_cancel(kft_kube *kube, int on);
+void kft_kube_cancel(kft_kube *kube, int on);
 
 /*
  * A function told of every HTTP exchange the client has with the server,
@@ -196,10 +191,10 @@ KFT_EXPORT void kft_kube_cancel(kft_kube *kube, int on);
  * client is shared between threads; fn NULL removes it.
  */
 /* The server URL the client talks to ("https://host:port"); owned by kube. */
-KFT_EXPORT const char *kft_kube_server(const kft_kube *kube);
+const char *kft_kube_server(const kft_kube *kube);
 
 typedef void (*kft_kube_observer)(void *ctx, const char *method, long code);
-KFT_EXPORT void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
+void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void *ctx);
 
 /*
  * Where the client says what its caller does not see as a failure: an
@@ -212,10 +207,10 @@ KFT_EXPORT void kft_kube_set_observer(kft_kube *kube, kft_kube_observer fn, void
  * thread made the request; set it before the first request.
  */
 typedef void (*kft_kube_warning_fn)(void *ctx, const char *message);
-KFT_EXPORT void kft_kube_set_warning_handler(kft_kube *kube, kft_kube_warning_fn fn, void *ctx);
+void kft_kube_set_warning_handler(kft_kube *kube, kft_kube_warning_fn fn, void *ctx);
 
 /* The config's default namespace; owned by the client, valid until kft_kube_free. */
-KFT_EXPORT const char *kft_kube_namespace(const kft_kube *kube);
+const char *kft_kube_namespace(const kft_kube *kube);
 
 /* ------------------------------------------------------------------------ */
 /* Resource addressing                                                       */
@@ -239,13 +234,13 @@ typedef struct kft_gvr {
  * scheduling.x-k8s.io/v1alpha1 PodGroup; scheduling.volcano.sh/v1beta1 PodGroup;
  * node.k8s.io/v1 RuntimeClass; batch/v1 Job. The result is static: never freed.
  */
-KFT_EXPORT const kft_gvr *kft_gvr_lookup(const char *api_version, const char *kind);
+const kft_gvr *kft_gvr_lookup(const char *api_version, const char *kind);
 
 /* kft_gvr_lookup on an object's apiVersion and kind; NULL when absent or unknown. */
-KFT_EXPORT const kft_gvr *kft_gvr_of(const json_t *obj);
+const kft_gvr *kft_gvr_of(const json_t *obj);
 
 /* Writes "group/version" (or "v1") of gvr into buf (size n). Returns buf. */
-KFT_EXPORT const char *kft_gvr_api_version(const kft_gvr *gvr, char *buf, size_t n);
+const char *kft_gvr_api_version(const kft_gvr *gvr, char *buf, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Verbs                                                                     */
@@ -259,8 +254,8 @@ KFT_EXPORT const char *kft_gvr_api_version(const kft_gvr *gvr, char *buf, size_t
 /* ------------------------------------------------------------------------ */
 
 /* GET one object. */
-KFT_EXPORT int kft_kube_get(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
-                            json_t **out, kft_error *err);
+int kft_kube_get(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name, json_t **out,
+                 kft_error *err);
 
 typedef struct kft_list_opts {
 	const char *label_selector;   /* NULL: none */
@@ -285,8 +280,8 @@ typedef struct kft_list_opts {
  * server leaves them out). opts may be NULL. A continue token that expires
  * (410) is KFT_EGONE: list again.
  */
-KFT_EXPORT int kft_kube_list(kft_kube *kube, const kft_gvr *gvr, const char *ns,
-                             const kft_list_opts *opts, json_t **out, kft_error *err);
+int kft_kube_list(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft_list_opts *opts,
+                  json_t **out, kft_error *err);
 
 /*
  * Like kft_kube_list but hands each item to on_item (borrowed: incref to keep
@@ -295,22 +290,21 @@ KFT_EXPORT int kft_kube_list(kft_kube *kube, const kft_gvr *gvr, const char *ns,
  * that value is returned. *resource_version (when non-NULL) receives the
  * list's resourceVersion, malloc'd, caller frees; NULL on failure.
  */
-KFT_EXPORT int kft_kube_list_each(kft_kube *kube, const kft_gvr *gvr, const char *ns,
-                                  const kft_list_opts *opts,
-                                  int (*on_item)(void *ctx, const json_t *item), void *ctx,
-                                  char **resource_version, kft_error *err);
+int kft_kube_list_each(kft_kube *kube, const kft_gvr *gvr, const char *ns,
+                       const kft_list_opts *opts, int (*on_item)(void *ctx, const json_t *item),
+                       void *ctx, char **resource_version, kft_error *err);
 
 /* POST obj (not modified). generateName works. */
-KFT_EXPORT int kft_kube_create(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
-                               kft_error *err);
+int kft_kube_create(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
+                    kft_error *err);
 
 /* PUT obj; its metadata.resourceVersion guards it (stale: KFT_ECONFLICT). */
-KFT_EXPORT int kft_kube_update(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
-                               kft_error *err);
+int kft_kube_update(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
+                    kft_error *err);
 
 /* PUT obj to the status subresource (only .status is taken by the server). */
-KFT_EXPORT int kft_kube_update_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
-                                      json_t **out, kft_error *err);
+int kft_kube_update_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, json_t **out,
+                           kft_error *err);
 
 typedef enum kft_patch_type {
 	KFT_PATCH_MERGE,     /* application/merge-patch+json (RFC 7386) */
@@ -324,9 +318,9 @@ typedef struct kft_patch_opts {
 } kft_patch_opts;
 
 /* PATCH the named object with `patch` (a JSON tree). opts may be NULL. */
-KFT_EXPORT int kft_kube_patch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
-                              kft_patch_type type, const json_t *patch, const kft_patch_opts *opts,
-                              json_t **out, kft_error *err);
+int kft_kube_patch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
+                   kft_patch_type type, const json_t *patch, const kft_patch_opts *opts,
+                   json_t **out, kft_error *err);
 
 /*
  * Server-side apply: PATCH application/apply-patch+yaml with obj as the body,
@@ -335,13 +329,12 @@ KFT_EXPORT int kft_kube_patch(kft_kube *kube, const kft_gvr *gvr, const char *ns
  * manager owning a field obj sets is KFT_ECONFLICT without force (the message
  * lists the conflicting fields and managers); with force obj takes them.
  */
-KFT_EXPORT int kft_kube_apply(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
-                              const char *field_manager, int force, json_t **out, kft_error *err);
+int kft_kube_apply(kft_kube *kube, const kft_gvr *gvr, const json_t *obj, const char *field_manager,
+                   int force, json_t **out, kft_error *err);
 
 /* kft_kube_apply on the status subresource. */
-KFT_EXPORT int kft_kube_apply_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
-                                     const char *field_manager, int force, json_t **out,
-                                     kft_error *err);
+int kft_kube_apply_status(kft_kube *kube, const kft_gvr *gvr, const json_t *obj,
+                          const char *field_manager, int force, json_t **out, kft_error *err);
 
 typedef enum kft_propagation {
 	KFT_PROPAGATION_DEFAULT = 0, /* the kind's default (none sent) */
@@ -365,8 +358,8 @@ typedef struct kft_delete_opts {
  * non-NULL, is what the server returned: the object (when deletion waits on
  * finalizers) or a Status.
  */
-KFT_EXPORT int kft_kube_delete(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
-                               const kft_delete_opts *opts, json_t **out, kft_error *err);
+int kft_kube_delete(kft_kube *kube, const kft_gvr *gvr, const char *ns, const char *name,
+                    const kft_delete_opts *opts, json_t **out, kft_error *err);
 
 /*
  * A raw request for what the verbs above do not cover (discovery, /version).
@@ -374,9 +367,8 @@ KFT_EXPORT int kft_kube_delete(kft_kube *kube, const kft_gvr *gvr, const char *n
  * (body_len bytes of body otherwise). Same retries, limits and error mapping.
  * *out is the parsed JSON answer (NULL when the body is empty).
  */
-KFT_EXPORT int kft_kube_request(kft_kube *kube, const char *method, const char *path,
-                                const char *content_type, const char *body, size_t body_len,
-                                json_t **out, kft_error *err);
+int kft_kube_request(kft_kube *kube, const char *method, const char *path, const char *content_type,
+                     const char *body, size_t body_len, json_t **out, kft_error *err);
 
 /*
  * A GET of `path` (as kft_kube_request) whose answer is not JSON and may not
@@ -387,9 +379,9 @@ KFT_EXPORT int kft_kube_request(kft_kube *kube, const char *method, const char *
  * retried once the sink has seen a byte. An error answer maps as at the top,
  * with the server's message.
  */
-KFT_EXPORT int kft_kube_stream(kft_kube *kube, const char *path,
-                               int (*sink)(void *ctx, const char *data, size_t len), void *ctx,
-                               const atomic_int *stop, kft_error *err);
+int kft_kube_stream(kft_kube *kube, const char *path,
+                    int (*sink)(void *ctx, const char *data, size_t len), void *ctx,
+                    const atomic_int *stop, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Watch                                                                     */
@@ -440,9 +432,8 @@ typedef int (*kft_watch_fn)(void *ctx, const char *type, const json_t *object);
  * skipped with a warning (kft_kube_set_warning_handler); NULs in strings are
  * kept.
  */
-KFT_EXPORT int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns,
-                              const kft_watch_opts *opts, kft_watch_fn on_event, void *ctx,
-                              const atomic_int *stop, kft_error *err);
+int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns, const kft_watch_opts *opts,
+                   kft_watch_fn on_event, void *ctx, const atomic_int *stop, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
@@ -468,9 +459,8 @@ KFT_EXPORT int kft_kube_watch(kft_kube *kube, const kft_gvr *gvr, const char *ns
  * Returns 0, or KFT_EINVAL (missing kind/name, bad type, empty reason or
  * component) or a request error as above.
  */
-KFT_EXPORT int kft_kube_event(kft_kube *kube, const json_t *involved, const char *type,
-                              const char *reason, const char *message, const char *component,
-                              kft_error *err);
+int kft_kube_event(kft_kube *kube, const json_t *involved, const char *type, const char *reason,
+                   const char *message, const char *component, kft_error *err);
 
 /* An events.k8s.io/v1 Event to record (every pointer borrowed). */
 typedef struct kft_event_v1 {
@@ -505,7 +495,7 @@ typedef struct kft_event_v1 {
  * Returns 0, KFT_EINVAL (missing kind/name, bad type, empty or over-long
  * reason/action, no controller), KFT_ENOMEM, or a request error.
  */
-KFT_EXPORT int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_error *err);
+int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_error *err);
 
 /*
  * Writes the counts of events.k8s.io/v1 series that are due, as client-go's
@@ -515,7 +505,7 @@ KFT_EXPORT int kft_kube_event_v1(kft_kube *kube, const kft_event_v1 *ev, kft_err
  * written now. Call it periodically (every few seconds is plenty). Returns
  * 0 or the first request error (the others are still attempted).
  */
-KFT_EXPORT int kft_kube_events_flush(kft_kube *kube, int all, kft_error *err);
+int kft_kube_events_flush(kft_kube *kube, int all, kft_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Backoff                                                                   */
@@ -535,22 +525,18 @@ typedef struct kft_backoff {
 } kft_backoff;
 
 /* Sets up b (base_ms >= 1, cap_ms >= base_ms; out-of-range values are clamped). */
-KFT_EXPORT void kft_backoff_init(kft_backoff *b, long base_ms, long cap_ms, double jitter);
+void kft_backoff_init(kft_backoff *b, long base_ms, long cap_ms, double jitter);
 
 /* The next delay in milliseconds (base_ms first). */
-KFT_EXPORT long kft_backoff_next(kft_backoff *b);
+long kft_backoff_next(kft_backoff *b);
 
 /* Starts again from base_ms (after a success). */
-KFT_EXPORT void kft_backoff_reset(kft_backoff *b);
+void kft_backoff_reset(kft_backoff *b);
 
 /*
  * Sleeps ms milliseconds, waking early when stop (may be NULL) becomes
  * non-zero (checked every 50 ms). Returns 1 when stopped, else 0.
  */
-KFT_EXPORT int kft_sleep_ms(long ms, const atomic_int *stop);
-
-#ifdef __cplusplus
-}
-#endif
+int kft_sleep_ms(long ms, const atomic_int *stop);
 
 #endif

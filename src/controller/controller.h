@@ -6,15 +6,17 @@
  * What the manager is made of stays inside src/controller/, each behind an
  * internal header: reconcile.h (the reconcile decisions as functions over
  * JSON, and the Kubernetes backend), admission.h (the webhooks' verdicts),
- * certs.h (the certificate rotator's decision), httpd.h (the health, metrics
- * and HTTPS handler servers and their TLS settings), metrics.h.
+ * certs.h (the certificate rotator's decision), httpd.h (the health and
+ * metrics servers and the TLS settings every server takes from the
+ * Configuration), metrics.h; every server is the HTTP core's
+ * (src/http/server.h).
  *
  * Upstream v2.3.0 (cmd/trainer-controller-manager, pkg/config,
  * pkg/controller) is the reference for names, defaults and wording; the
  * comments below say where we differ on purpose.
  */
-#ifndef KFTRAINER_CONTROLLER_H
-#define KFTRAINER_CONTROLLER_H
+#ifndef KFT_CONTROLLER_CONTROLLER_H
+#define KFT_CONTROLLER_CONTROLLER_H
 
 #include <jansson.h>
 #include <stdint.h>
@@ -23,16 +25,9 @@
 
 #include "kftrainer/backend.h"
 #include "kftrainer/error.h"
-#include "kftrainer/export.h"
 #include "kftrainer/framework.h"
 #include "kftrainer/schema.h"
 #include "kftrainer/validation.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-KFT_EXPORT_BEGIN
 
 /* ---- configuration (config.trainer.kubeflow.org/v1alpha1 Configuration) ---- */
 
@@ -85,7 +80,8 @@ KFT_EXPORT_BEGIN
  */
 typedef struct kft_cm_config {
 	char *metrics_bind_address;  /* ":8443"; "0" disables */
-	int metrics_secure_serving;  /* default 1; we serve plain HTTP (warned) */
+	int metrics_secure_serving;  /* default 1: /metrics over HTTPS (TLS 1.2, mbedTLS); 0: plain
+	                                HTTP */
 	char *health_bind_address;   /* ":8081"; "0" or "" disables */
 	char *readiness_endpoint;    /* "readyz" */
 	char *liveness_endpoint;     /* "healthz" */
@@ -107,13 +103,15 @@ typedef struct kft_cm_config {
 	int status_port;             /* statusServer.port, 10443 */
 	double status_qps;           /* 5 */
 	int status_burst;            /* 10 */
-	char *tls_min_version;       /* NULL or "1.0".."1.3" */
-	json_t *tls_cipher_suites;   /* tls.cipherSuites (Go names), NULL when unset */
-	unsigned features;           /* KFT_FEATURE_* bits from featureGates */
-	json_t *warnings;            /* array of strings: what is accepted but ignored */
-	json_t *plugins;             /* kftrainer's extension, top-level `plugins`: an array of
-	                              * plugin file paths loaded into the framework at start-up;
-	                              * NULL when unset */
+	/* NULL or "1.0".."1.3", as upstream validates it; a server refuses
+	 * "1.3" when it starts (ours speak TLS 1.2 at most, mbedTLS 2.28) */
+	char *tls_min_version;
+	json_t *tls_cipher_suites; /* tls.cipherSuites (Go names), NULL when unset */
+	unsigned features;         /* KFT_FEATURE_* bits from featureGates */
+	json_t *warnings;          /* array of strings: what is accepted but ignored */
+	json_t *plugins;           /* kftrainer's extension, top-level `plugins`: an array of
+	                            * plugin file paths loaded into the framework at start-up;
+	                            * NULL when unset */
 } kft_cm_config;
 
 /* Upstream's defaults, as when no --config is given. Returns 0 or
@@ -241,11 +239,5 @@ int kft_cm_flags_apply(const kft_cm_flags *flags, kft_cm_config *cfg, kft_error 
  * borrowed; lg is the logger everything writes to.
  */
 int kft_cm_run(const kft_cm_flags *flags, const kft_cm_config *cfg, kft_logger *lg, kft_error *err);
-
-KFT_EXPORT_END
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif
