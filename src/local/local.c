@@ -255,6 +255,19 @@ static json_t *base_env_json(char *const *given)
 
 /* ---- starting a supervisor ----------------------------------------------------- */
 
+/* A supervisor outlives the command that starts it: a session of its own (no
+ * terminal's signals) and no signal blocked. */
+static void supervisor_attr(posix_spawnattr_t *at)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_init(at);
+	posix_spawnattr_setflags(at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+	                                     POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(at, &none);
+	posix_spawnattr_setsigdefault(at, &none);
+}
+
 int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, const char *ns,
                              const char *name, pid_t *pid, kft_error *err)
 {
@@ -273,14 +286,8 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	int rc = kft_local_mkdir_under(l->state_dir, dir, err);
 	if (rc == 0) {
-		sigset_t none;
-		sigemptyset(&none);
 		posix_spawn_file_actions_init(&fa);
-		posix_spawnattr_init(&at);
-		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-		                                      POSIX_SPAWN_SETSIGDEF);
-		posix_spawnattr_setsigmask(&at, &none);
-		posix_spawnattr_setsigdefault(&at, &none);
+		supervisor_attr(&at);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 		posix_spawn_file_actions_addopen(&fa, 1, logp,
 		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
@@ -313,14 +320,8 @@ static int spawn_supervisor(kft_local *l, const char *ns, const char *name, kft_
 	if (pipe2(go, O_CLOEXEC) != 0)
 		return kft_error_set(err, KFT_EIO, "cannot start the supervisor: pipe: %s",
 		                     strerror(errno));
-	sigset_t none;
-	sigemptyset(&none);
 	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-	                                      POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &none);
+	supervisor_attr(&at);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
