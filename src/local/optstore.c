@@ -271,40 +271,21 @@ int kft_optstore_cursors(kft_store *s, const char *ns, const char *name, json_t 
 int kft_optstore_set_supervisor(kft_store *s, const char *ns, const char *name, int pid,
                                 long long ticks, kft_error *err)
 {
-	sqlite3_stmt *st;
-	int rc = prepare_opt(s,
-	                     "UPDATE optimizations SET supervisor_pid = ?3, supervisor_start = ?4"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, name, &st, err);
-	if (rc)
-		return rc;
-	sqlite3_bind_int(st, 3, pid);
-	sqlite3_bind_int64(st, 4, ticks);
-	return finish_write(s, st, name, err);
+	return kft_store_set_supervisor_named(
+	        s, &optimization,
+	        "UPDATE optimizations SET supervisor_pid = ?3, supervisor_start = ?4"
+	        " WHERE namespace = ?1 AND name = ?2",
+	        ns, name, pid, ticks, err);
 }
 
 int kft_optstore_get_supervisor(kft_store *s, const char *ns, const char *name, int *pid,
                                 long long *ticks, kft_error *err)
 {
-	sqlite3_stmt *st;
-	*pid = 0;
-	*ticks = 0;
-	int rc = prepare_opt(s,
-	                     "SELECT supervisor_pid, supervisor_start FROM optimizations"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, name, &st, err);
-	if (rc)
-		return rc;
-	int step = sqlite3_step(st);
-	if (step == SQLITE_ROW) {
-		*pid = sqlite3_column_int(st, 0);
-		*ticks = sqlite3_column_int64(st, 1);
-	}
-	rc = step == SQLITE_ROW    ? 0
-	     : step == SQLITE_DONE ? not_found(err, name)
-	                           : kft_store_db_fail(s, err, "reading the OptimizationJob");
-	kft_store_release(s, st);
-	return rc;
+	return kft_store_get_supervisor_named(
+	        s, &optimization,
+	        "SELECT supervisor_pid, supervisor_start FROM optimizations"
+	        " WHERE namespace = ?1 AND name = ?2",
+	        ns, name, pid, ticks, err);
 }
 
 int kft_optstore_mark_deleting(kft_store *s, const char *ns, const char *name, kft_error *err)

@@ -1338,44 +1338,59 @@ void kft_pod_records_free(kft_pod_record *recs, size_t n)
 
 /* ---- supervisor --------------------------------------------------------- */
 
-int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
-                             long long start_time_ticks, kft_error *err)
+int kft_store_set_supervisor_named(kft_store *s, const kft_store_kind *k, const char *sql,
+                                   const char *ns, const char *name, int pid, long long ticks,
+                                   kft_error *err)
 {
 	sqlite3_stmt *st;
-	int rc = prepare_job(s,
-	                     "UPDATE jobs SET supervisor_pid = ?3, supervisor_start = ?4"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, job, &st, err);
+	int rc = kft_store_prepare_named(s, k, sql, ns, name, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int(st, 3, pid);
-	sqlite3_bind_int64(st, 4, pid ? start_time_ticks : 0);
-	return finish_job_write(s, st, job, err);
+	sqlite3_bind_int64(st, 4, pid ? ticks : 0);
+	return kft_store_finish_named_write(s, k, st, name, err);
 }
 
-int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
-                             long long *start_time_ticks, kft_error *err)
+int kft_store_get_supervisor_named(kft_store *s, const kft_store_kind *k, const char *sql,
+                                   const char *ns, const char *name, int *pid, long long *ticks,
+                                   kft_error *err)
 {
 	sqlite3_stmt *st;
 	*pid = 0;
-	*start_time_ticks = 0;
-	int rc = prepare_job(s,
-	                     "SELECT supervisor_pid, supervisor_start FROM jobs"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, job, &st, err);
+	*ticks = 0;
+	int rc = kft_store_prepare_named(s, k, sql, ns, name, &st, err);
 	if (rc)
 		return rc;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*pid = sqlite3_column_int(st, 0);
-		*start_time_ticks = sqlite3_column_int64(st, 1);
+		*ticks = sqlite3_column_int64(st, 1);
 		rc = 0;
 	} else {
-		rc = rc == SQLITE_DONE ? not_found(err, job)
+		rc = rc == SQLITE_DONE ? named_not_found(k, name, err)
 		                       : db_fail(s, err, "reading the supervisor");
 	}
 	release(s, st);
 	return rc;
+}
+
+int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
+                             long long start_time_ticks, kft_error *err)
+{
+	return kft_store_set_supervisor_named(
+	        s, &trainjob_kind,
+	        "UPDATE jobs SET supervisor_pid = ?3, supervisor_start = ?4"
+	        " WHERE namespace = ?1 AND name = ?2",
+	        ns, job, pid, start_time_ticks, err);
+}
+
+int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
+                             long long *start_time_ticks, kft_error *err)
+{
+	return kft_store_get_supervisor_named(s, &trainjob_kind,
+	                                      "SELECT supervisor_pid, supervisor_start FROM jobs"
+	                                      " WHERE namespace = ?1 AND name = ?2",
+	                                      ns, job, pid, start_time_ticks, err);
 }
 
 /* ---- what a job's processes inherit -------------------------------------- */
