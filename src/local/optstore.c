@@ -22,11 +22,6 @@
 static const kft_store_kind optimization = {
         .kind = "OptimizationJob", .a_kind = "an OptimizationJob", .resource = OPT_RESOURCE};
 
-static int not_found(kft_error *err, const char *name)
-{
-	return kft_error_set(err, KFT_ENOTFOUND, OPT_RESOURCE " \"%s\" not found", name);
-}
-
 /* Prepares sql with ?1 = namespace, ?2 = name. */
 static int prepare_opt(kft_store *s, const char *sql, const char *ns, const char *name,
                        sqlite3_stmt **st, kft_error *err)
@@ -211,7 +206,7 @@ int kft_optstore_exec(kft_store *s, const char *ns, const char *name, kft_opt_ex
 		out->job_workdir = sqlite3_column_int(st, 4) != 0;
 		out->seed = sqlite3_column_int64(st, 5);
 	} else {
-		rc = step == SQLITE_DONE ? not_found(err, name)
+		rc = step == SQLITE_DONE ? kft_store_not_found_named(&optimization, name, err)
 		                         : kft_store_db_fail(s, err, "reading the OptimizationJob");
 	}
 	kft_store_release(s, st);
@@ -260,7 +255,7 @@ int kft_optstore_cursors(kft_store *s, const char *ns, const char *name, json_t 
 		return rc;
 	int step = sqlite3_step(st);
 	rc = step == SQLITE_ROW    ? column_json(st, 0, out, err)
-	     : step == SQLITE_DONE ? not_found(err, name)
+	     : step == SQLITE_DONE ? kft_store_not_found_named(&optimization, name, err)
 	                           : kft_store_db_fail(s, err, "reading the OptimizationJob");
 	kft_store_release(s, st);
 	if (rc == 0 && !*out && !(*out = json_object()))

@@ -33,6 +33,8 @@ typedef struct kft_store_kind {
 	const char *resource; /* "trainjobs.trainer.kubeflow.org" */
 } kft_store_kind;
 
+/* KFT_ENOTFOUND, `RESOURCE "name" not found` as the API server says it. */
+int kft_store_not_found_named(const kft_store_kind *k, const char *name, kft_error *err);
 /* Prepares sql (a string constant) with ?1 = namespace ("default" when
  * NULL or empty), ?2 = name; an empty name is KFT_EINVAL. */
 int kft_store_prepare_named(kft_store *s, const kft_store_kind *k, const char *sql, const char *ns,
