@@ -192,18 +192,4 @@ struct kft_statusserver_creds;
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
                          const struct kft_statusserver_creds *creds, kft_error *err);
 
-/* ---- jobset_model.c: a replicated job's counts ----------------------------------- */
-
-/* What a replicated job runs, as JobSet and the Job controller read it: its
- * replicas (1 when absent), each Job's parallelism (1 when absent) and
- * completions (the parallelism when absent); its pods number replicas x
- * completions. A count that is not an integer is taken as absent. */
-typedef struct kft_rjob_counts {
-	int64_t replicas, parallelism, completions;
-} kft_rjob_counts;
-
-/* The counts of rjob (a replicatedJobs entry, borrowed). 0, or -1 when one
- * is negative (c filled either way). */
-int kft_rjob_counts_of(const json_t *rjob, kft_rjob_counts *c);
-
 #endif

@@ -183,6 +183,19 @@ else
 	fail "status server $tag: report" "answer: $got" "trainerStatus: $ts" "managers: $mgr" "$(ctrl_log_tail st)"
 fi
 
+# Issue 24.2: 70 idle sockets held open on the status server do not keep a token holder out.
+python3 "$KFT_REPO_ROOT/tests/local/flood.py" "127.0.0.1:$sp" 70 --hold >"$work/idle" &
+idle=$!
+if wait_for 30 grep -q ready "$work/idle"; then
+	got=$(post "$(path "$ns" job-a)" "$tok_a" "$report" --max-time 10)
+	[ "${got%% *}" = 200 ] && pass "status server $tag: 70 idle sockets open: the TrainJob's report -> 200" ||
+		fail "status server $tag: 70 idle sockets open" "answer: $got" "$(ctrl_log_tail st)"
+else
+	fail "status server $tag: 70 idle sockets open" "could not open 70 connections"
+fi
+kill "$idle" 2>/dev/null
+wait "$idle" 2>/dev/null
+
 # --- refusals ------------------------------------------------------------------------------------
 small='{"trainerStatus":{"progressPercentage":1}}'
 expect "no token" 403 Forbidden "$(post "$(path "$ns" job-a)" "" "$small")"
