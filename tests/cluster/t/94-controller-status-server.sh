@@ -252,15 +252,10 @@ else
 fi
 
 # --- the Kubeflow SDK's update_trainjob_status ---------------------------------------------------------
-venv=${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/cluster-sdk-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import kubeflow.trainer' 2>/dev/null; then
-	python3 -m venv "$venv" >/dev/null 2>&1 &&
-		"$venv/bin/python" -m pip --disable-pip-version-check -q install 'kubeflow==0.5.0' >"$work/pip.log" 2>&1
-fi
-if ! "$venv/bin/python" -c 'import kubeflow.trainer' 2>/dev/null; then
-	fail "status server $tag: sdk" "cannot make a venv with kubeflow==0.5.0" "$(tail -5 "$work/pip.log" 2>/dev/null)"
+venv=$(sdk_venv 2>"$work/venv.err") || {
+	fail "status server $tag: sdk" "$(cat "$work/venv.err")"
 	exit 0
-fi
+}
 k create token default --audience "$(aud "$ns" job-b)" >"$work/token"
 sdk=$(KUBEFLOW_TRAINER_SERVER_URL="$base$(path "$ns" job-b)" KUBEFLOW_TRAINER_SERVER_CA_CERT="$work/ca.crt" \
 	KUBEFLOW_TRAINER_SERVER_TOKEN="$work/token" "$venv/bin/python" -c '

@@ -323,6 +323,21 @@ install_builtin_runtimes() {
 		-k "$KFT_REPO_ROOT/manifests/runtimes" >/dev/null
 }
 
+# The Kubeflow SDK (kubeflow 0.5.0 from PyPI) in a venv of the build directory, made once and
+# shared by the tests that call it as a notebook would. Prints the venv's path; fails, saying
+# why with pip's last lines on stderr, when it cannot be made.
+sdk_venv() {
+	local venv=${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/cluster-sdk-venv out
+	if ! "$venv/bin/python" -c 'import kubeflow.trainer, kubeflow.optimizer' 2>/dev/null; then
+		out=$(python3 -m venv "$venv" 2>&1 &&
+			"$venv/bin/python" -m pip --disable-pip-version-check -q install 'kubeflow==0.5.0' 2>&1) || {
+			echo "cannot make a venv with kubeflow==0.5.0: $(tail -5 <<<"$out")" >&2
+			return 1
+		}
+	fi
+	echo "$venv"
+}
+
 # Put every namespaced document of a YAML file into namespace $2 (runtimes and TrainJobs).
 to_namespace() {
 	python3 - "$1" "$2" <<'EOF'
