@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "controller/controller.h"
+#include "framework/guard.h"
 
 #ifndef KFT_VERSION_STRING
 #define KFT_VERSION_STRING "dev"
@@ -104,6 +105,7 @@ int main(int argc, char **argv)
 	kft_cm_flags flags;
 	kft_error err = {0};
 	signal(SIGPIPE, SIG_IGN);
+	kft_plugin_guard_install("kftrainer-controller-manager");
 	malloc_settings(argv);
 	if (kft_cm_flags_parse(argc, argv, &flags, &err) != 0) {
 		fprintf(stderr, "%s\n%s", err.message, kft_cm_usage());

@@ -15,12 +15,27 @@
 #include <stdio.h>
 
 /* Exit codes every verb uses: 0 done; 1 the thing asked for failed (an
- * invalid object, a job that failed or was not found, a timeout); 2 bad usage
- * or unreadable input. */
-enum { KFT_EXIT_OK = 0, KFT_EXIT_INVALID = 1, KFT_EXIT_USAGE = 2, KFT_EXIT_INPUT = 2 };
+ * invalid object, a job that failed, a timeout); 2 bad usage or unreadable
+ * input; 3 a TrainJob named on the command line does not exist (and nothing
+ * else failed), so a program (the Python package) tells NotFound by the
+ * status, not by the words. */
+enum {
+	KFT_EXIT_OK = 0,
+	KFT_EXIT_INVALID = 1,
+	KFT_EXIT_USAGE = 2,
+	KFT_EXIT_INPUT = 2,
+	KFT_EXIT_NOT_FOUND = 3
+};
 
 /* Exit code 1 under its meaning for the job verbs. */
 #define KFT_EXIT_FAILED KFT_EXIT_INVALID
+
+/* The exit status of a verb that acted on several jobs: a failure (1) wins
+ * over a job not found (3), either over success. */
+static inline int kft_cli_exit_worse(int a, int b)
+{
+	return a == KFT_EXIT_FAILED || b == KFT_EXIT_FAILED ? KFT_EXIT_FAILED : a ? a : b;
+}
 
 typedef struct kft_verb {
 	const char *name;

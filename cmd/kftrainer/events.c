@@ -27,36 +27,8 @@ static void events_usage(FILE *out)
 	      "  -n, --namespace NS   the namespace (default: default)\n"
 	      "  -o, --output FORMAT  json or yaml\n"
 	      "  -h, --help           this help\n\n"
-	      "Exit status: 0 listed; 1 no such job; 2 bad usage.\n",
+	      "Exit status: 0 listed; 2 bad usage; 3 no such job.\n",
 	      out);
-}
-
-void kft_cli_events_table(const json_t *items)
-{
-	json_t *rows = json_array();
-	const char *head[] = {"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"};
-	kft_cli_table_row(rows, 5, head);
-	const json_t *ev;
-	size_t i;
-	json_array_foreach(items, i, ev)
-	{
-		const json_t *io = json_object_get(ev, "involvedObject");
-		const char *kind = json_string_value(json_object_get(io, "kind"));
-		char age[32], object[600];
-		kft_cli_format_age(kft_cli_seconds_since(
-		                           json_string_value(json_object_get(ev, "lastTimestamp"))),
-		                   age, sizeof(age));
-		snprintf(object, sizeof(object), "%s/%s", kind ? kind : "",
-		         json_string_value(json_object_get(io, "name")) ?: "");
-		for (char *c = object; *c && *c != '/'; c++)
-			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-		const char *cells[] = {age, json_string_value(json_object_get(ev, "type")),
-		                       json_string_value(json_object_get(ev, "reason")), object,
-		                       json_string_value(json_object_get(ev, "message"))};
-		kft_cli_table_row(rows, 5, cells);
-	}
-	kft_cli_print_table(stdout, rows);
-	json_decref(rows);
 }
 
 static int run_events(int argc, char **argv)

@@ -15,7 +15,10 @@
  * estimatedRemainingSeconds less the time since lastUpdatedTime, never
  * below 0, and "-" once the job has ended (what the training said about its
  * remaining time no longer applies). -o wide adds METRICS (name=value, in
- * the reported order) and the last condition's REASON and MESSAGE.
+ * the reported order) and the last condition's REASON and MESSAGE (its first
+ * line). A job named on the command line that failed is followed by its
+ * Failed condition's whole message: locally, the failing node and process,
+ * exit code and last lines of output.
  * -o json|yaml print the stored
  * TrainJobs with status as upstream shapes it: one object for one NAME, else
  * a v1 List, as kubectl does.
@@ -28,6 +31,7 @@
 #include "jobs.h"
 #include "optjobs.h"
 #include "kftrainer/constants.h"
+#include "util/json.h"
 
 typedef struct get_args {
 	const char *ns;
@@ -63,8 +67,8 @@ static void get_usage(FILE *out)
 	      "TRIALS is started/numTrials; OBJECTIVE is the best trial's objective (its min\n"
 	      "when minimizing); -o wide adds ALGORITHM, PARALLEL, REASON, MESSAGE. With one\n"
 	      "NAME, each trial follows (parameters, state, metrics) and the best one.\n\n"
-	      "Exit status: 0 shown; 1 a named job does not exist (the others are shown);\n"
-	      "2 bad usage.\n",
+	      "Exit status: 0 shown; 2 bad usage; 3 a named job does not exist (the others\n"
+	      "are shown).\n",
 	      out);
 }
 
@@ -175,6 +179,12 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	        json_object_get(json_object_get(job, "spec"), "runtimeRef"), "name"));
 	const char *reason = json_string_value(json_object_get(cond, "reason"));
 	const char *message = json_string_value(json_object_get(cond, "message"));
+	char first_line[512]; /* a cell is one line: a failure's output follows the table */
+	if (message && strchr(message, '\n')) {
+		snprintf(first_line, sizeof(first_line), "%.*s", (int)strcspn(message, "\n"),
+		         message);
+		message = first_line;
+	}
 	const char *cells[] = {
 	        kft_cli_job_ns(job),
 	        kft_cli_job_name(job),
@@ -193,6 +203,18 @@ static void add_row(kft_local *l, json_t *rows, const json_t *job, const get_arg
 	kft_cli_table_row(rows, (a->format == KFT_OUT_WIDE ? 12 : 9) - first, cells + first);
 }
 
+/* Under the table, for a job asked for by name that failed: why, as its
+ * Failed condition says (the failing node, its exit code and last lines
+ * for a local job), since the table's STATUS only says Failed. */
+static void print_failure(kft_local *l, const json_t *job)
+{
+	const json_t *failed = kft_json_find(
+	        json_object_get(json_object_get(job, "status"), "conditions"), "type", "Failed");
+	const char *message = json_string_value(json_object_get(failed, "message"));
+	if (message && strcmp(kft_cli_job_phase(l, job), "Failed") == 0)
+		printf("\n%s failed: %s\n", kft_cli_job_name(job), message);
+}
+
 static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
 {
 	static const char *const header[] = {"NAMESPACE", "NAME",     "RUNTIME",  "STATUS",
@@ -208,6 +230,8 @@ static int print_table(kft_local *l, const json_t *jobs, const get_args *a)
 	json_array_foreach(jobs, i, job) add_row(l, rows, job, a);
 	kft_cli_print_table(stdout, rows);
 	json_decref(rows);
+	if (a->nnames)
+		json_array_foreach(jobs, i, job) print_failure(l, job);
 	return 0;
 }
 
@@ -246,7 +270,7 @@ static int collect(kft_local *l, const get_args *a, json_t *jobs)
 	for (int i = 0; i < a->nnames; i++) {
 		json_t *job = NULL;
 		if (kft_local_get(l, a->ns, a->names[i], &job, &err) != 0)
-			rc = kft_cli_job_error(a->names[i], &err);
+			rc = kft_cli_exit_worse(rc, kft_cli_job_error(a->names[i], &err));
 		else
 			json_array_append_new(jobs, job);
 	}

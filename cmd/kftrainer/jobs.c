@@ -43,10 +43,11 @@ int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out)
 
 int kft_cli_job_error(const char *name, const kft_error *err)
 {
-	if (err->code == KFT_ENOTFOUND)
+	if (err->code == KFT_ENOTFOUND) {
 		kft_cli_not_found(name);
-	else
-		kft_cli_error("%s", err->message);
+		return KFT_EXIT_NOT_FOUND;
+	}
+	kft_cli_error("%s", err->message);
 	return KFT_EXIT_FAILED;
 }
 
@@ -172,11 +173,6 @@ json_t *kft_cli_job_jobset(kft_local *l, const char *ns, const char *name)
 	return found;
 }
 
-static int int_or(const json_t *v, int dflt)
-{
-	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
-}
-
 int kft_cli_rjob_pods(const json_t *jobset, const char *rjob)
 {
 	const json_t *rjobs = json_object_get(json_object_get(jobset, "spec"), "replicatedJobs");
@@ -187,11 +183,13 @@ int kft_cli_rjob_pods(const json_t *jobset, const char *rjob)
 		const char *name = json_string_value(json_object_get(r, "name"));
 		if (!name || strcmp(name, rjob) != 0)
 			continue;
-		const json_t *spec = json_object_get(json_object_get(r, "template"), "spec");
-		int parallelism = int_or(json_object_get(spec, "parallelism"), 1);
-		int completions = int_or(json_object_get(spec, "completions"), parallelism);
-		long long n = (long long)int_or(json_object_get(r, "replicas"), 1) * completions;
-		return n < 0 ? 0 : (n > 1000000 ? 1000000 : (int)n);
+		kft_rjob_counts c;
+		if (kft_rjob_counts_of(r, &c) != 0)
+			return 0;
+		if (c.replicas > 1000000 || c.completions > 1000000)
+			return 1000000;
+		int64_t n = c.replicas * c.completions;
+		return n > 1000000 ? 1000000 : (int)n;
 	}
 	return 0;
 }
@@ -230,4 +228,32 @@ void kft_cli_job_nodes(kft_local *l, const json_t *job, char *buf, size_t size)
 		snprintf(buf, size, "%d", total);
 	else
 		snprintf(buf, size, "-");
+}
+
+void kft_cli_events_table(const json_t *items)
+{
+	json_t *rows = json_array();
+	const char *head[] = {"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"};
+	kft_cli_table_row(rows, 5, head);
+	const json_t *ev;
+	size_t i;
+	json_array_foreach(items, i, ev)
+	{
+		const json_t *io = json_object_get(ev, "involvedObject");
+		const char *kind = json_string_value(json_object_get(io, "kind"));
+		char age[32], object[600];
+		kft_cli_format_age(kft_cli_seconds_since(
+		                           json_string_value(json_object_get(ev, "lastTimestamp"))),
+		                   age, sizeof(age));
+		snprintf(object, sizeof(object), "%s/%s", kind ? kind : "",
+		         json_string_value(json_object_get(io, "name")) ?: "");
+		for (char *c = object; *c && *c != '/'; c++)
+			*c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+		const char *cells[] = {age, json_string_value(json_object_get(ev, "type")),
+		                       json_string_value(json_object_get(ev, "reason")), object,
+		                       json_string_value(json_object_get(ev, "message"))};
+		kft_cli_table_row(rows, 5, cells);
+	}
+	kft_cli_print_table(stdout, rows);
+	json_decref(rows);
 }

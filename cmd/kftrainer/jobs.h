@@ -1,8 +1,8 @@
 /*
- * jobs.h - what the job verbs (train, get, logs, wait, suspend, resume,
+ * jobs.h - what the job verbs (train, get, logs, events, wait, suspend, resume,
  * delete) share on top of the local backend (src/local/local.h): opening it
- * on the state directory, reporting its errors in kubectl's words, and
- * reading a stored TrainJob's conditions and pods.
+ * on the state directory, reporting its errors in kubectl's words,
+ * reading a stored TrainJob's conditions and pods, and kubectl's Events table.
  */
 #ifndef KFT_CMD_JOBS_H
 #define KFT_CMD_JOBS_H
@@ -61,9 +61,9 @@ const char *kft_cli_job_ns(const json_t *job);
  * none or it cannot be read. */
 json_t *kft_cli_job_jobset(kft_local *l, const char *ns, const char *name);
 
-/* How many pods replicated job `rjob` of a JobSet runs (replicas times
- * completions, or parallelism when completions is unset); 0 when the JobSet
- * has no such replicated job. */
+/* How many pods replicated job `rjob` of a JobSet runs, by
+ * kft_rjob_counts_of's rule (local.h), at most 1,000,000; 0 when the JobSet
+ * has no such replicated job or a count is negative. */
 int kft_cli_rjob_pods(const json_t *jobset, const char *rjob);
 
 /* `get`'s NODES cell for job into buf: spec.trainer.numNodes when the
@@ -72,7 +72,8 @@ int kft_cli_rjob_pods(const json_t *jobset, const char *rjob);
 void kft_cli_job_nodes(kft_local *l, const json_t *job, char *buf, size_t size);
 
 /* kubectl events' table (LAST SEEN TYPE REASON OBJECT MESSAGE) of core/v1
- * Events (borrowed), on stdout (events.c). */
+ * Events (borrowed), on stdout: `events` prints a TrainJob's, `events
+ * optimizationjob/NAME` its search's and trials'. */
 void kft_cli_events_table(const json_t *items);
 
 #endif

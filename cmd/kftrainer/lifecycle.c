@@ -57,8 +57,9 @@ static void usage_for(FILE *out, action what)
 		      "without)\n",
 		      out);
 	fputs("  -h, --help             this help\n\n"
-	      "Exit status: 0 done for every job; 1 some job does not exist or could not be\n"
-	      "changed (a finished job cannot be suspended or resumed); 2 bad usage.\n",
+	      "Exit status: 0 done for every job; 1 some job could not be changed (a finished\n"
+	      "job cannot be suspended or resumed); 2 bad usage; 3 some job does not exist\n"
+	      "(and every other was done).\n",
 	      out);
 }
 
@@ -164,9 +165,7 @@ static int act_all(kft_local *l, const life_args *a)
 	each.ignore_not_found = true; /* deleted meanwhile by someone else: fine */
 	json_array_foreach(jobs, i, job)
 	{
-		int one = act(l, &each, kft_cli_job_name(job));
-		if (one != 0)
-			rc = one;
+		rc = kft_cli_exit_worse(rc, act(l, &each, kft_cli_job_name(job)));
 	}
 	json_decref(jobs);
 	return rc;
@@ -190,9 +189,7 @@ static int run_action(int argc, char **argv, action what)
 	if (a.all)
 		rc = act_all(l, &a);
 	for (int i = 0; i < a.nnames; i++) {
-		int one = act(l, &a, a.names[i]);
-		if (one != 0)
-			rc = one;
+		rc = kft_cli_exit_worse(rc, act(l, &a, a.names[i]));
 	}
 	kft_local_close(l);
 	return rc;

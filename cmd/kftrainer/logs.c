@@ -44,8 +44,8 @@ static void logs_usage(FILE *out)
 	      "                       SDK's OptimizerClient.get_job_logs)\n"
 	      "  -n, --namespace NS   the job's namespace (default: default)\n"
 	      "  -h, --help           this help\n\n"
-	      "Exit status: 0 printed; 1 no such job, no pod has started yet (without -f), or a\n"
-	      "log could not be read; 2 bad usage.\n",
+	      "Exit status: 0 printed; 1 no pod has started yet (without -f), or a log could\n"
+	      "not be read; 2 bad usage; 3 no such job.\n",
 	      out);
 }
 

@@ -355,8 +355,10 @@ static int expected_pods(kft_local *l, const kft_logstream_opts *o)
 static int print_once(kft_local *l, const kft_logstream_opts *o, stream *st, kft_logstream_end *end)
 {
 	int rc = refresh(l, o, st);
-	if (rc == KFT_ENOTFOUND)
+	if (rc == KFT_ENOTFOUND) {
 		kft_cli_not_found(o->name);
+		return KFT_EXIT_NOT_FOUND;
+	}
 	if (rc != 0)
 		return KFT_EXIT_FAILED;
 	if (st->n == 0) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "framework/guard.h"
 
 #ifndef KFT_VERSION_STRING
 #define KFT_VERSION_STRING "0.1.0"
@@ -116,6 +117,7 @@ static int global_options(int argc, char **argv, int *i)
 int main(int argc, char **argv)
 {
 	int i = 1;
+	kft_plugin_guard_install("kftrainer"); /* a plugin that crashes us is named */
 	int rc = global_options(argc, argv, &i);
 	if (rc != 0)
 		return rc;

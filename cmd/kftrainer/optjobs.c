@@ -290,7 +290,7 @@ static int opt_error(const char *name, const kft_error *err)
 		        name);
 	else
 		kft_cli_error("%s", err->message);
-	return KFT_EXIT_FAILED;
+	return err->code == KFT_ENOTFOUND ? KFT_EXIT_NOT_FOUND : KFT_EXIT_FAILED;
 }
 
 int kft_cli_optjob_get_run(kft_local *l, const kft_cli_optjob_get *o, char **names, int n)
@@ -306,7 +306,7 @@ int kft_cli_optjob_get_run(kft_local *l, const kft_cli_optjob_get *o, char **nam
 		for (int i = 0; i < n; i++) {
 			json_t *opt = NULL;
 			if (kft_local_optimization_get(l, o->ns, names[i], &opt, &err) != 0)
-				rc = opt_error(names[i], &err);
+				rc = kft_cli_exit_worse(rc, opt_error(names[i], &err));
 			else
 				json_array_append_new(opts, opt);
 		}
@@ -354,16 +354,14 @@ int kft_cli_optjob_delete(kft_local *l, const char *ns, char **operands, int cou
 		const json_t *opt;
 		json_array_foreach(opts, i, opt)
 		{
-			int one = delete_one(l, ns, opt_name(opt), true);
-			rc = one ? one : rc;
+			rc = kft_cli_exit_worse(rc, delete_one(l, ns, opt_name(opt), true));
 		}
 		json_decref(opts);
 		return rc;
 	}
 	char **names = kft_cli_optjob_names(operands, count, &n, &rc);
 	for (int i = 0; names && i < n; i++) {
-		int one = delete_one(l, ns, names[i], ignore_not_found);
-		rc = one ? one : rc;
+		rc = kft_cli_exit_worse(rc, delete_one(l, ns, names[i], ignore_not_found));
 	}
 	free(names);
 	return rc;

@@ -23,8 +23,8 @@ static void path_usage(FILE *out)
 	      "      --step STEP     the pod of replicated job STEP (default: the trainer's\n"
 	      "                      first node)\n"
 	      "  -h, --help          this help\n\n"
-	      "Exit status: 0 printed; 1 no such job, step, or no volume holds PATH;\n"
-	      "2 bad usage.\n",
+	      "Exit status: 0 printed; 1 no such step, or no volume holds PATH; 2 bad\n"
+	      "usage; 3 no such job.\n",
 	      out);
 }
 

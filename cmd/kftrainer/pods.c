@@ -23,7 +23,7 @@ static void pods_usage(FILE *out)
 	      "  -n, --namespace NS   the namespace (default: default)\n"
 	      "  -o, --output FORMAT  wide, json, yaml or name\n"
 	      "  -h, --help           this help\n\n"
-	      "Exit status: 0 listed; 1 no such job; 2 bad usage.\n",
+	      "Exit status: 0 listed; 2 bad usage; 3 no such job.\n",
 	      out);
 }
 

@@ -47,8 +47,8 @@ static void wait_usage(FILE *out)
 	      "  -n, --namespace NS    the namespace (default: default)\n"
 	      "  -h, --help            this help\n\n"
 	      "Exit status: 0 every condition met; 1 timed out (\"timed out waiting for the\n"
-	      "condition on trainjobs/NAME\"), a job missing, or finished the other way; 2 bad\n"
-	      "usage.\n",
+	      "condition on trainjobs/NAME\") or finished the other way; 2 bad usage; 3 a job\n"
+	      "missing (and every other met).\n",
 	      out);
 }
 
@@ -210,9 +210,7 @@ static int run_wait(int argc, char **argv)
 		return rc;
 	long long deadline = now_ms() + a.timeout_ms;
 	for (int i = 0; i < a.nnames; i++) {
-		int one = wait_one(l, a.names[i], &a, deadline);
-		if (one != 0)
-			rc = one;
+		rc = kft_cli_exit_worse(rc, wait_one(l, a.names[i], &a, deadline));
 	}
 	kft_local_close(l);
 	return rc;

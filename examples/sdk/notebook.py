@@ -40,10 +40,15 @@ def train(lr: float = 0.1):
 def train_on_fetched():
     import os
 
-    import kftrainer
+    try:
+        from kftrainer import host_path  # this machine: the job's directory for the mount
+    except ImportError:  # a cluster's image without the package: the mount itself
+
+        def host_path(path):
+            return path
 
     for what in ("dataset", "model"):
-        d = kftrainer.host_path(f"/workspace/{what}")
+        d = host_path(f"/workspace/{what}")
         print(what, sorted(os.listdir(d)))
 
 
@@ -88,10 +93,10 @@ def main() -> None:
             from kftrainer import LocalBackendConfig
 
             runtimes = [str(REPO / "manifests/runtimes"),
-                        str(REPO / "tests/python/fixtures/plain-with-initializers.yaml")]
+                        str(REPO / "examples/sdk/python-with-initializers.yaml")]
             with_init = TrainerClient(LocalBackendConfig(runtimes=runtimes))
             job2 = with_init.train(
-                runtime="plain-with-initializers",
+                runtime="python-with-initializers",
                 initializer=Initializer(
                     dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/tiny"),
                     model=HuggingFaceModelInitializer(storage_uri="hf://acme/tiny-model"),

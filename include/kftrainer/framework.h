@@ -206,8 +206,14 @@ KFT_EXPORT void kft_framework_free(kft_framework *fw);
 KFT_EXPORT int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *plugin,
                                         kft_error *err);
 
-/* dlopen()s path, finds KFT_PLUGIN_SYMBOL, checks the ABI version and
- * registers the plugin. The library stays loaded until kft_framework_free. */
+/* dlopen()s the file at path (a name without '/' is a file in the current
+ * directory, not a library searched for), finds KFT_PLUGIN_SYMBOL, checks
+ * the ABI version and registers the plugin. The library stays loaded until kft_framework_free.
+ * Refused before loading (KFT_EINVAL, the message saying why): a file that
+ * is not regular, or that a user other than this one or root could have
+ * written or replaced - the file or any directory above it owned by another
+ * user, or writable by group or others (a sticky directory such as /tmp
+ * excepted). KFT_ENOTFOUND when it does not exist. */
 KFT_EXPORT int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *err);
 
 KFT_EXPORT size_t kft_framework_plugin_count(const kft_framework *fw);

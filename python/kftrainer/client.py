@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeflow.trainer import LocalProcessBackendConfig
 from kubeflow.trainer import TrainerClient as _UpstreamClient
 
 from kftrainer.backend import LocalBackend
@@ -21,7 +22,10 @@ class TrainerClient(_UpstreamClient):
     """
 
     def __init__(self, backend_config: Any = None):
-        if backend_config is None or isinstance(backend_config, LocalBackendConfig):
+        local = backend_config is None or isinstance(backend_config, LocalBackendConfig)
+        # Upstream's __init__ runs whole, whatever it sets up besides the backend. It knows
+        # only its own configurations: for ours it gets its LocalProcessBackendConfig, whose
+        # backend is a plain object with no side effects, and ours then takes its place.
+        super().__init__(backend_config=LocalProcessBackendConfig() if local else backend_config)
+        if local:
             self.backend = LocalBackend(backend_config)
-        else:
-            super().__init__(backend_config=backend_config)

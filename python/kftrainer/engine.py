@@ -3,6 +3,8 @@
 The engine is the ``kftrainer`` binary (C, built and installed with this package). Every
 call here is one short-lived process, so a notebook holds no engine state: jobs live in the
 state directory, with a supervisor per job, exactly as when they are started from a shell.
+Outcomes are read from exit statuses (0 done, 1 failed or invalid, 2 bad usage, 3 no such
+TrainJob); stderr is only ever the message.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ class EngineError(RuntimeError):
 
 
 class NotFoundError(EngineError):
-    """The job (or runtime) named does not exist."""
+    """The job named does not exist (the CLI's exit status 3)."""
+
+
+# The CLI's exit status for a TrainJob named on its command line that does not exist.
+EXIT_NOT_FOUND = 3
 
 
 def find_binary(configured: str | None = None) -> str:
@@ -96,8 +102,8 @@ class Engine:
         input: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> str:
-        """Runs one verb; returns its stdout. Raises NotFoundError when the CLI says
-        kubectl's NotFound, EngineError for any other failure."""
+        """Runs one verb; returns its stdout. Raises NotFoundError when the CLI exits with
+        EXIT_NOT_FOUND, EngineError for any other failure (its stderr the message)."""
         argv = self._argv(verb, args)
         proc = subprocess.run(
             argv,
@@ -109,7 +115,7 @@ class Engine:
         )
         if proc.returncode != 0:
             message = proc.stderr.strip() or f"kftrainer {verb} exited with {proc.returncode}"
-            cls = NotFoundError if "(NotFound)" in message else EngineError
+            cls = NotFoundError if proc.returncode == EXIT_NOT_FOUND else EngineError
             raise cls(message, proc.returncode, argv)
         return proc.stdout
 
@@ -140,7 +146,8 @@ class Engine:
                 if proc.returncode != 0:
                     errf.seek(0)
                     err = errf.read().strip()
-                    raise EngineError(err or f"kftrainer {verb} failed", proc.returncode, argv)
+                    cls = NotFoundError if proc.returncode == EXIT_NOT_FOUND else EngineError
+                    raise cls(err or f"kftrainer {verb} failed", proc.returncode, argv)
             finally:
                 if proc.poll() is None:
                     proc.terminate()

@@ -9,22 +9,30 @@ they do for the user), not a throwaway virtual environment rebuilt on every ``tr
   put another first), so a small directory of shims, ``python`` and ``python3`` scripts that
   exec ``sys.executable``, goes first on PATH. Scripts, not symlinks: an interpreter finds
   its virtual environment from the path it was started by.
-- ``packages_to_install`` go into a virtual environment layered on the caller's
-  (``--system-site-packages``), keyed by the interpreter, the packages and the index URLs,
-  built once (pip's progress shown) and reused by every later job that asks for the same;
-  the caller's own environment is never modified. A build that failed leaves nothing.
+- ``packages_to_install`` go into a virtual environment layered on the caller's (the base
+  interpreter's site-packages through ``--system-site-packages``, and the caller's own site
+  directories, a venv's included, through a ``.pth`` file), keyed by the interpreter, the
+  packages and the index URLs, built once (pip's progress drawn as in a shell) and reused by
+  every later job that asks for the same; the caller's own environment is never modified.
+  A build that failed leaves nothing.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import hashlib
 import json
 import os
+import pty
+import re
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
+import termios
 from collections.abc import Mapping, Sequence
 
 
@@ -73,32 +81,76 @@ def _locked(path: str):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _run_shown(argv: Sequence[str]) -> tuple[int, list[str]]:
+    """Runs argv with its output on a pseudo-terminal, copied to our stderr as it comes, so
+    pip draws its download progress as it does in a shell (to a pipe it draws only the end);
+    returns the exit status and the last 40 lines, terminal codes removed."""
+    leader, follower = pty.openpty()
+    attrs = termios.tcgetattr(follower)
+    attrs[1] &= ~termios.ONLCR  # "\n" stays "\n" (a log file, a notebook)
+    termios.tcsetattr(follower, termios.TCSANOW, attrs)
+    try:
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
+        )
+    finally:
+        os.close(follower)
+    decode = codecs.getincrementaldecoder("utf-8")("replace")
+    seen = ""
+    with os.fdopen(leader, "rb", buffering=0) as out:
+        while True:
+            try:
+                chunk = out.read(65536)
+            except OSError:  # EIO: every writer is gone
+                chunk = b""
+            if not chunk:
+                break
+            text = decode.decode(chunk)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            seen = (seen + text)[-65536:]
+    lines = [_TERMINAL_CODES.sub("", line).rstrip() for line in re.split(r"\r|\n", seen)]
+    return proc.wait(), [line for line in lines if line][-40:]
+
+
 def _pip_install(venv: str, packages: Sequence[str], index_urls: Sequence[str]) -> None:
-    argv = [
-        os.path.join(venv, "bin", "python"),
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--progress-bar",
-        "off",
-    ]
+    argv = [os.path.join(venv, "bin", "python"), "-m", "pip", "install"]
+    argv.append("--disable-pip-version-check")
     if index_urls:
         argv += ["--index-url", index_urls[0]]
         for url in index_urls[1:]:
             argv += ["--extra-index-url", url]
     argv += list(packages)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    tail: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip()
-        tail = [*tail[-39:], line]
-        print(f"kftrainer: pip: {line}", file=sys.stderr, flush=True)
-    if proc.wait() != 0:
+    status, tail = _run_shown(argv)
+    if status != 0:
         raise ValueError(
             f"packages_to_install: pip could not install {list(packages)}:\n" + "\n".join(tail)
         )
+
+
+def _caller_site_dirs() -> list[str]:
+    """Where the caller's packages are: its site directories and, when enabled, its user
+    site. A venv made from a venv's interpreter sees the base interpreter's site-packages,
+    not the caller's: these are added to the package environment explicitly."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def _layer_on_caller(venv: str) -> None:
+    """Makes the caller's packages importable in venv after its own (a .pth file whose
+    import line runs site.addsitedir, so the caller's own .pth files, editable installs
+    included, apply too): the job sees `kubeflow`, `kftrainer` and the rest of the
+    notebook's environment, with packages_to_install first."""
+    scheme = "venv" if "venv" in sysconfig.get_scheme_names() else "posix_prefix"
+    purelib = sysconfig.get_path("purelib", scheme, vars={"base": venv, "platbase": venv})
+    lines = [f"import site; site.addsitedir({d!r})" for d in _caller_site_dirs()]
+    with open(os.path.join(purelib, "_kftrainer_caller.pth"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def package_venv(
@@ -130,6 +182,7 @@ def package_venv(
                 capture_output=True,
                 text=True,
             )
+            _layer_on_caller(venv)
             _pip_install(venv, packages, index_urls)
         except subprocess.CalledProcessError as e:
             shutil.rmtree(venv, ignore_errors=True)

@@ -56,11 +56,11 @@ from kubeflow.optimizer.types.search_types import (
 )
 from kubeflow.trainer.backends.kubernetes.backend import KubernetesBackend as TrainerBackend
 from kubeflow.trainer.constants import constants as trainer_constants
-from kubeflow.trainer.types.types import Event, TrainJobTemplate
+from kubeflow.trainer.types.types import Event, Runtime, TrainJobTemplate
 from kubernetes import client, config
 
 from kftrainer.algorithms import TPE, MedianStop
-from kftrainer.backend import LocalBackend, _mpi_home_here
+from kftrainer.backend import LocalBackend, _mpi_home_paths, _rewrite_trainer
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import EngineError
 from kftrainer.environment import job_environment
@@ -328,14 +328,16 @@ class _OptimizationJobs(RuntimeBackend):
             name=opt["metadata"]["name"],
             search_space=_search_space(spec),
             objectives=_objectives(opt),
-            algorithm=_algorithm_of(opt),
+            # upstream's type names its two algorithms; kftrainer.TPE is a third
+            algorithm=_algorithm_of(opt),  # type: ignore[arg-type]
             trial_config=TrialConfig(
                 num_trials=spec.get("numTrials", 1),
                 parallel_trials=spec.get("parallelTrials", 1),
                 max_failed_trials=int(max_failed) if max_failed is not None else None,
             ),
             trials=trials,
-            creation_timestamp=_timestamp(opt["metadata"].get("creationTimestamp")),
+            # set by the engine and by the API server alike
+            creation_timestamp=_timestamp(opt["metadata"].get("creationTimestamp")),  # type: ignore[arg-type]
             status=_status(opt),
         )
 
@@ -431,6 +433,8 @@ def _event(e: dict) -> Event | None:
 class LocalOptimizerBackend(_OptimizationJobs):
     """OptimizationJobs on kftrainer's local engine (``kftrainer optimize``)."""
 
+    trainer_backend: LocalBackend
+
     def __init__(self, cfg: LocalBackendConfig | None = None):
         self.trainer_backend = LocalBackend(cfg)
         self.engine = self.trainer_backend.engine
@@ -445,9 +449,14 @@ class LocalOptimizerBackend(_OptimizationJobs):
             trainer_constants.DEFAULT_PIP_INDEX_URLS
         )
         env = job_environment(packages, index_urls, tb.cfg.venv_cache_dir)
-        with _mpi_home_here():
-            spec, _ = super()._trainjob_spec(template)
-        return spec, env
+        # The runtime now, so that an MPI trial's paths can be made the job's own (see
+        # backend._mpi_home_paths); template is optimize's copy.
+        if not isinstance(template.runtime, Runtime):
+            template.runtime = tb.get_runtime(
+                template.runtime or trainer_constants.DEFAULT_TRAINING_RUNTIME
+            )
+        spec, _ = super()._trainjob_spec(template)
+        return _rewrite_trainer(spec, _mpi_home_paths(template.runtime, trainer)), env
 
     def _create(self, body: dict, env: dict[str, str] | None) -> None:
         e = self.engine
@@ -560,6 +569,9 @@ class OptimizerClient(UpstreamClient):
     """
 
     def __init__(self, backend_config: LocalBackendConfig | KubernetesBackendConfig | None = None):
+        # Not upstream's __init__, which makes a Katib backend; upstream's methods call only
+        # self.backend's, which ours has (upstream's attribute is typed as its Katib backend).
+        self.backend: _OptimizationJobs  # type: ignore[assignment]
         if backend_config is None or isinstance(backend_config, LocalBackendConfig):
             self.backend = LocalOptimizerBackend(backend_config)
         elif isinstance(backend_config, KubernetesBackendConfig):

@@ -24,6 +24,7 @@
 #include "api/bundle.h"
 #include "api/cel_rules.h"
 #include "kftrainer/decode.h"
+#include "util/cache_map.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -685,35 +686,15 @@ static void check_number(vctx *c, const view *v, const json_t *value)
 static void validate_node(vctx *c, const json_t *schema, const json_t *value, const json_t *old,
                           int depth);
 
-/* Whether two map-list items have equal values for every key (an absent
- * key equals only an absent key). */
-static int same_keys(const json_t *a, const json_t *b, const json_t *keys)
-{
-	if (!json_is_object(a) || !json_is_object(b))
-		return 0;
-	size_t k;
-	const json_t *key;
-	json_array_foreach(keys, k, key)
-	{
-		const char *name = json_string_value(key);
-		const json_t *x = name ? json_object_get(a, name) : NULL;
-		const json_t *y = name ? json_object_get(b, name) : NULL;
-		if (!name || !(x == y || (x && y && json_equal((json_t *)x, (json_t *)y))))
-			return 0;
-	}
-	return 1;
-}
+/* ---- list-type map and set: identity by canonical JSON ----------------- */
 
-static const json_t *find_by_keys(const json_t *list, const json_t *item, const json_t *keys)
+/* The members of a map-list item its keys name (absent ones left out), or
+ * NULL when the item is not an object or a key name is not a string: such
+ * an item equals nothing. Caller decrefs. */
+static json_t *key_members(const json_t *item, const json_t *keys)
 {
-	size_t i;
-	const json_t *cand;
-	json_array_foreach(list, i, cand) if (same_keys(cand, item, keys)) return cand;
-	return NULL;
-}
-
-static json_t *key_values(const json_t *item, const json_t *keys)
-{
+	if (!json_is_object(item))
+		return NULL;
 	json_t *kv = json_object();
 	size_t k;
 	const json_t *key;
@@ -721,10 +702,126 @@ static json_t *key_values(const json_t *item, const json_t *keys)
 	{
 		const char *name = json_string_value(key);
 		json_t *x = name ? json_object_get(item, name) : NULL;
+		if (!name) {
+			json_decref(kv);
+			return NULL;
+		}
 		if (x)
 			json_object_set(kv, name, x);
 	}
 	return kv;
+}
+
+/* An item's identity in a list-type list, as text: for a map, its key
+ * members; for a set (keys NULL), the whole item. Compact JSON with sorted
+ * members, so equal values give equal text, as apiextensions-apiserver
+ * compares the json.Marshal of compound items. NULL when the item has none
+ * (key_members). Caller frees. */
+static char *list_identity(const json_t *item, const json_t *keys)
+{
+	if (!keys)
+		return json_dumps(item, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	json_t *kv = key_members(item, keys);
+	char *text = kv ? json_dumps(kv, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(kv);
+	return text;
+}
+
+/* The items of a list-type list by identity: each identity's first item
+ * and how many items share it. One pass, so a list of n items costs n
+ * lookups, not n * n comparisons. */
+typedef struct list_index {
+	kft_cache_map map;  /* identity -> list_seen */
+	const json_t *keys; /* the map keys, NULL for a set */
+} list_index;
+
+typedef struct list_seen {
+	const json_t *first;
+	size_t count;
+} list_seen;
+
+static void list_index_free(list_index *ix)
+{
+	kft_cache_map_iter it;
+	for (kft_cache_map_entry *e = kft_cache_map_first(&ix->map, &it); e;
+	     e = kft_cache_map_next(&ix->map, &it))
+		free(e->value);
+	kft_cache_map_clear(&ix->map);
+}
+
+/* Counts item under its identity; returns its record (NULL for an item
+ * without one, or out of memory). */
+static list_seen *list_index_add(list_index *ix, const json_t *item)
+{
+	char *id = list_identity(item, ix->keys);
+	int created = 0;
+	kft_cache_map_entry *e = id ? kft_cache_map_upsert(&ix->map, id, &created) : NULL;
+	free(id);
+	if (!e || (created && !(e->value = calloc(1, sizeof(list_seen))))) {
+		if (e)
+			kft_cache_map_remove(&ix->map, e->key);
+		return NULL;
+	}
+	list_seen *seen = e->value;
+	if (!seen->count++)
+		seen->first = item;
+	return seen;
+}
+
+/* The old list's item with the same keys (the first, as a scan finds it),
+ * or NULL. */
+static const json_t *list_index_find(const list_index *ix, const json_t *item)
+{
+	char *id = list_identity(item, ix->keys);
+	const list_seen *seen = id ? kft_cache_map_get(&ix->map, id) : NULL;
+	free(id);
+	return seen ? seen->first : NULL;
+}
+
+/* The list-type checks of one array: a Duplicate error at the second item
+ * of each identity (upstream's listtype validation reports "the first
+ * non-unique appearance", once however many follow), and for a map, each
+ * item's counterpart in the old list for the transition rules. */
+typedef struct list_check {
+	int map;           /* x-kubernetes-list-type map, with keys */
+	int set;           /* x-kubernetes-list-type set */
+	list_index seen;   /* this list's items so far */
+	list_index before; /* the old list's items (map, with an old list) */
+} list_check;
+
+static void list_check_init(list_check *lc, const view *v, const json_t *old)
+{
+	const char *type = view_str(v, "x-kubernetes-list-type");
+	const json_t *keys = view_get(v, "x-kubernetes-list-map-keys");
+	memset(lc, 0, sizeof(*lc));
+	lc->map = type && strcmp(type, "map") == 0 && json_is_array(keys);
+	lc->set = type && strcmp(type, "set") == 0;
+	lc->seen.keys = lc->before.keys = lc->map ? keys : NULL;
+	size_t i;
+	const json_t *item;
+	if (lc->map && json_is_array(old))
+		json_array_foreach(old, i, item) list_index_add(&lc->before, item);
+}
+
+static void list_check_free(list_check *lc)
+{
+	list_index_free(&lc->seen);
+	list_index_free(&lc->before);
+}
+
+/* Checks the item at the current path; returns its old counterpart. */
+static const json_t *list_check_item(vctx *c, list_check *lc, const json_t *item)
+{
+	if (!c->rules && (lc->map || lc->set)) {
+		const list_seen *seen = list_index_add(&lc->seen, item);
+		if (seen && seen->count == 2) {
+			json_t *shown = lc->map ? key_members(item, lc->seen.keys)
+			                        : json_incref((json_t *)item);
+			kft_field_errors_add(c->errs, KFT_FIELD_DUPLICATE, path_of(c), shown, NULL);
+			json_decref(shown);
+		}
+	}
+	return lc->map && lc->before.map.count ? list_index_find(&lc->before, item) : NULL;
 }
 
 static void validate_array(vctx *c, const view *v, const json_t *value, const json_t *old,
@@ -749,38 +846,19 @@ static void validate_array(vctx *c, const view *v, const json_t *value, const js
 		           json_integer_value(mini));
 		json_decref(count);
 	}
-	const char *list_type = view_str(v, "x-kubernetes-list-type");
-	const json_t *keys = view_get(v, "x-kubernetes-list-map-keys");
 	const json_t *items = view_get(v, "items");
+	list_check lc;
+	list_check_init(&lc, v, old);
 	size_t base = c->path.len;
 	for (size_t i = 0; i < n; i++) {
 		const json_t *item = json_array_get(value, i);
 		kft_strbuf_printf(&c->path, "[%zu]", i);
-		const json_t *old_item = NULL;
-		if (list_type && strcmp(list_type, "map") == 0 && json_is_array(keys)) {
-			for (size_t j = 0; !c->rules && j < i; j++) {
-				if (!same_keys(json_array_get(value, j), item, keys))
-					continue;
-				json_t *kv = key_values(item, keys);
-				kft_field_errors_add(c->errs, KFT_FIELD_DUPLICATE, path_of(c), kv,
-				                     NULL);
-				json_decref(kv);
-				break;
-			}
-			old_item = json_is_array(old) ? find_by_keys(old, item, keys) : NULL;
-		} else if (list_type && strcmp(list_type, "set") == 0) {
-			for (size_t j = 0; !c->rules && j < i; j++)
-				if (json_equal((json_t *)json_array_get(value, j),
-				               (json_t *)item)) {
-					kft_field_errors_add(c->errs, KFT_FIELD_DUPLICATE,
-					                     path_of(c), item, NULL);
-					break;
-				}
-		}
+		const json_t *old_item = list_check_item(c, &lc, item);
 		if (items)
 			validate_node(c, items, item, old_item, depth + 1);
 		path_pop(c, base);
 	}
+	list_check_free(&lc);
 }
 
 static void validate_object(vctx *c, const view *v, const json_t *value, const json_t *old,

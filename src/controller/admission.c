@@ -28,7 +28,9 @@
 #include "kftrainer/constants.h"
 #include "controller/admission.h"
 #include "controller/controller.h"
+#include "http/http.h"
 #include "kftrainer/object.h"
+#include "util/duration.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -52,6 +54,18 @@ kft_cm_webhook kft_cm_webhook_for_path(const char *path)
 		if (strcmp(path, paths[i].path) == 0)
 			return paths[i].which;
 	return KFT_CM_WEBHOOK_NONE;
+}
+
+int64_t kft_cm_admission_timeout_ms(const char *query)
+{
+	char value[32];
+	int64_t ms;
+	if (!kft_http_query_value(query, "timeout", value, sizeof(value)) ||
+	    kft_duration_parse_ms(value, &ms) != 0)
+		return KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS;
+	return ms < 1                                 ? 1
+	       : ms > KFT_CM_ADMISSION_TIMEOUT_MAX_MS ? KFT_CM_ADMISSION_TIMEOUT_MAX_MS
+	                                              : ms;
 }
 
 /* The kind each webhook takes (request.kind.kind). */

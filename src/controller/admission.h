@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "controller/controller.h"
 #include "kftrainer/framework.h"
@@ -30,6 +31,20 @@ typedef enum kft_cm_webhook {
 
 /* The webhook a request path names, or KFT_CM_WEBHOOK_NONE. */
 kft_cm_webhook kft_cm_webhook_for_path(const char *path);
+
+/* The longest and the default time the API server waits for a webhook
+ * (admissionregistration/v1 timeoutSeconds: at most 30, default 10). */
+#define KFT_CM_ADMISSION_TIMEOUT_MAX_MS     30000
+#define KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS 10000
+
+/*
+ * How long the API server waits for the answer to this request, in ms:
+ * the `timeout` parameter of `query`, the request's raw query string
+ * (untrusted; k8s.io/apiserver's webhook dispatcher sets it
+ * from the webhook's timeoutSeconds, "10s"), the default when absent or not
+ * a Go duration, at most the maximum and at least 1 ms.
+ */
+int64_t kft_cm_admission_timeout_ms(const char *query);
 
 /* A decoded AdmissionReview request. Every pointer is borrowed from
  * `review`, which the struct owns (free with kft_cm_admission_free). */

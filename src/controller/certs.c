@@ -232,6 +232,23 @@ static int put_data(json_t *secret, const pems *p)
 	return json_object_set_new(secret, "data", data) == 0 ? 0 : KFT_ENOMEM;
 }
 
+/* A Secret can be missing on create only with its namespace: out of a
+ * cluster, on one where the controller was never installed. Upstream's
+ * rotator stops with the API server's words; ours says what to do. */
+static int no_namespace(const kft_cm_certs *c, kft_error *err)
+{
+	char why[KFT_ERROR_MESSAGE_MAX];
+	snprintf(why, sizeof(why), "%s", err->message);
+	return kft_error_set(
+	        err, KFT_ENOTFOUND,
+	        "%s: certificate management keeps the webhook certificate in the Secret %s/%s "
+	        "(the controller's namespace: its service account's, else %s, as upstream's "
+	        "rotator does), and namespace %s does not exist. Create it (kubectl create "
+	        "namespace %s, or install manifests/controller), or set certManagement.enable: "
+	        "false in the Configuration (--config) and provide tls.crt and tls.key",
+	        why, c->ns, c->cm->cfg->cert_webhook_secret, DEFAULT_NS, c->ns, c->ns);
+}
+
 /* Makes the Secret hold valid certificates and leaves them in p: reads it,
  * creates it when absent, renews and updates it when the plan says so.
  * Another replica's concurrent write (AlreadyExists, Conflict) means read
@@ -276,6 +293,8 @@ static int ensure_secret(kft_cm_certs *c, pems *p, int *changed, kft_error *err)
 		rc = absent ? kft_kube_create(kube, &secrets, secret, NULL, err)
 		            : kft_kube_update(kube, &secrets, secret, NULL, err);
 		json_decref(secret);
+		if (rc == KFT_ENOTFOUND && absent)
+			return no_namespace(c, err);
 		if (rc == 0) {
 			*changed = 1;
 			return 0;

@@ -15,7 +15,15 @@
  *
  * The server starts before the caches sync (the runtime webhooks need none);
  * a TrainJob review waits for them, as a controller-runtime client read
- * does, up to 10 s. Readiness (kft_cm_webhooks_ready) waits for the server
+ * does, but no longer than the API server waits for the answer (the
+ * request's `timeout` parameter, less a tenth to send it).
+ *
+ * What keeps admission answering: a request body is at most
+ * controller-runtime's 7 MiB, a review's checks are linear in it (the
+ * schema's list-map and set duplicate checks hash: a 20,000-container
+ * runtime or a 50,000-entry env list is checked in about 0.1 s), and no
+ * review waits past its own deadline, so WEBHOOK_WORKERS workers are freed
+ * as fast as the API server can use them. Readiness (kft_cm_webhooks_ready) waits for the server
  * to serve with certificates, as upstream's readyz waits for certsReady and
  * the webhook server's StartedChecker.
  */
@@ -30,13 +38,13 @@
 #include "controller/cm_internal.h"
 #include "kftrainer/constants.h"
 #include "kftrainer/schema.h"
+#include "util/clock.h"
 #include "util/rfc3339.h"
 #include "util/secret.h"
 
 /* controller-runtime's webhook body limit (maxRequestSize). */
 #define BODY_MAX        (7 * 1024 * 1024)
 #define WEBHOOK_WORKERS 8
-#define SYNC_WAIT_MS    10000
 
 struct kft_cm_webhooks {
 	kft_cm *cm;
@@ -92,12 +100,12 @@ static json_t *get_object(void *self, const char *api_version, const char *kind,
 	return obj;
 }
 
-/* Waits until the caches synced (the manager's ready flag); 0 when they
- * have, -1 after SYNC_WAIT_MS. */
-static int wait_synced(kft_cm *cm)
+/* Waits until the caches synced (the manager's ready flag) or the
+ * monotonic deadline passes; 0 when they have, -1 when they have not. */
+static int wait_synced(kft_cm *cm, int64_t deadline_ms)
 {
-	for (int waited = 0; !cm->ready; waited += 50) {
-		if (waited >= SYNC_WAIT_MS || atomic_load(&cm->stop))
+	while (!cm->ready) {
+		if (kft_clock_mono_ms() >= deadline_ms || atomic_load(&cm->stop))
 			return -1;
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
@@ -128,12 +136,16 @@ static void plain(kft_http_conn *c, int code, const char *text, const char *extr
 static json_t *review(kft_cm_webhooks *w, kft_cm_webhook which, const kft_http_req *r)
 {
 	kft_cm *cm = w->cm;
+	/* Answer before the API server stops waiting: a worker held past
+	 * that serves no one, and admission answers only while one is free. */
+	int64_t budget = kft_cm_admission_timeout_ms(r->head->query);
+	int64_t deadline = kft_clock_mono_ms() + budget - budget / 10;
 	kft_cm_admission req;
 	kft_error err = {0};
 	json_t *answer;
 	if (kft_cm_admission_decode(r->body, r->body_len, &req, &err) != 0)
 		return kft_cm_admission_errored(NULL, 400, err.message);
-	if (which == KFT_CM_WEBHOOK_VALIDATE_TRAINJOB && wait_synced(cm) != 0) {
+	if (which == KFT_CM_WEBHOOK_VALIDATE_TRAINJOB && wait_synced(cm, deadline) != 0) {
 		answer = kft_cm_admission_errored(req.uid, 500,
 		                                  "the runtime caches have not synced yet");
 	} else {

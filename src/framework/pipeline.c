@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "framework/guard.h"
 #include "framework/runtime_info.h"
 #include "framework/conditions.h"
 #include "kftrainer/framework.h"
@@ -36,7 +37,9 @@ static int run_point(const kft_framework *fw, const kft_plugin_ctx *ctx, int whi
 		info_point fn = point_of(p, which);
 		if (!fn)
 			continue;
+		kft_plugin_guard_enter(p->name, point_names[which]);
 		int rc = fn(ctx, info, job, err);
+		kft_plugin_guard_leave();
 		if (rc != 0) {
 			if (err && !strstr(err->message, p->name)) {
 				char msg[KFT_ERROR_MESSAGE_MAX];
@@ -134,8 +137,11 @@ int kft_framework_validate(const kft_framework *fw, const kft_backend *backend,
 		rc = kft_runtime_info_build(runtime, &job, &info, err);
 	for (size_t i = 0; rc == 0 && i < kft_framework_plugin_count(fw); i++) {
 		const kft_plugin *p = kft_framework_plugin_at(fw, i);
-		if (p->custom_validation)
-			p->custom_validation(&ctx, info, old_job, new_job, errs);
+		if (!p->custom_validation)
+			continue;
+		kft_plugin_guard_enter(p->name, "CustomValidation");
+		p->custom_validation(&ctx, info, old_job, new_job, errs);
+		kft_plugin_guard_leave();
 	}
 	kft_runtime_info_free(info);
 	return rc;
@@ -158,8 +164,11 @@ int kft_framework_build(const kft_framework *fw, const kft_backend *backend, con
 	json_t *out = json_array();
 	for (size_t i = 0; rc == 0 && i < kft_framework_plugin_count(fw); i++) {
 		const kft_plugin *p = kft_framework_plugin_at(fw, i);
-		if (p->component_builder)
-			rc = p->component_builder(&ctx, info, &job, out, err);
+		if (!p->component_builder)
+			continue;
+		kft_plugin_guard_enter(p->name, "ComponentBuilder");
+		rc = p->component_builder(&ctx, info, &job, out, err);
+		kft_plugin_guard_leave();
 	}
 	kft_runtime_info_free(info);
 	json_decref(cpu);
@@ -188,14 +197,19 @@ int kft_framework_status(const kft_framework *fw, const kft_backend *backend,
 		const kft_plugin *p = kft_framework_plugin_at(fw, i);
 		/* A child not there yet (KFT_ENOTFOUND) has nothing to report. */
 		if (p->trainjob_status) {
+			kft_plugin_guard_enter(p->name, "TrainJobStatus");
 			rc = p->trainjob_status(&ctx, &job, out, err);
+			kft_plugin_guard_leave();
 			if (rc == KFT_ENOTFOUND) {
 				rc = 0;
 				kft_error_clear(err);
 			}
 		}
-		if (rc == 0 && !terminal && p->terminal_condition)
+		if (rc == 0 && !terminal && p->terminal_condition) {
+			kft_plugin_guard_enter(p->name, "TerminalCondition");
 			rc = p->terminal_condition(&ctx, &job, &terminal, err);
+			kft_plugin_guard_leave();
+		}
 	}
 	/* The child's condition is copied whole, keeping its transition time,
 	 * as upstream's meta.SetStatusCondition of the JobSet's condition does. */

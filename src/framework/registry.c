@@ -8,11 +8,16 @@
  * program starts and read-only afterwards, so several may coexist (tests do).
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "framework/builtins.h"
+#include "framework/guard.h"
 #include "kftrainer/framework.h"
 
 #define MAX_PLUGINS 64
@@ -73,11 +78,66 @@ int kft_framework_add_plugin(kft_framework *fw, const kft_plugin *p, kft_error *
 	return 0;
 }
 
+/* Whether st (of `what`, a plugin file or one of its directories) could
+ * have been written by someone other than us or root: owned by another
+ * user, or writable by group or others (a directory with the sticky bit,
+ * such as /tmp, lets them add entries but not replace ours). */
+static int unsafe(const struct stat *st, int dir, const char *path, const char *what,
+                  kft_error *err)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return kft_error_set(err, KFT_EINVAL,
+		                     "plugin %s is refused: %s belongs to user %u, not to this "
+		                     "user or root",
+		                     path, what, (unsigned)st->st_uid);
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(dir && (st->st_mode & S_ISVTX)))
+		return kft_error_set(err, KFT_EINVAL,
+		                     "plugin %s is refused: %s is writable by other users (mode "
+		                     "%04o); keep plugins where only their owner or root can write",
+		                     path, what, (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
+/* Resolves path into real (PATH_MAX) and checks that nobody but this user
+ * and root can have written the file or replaced it: the file and every
+ * directory above it, as sshd's StrictModes checks authorized_keys. */
+static int check_plugin_file(const char *path, char *real, kft_error *err)
+{
+	struct stat st;
+	if (!realpath(path, real) || stat(real, &st) != 0)
+		return kft_error_set(err, KFT_ENOTFOUND, "cannot load plugin %s: %s", path,
+		                     strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return kft_error_set(err, KFT_EINVAL, "cannot load plugin %s: not a regular file",
+		                     path);
+	int rc = unsafe(&st, 0, path, "the file", err);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", real);
+	for (char *slash = strrchr(dir, '/'); rc == 0 && slash; slash = strrchr(dir, '/')) {
+		slash[slash == dir] = '\0'; /* "/a/b" -> "/a", "/a" -> "/" */
+		char what[PATH_MAX + 16];
+		snprintf(what, sizeof(what), "its directory %s", dir);
+		if (stat(dir, &st) != 0)
+			return kft_error_set(err, KFT_EIO, "cannot load plugin %s: %s: %s", path,
+			                     dir, strerror(errno));
+		rc = unsafe(&st, 1, path, what, err);
+		if (slash == dir)
+			break;
+	}
+	return rc;
+}
+
 int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *err)
 {
+	char real[PATH_MAX];
 	if (fw->nhandles == MAX_PLUGINS)
 		return kft_error_set(err, KFT_ELIMIT, "too many plugins (at most %d)", MAX_PLUGINS);
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	int rc = check_plugin_file(path, real, err);
+	if (rc)
+		return rc;
+	kft_plugin_guard_enter(path, "loading (its constructors and kft_plugin_entry)");
+	void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+	kft_plugin_guard_leave();
 	if (!h)
 		return kft_error_set(err, KFT_ENOTFOUND, "cannot load plugin %s: %s", path,
 		                     dlerror());
@@ -89,8 +149,10 @@ int kft_framework_load_plugin(kft_framework *fw, const char *path, kft_error *er
 		                     "%s is not a kftrainer plugin: it does not export %s", path,
 		                     KFT_PLUGIN_SYMBOL);
 	}
+	kft_plugin_guard_enter(path, "loading (its constructors and kft_plugin_entry)");
 	const kft_plugin *p = entry();
-	int rc = kft_framework_add_plugin(fw, p, err);
+	kft_plugin_guard_leave();
+	rc = kft_framework_add_plugin(fw, p, err);
 	if (rc != 0) {
 		char msg[KFT_ERROR_MESSAGE_MAX];
 		snprintf(msg, sizeof(msg), "%s", err ? err->message : "");

@@ -163,7 +163,7 @@ typedef struct kft_hpo_setting {
 int kft_hpo_settings_parse(const char *text, const kft_hpo_setting *table, size_t n,
                            const char *field, const char *algorithm, kft_error *err);
 
-/* ---- choosing parameters (sample.c, tpe.c) ------------------------------- */
+/* ---- choosing parameters (sample.c, tpe.c, suggest.c) -------------------- */
 
 /*
  * Trial `index`'s parameters drawn at random (uniform, log-uniform, or one
@@ -206,7 +206,7 @@ int kft_hpo_suggest(const kft_hpo_spec *spec, const json_t *trials, int64_t seed
                     json_t **out, kft_error *err);
 
 /* Writes v as the shortest decimal text that reads back to v ("0.001",
- * "1e-05", "3"). Returns buf. */
+ * "1e-05", "3"), as Python's repr does (values.c). Returns buf. */
 char *kft_hpo_format_double(double v, char buf[32]);
 
 /* ---- trials and their TrainJobs (trial.c) -------------------------------- */
@@ -262,7 +262,7 @@ typedef void (*kft_hpo_metric_fn)(void *ctx, const char *name, size_t name_len, 
 void kft_hpo_stdout_line(const char *line, size_t len, kft_hpo_metric_fn fn, void *ctx);
 
 /* The trial's metrics entry for name ({"name", "min", "max", "latest"},
- * borrowed), or NULL. */
+ * borrowed), or NULL (values.c). */
 json_t *kft_hpo_trial_metric(const json_t *trial, const char *name);
 
 /* Whether name is one of the spec's metrics (the objective or an

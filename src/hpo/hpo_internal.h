@@ -7,8 +7,9 @@
 
 #include "hpo/hpo.h"
 
-/* SplitMix64 (sample.c): a stream seeded by (seed, trial index, purpose),
- * so each trial's draws depend on nothing else. */
+/* SplitMix64 (values.c, as everything here but kft_hpo_param_index): a
+ * stream seeded by (seed, trial index, purpose), so each trial's draws
+ * depend on nothing else. */
 typedef struct kft_hpo_rng {
 	uint64_t state;
 } kft_hpo_rng;
@@ -23,11 +24,15 @@ double kft_hpo_rng_unit(kft_hpo_rng *r);
 /* Appends {"name", "value"} to arr. 0, or -1 on ENOMEM. */
 int kft_hpo_assign_add(json_t *arr, const char *name, const char *value);
 
+/* Go's regexp \s: [\t\n\f\r ]. */
+bool kft_hpo_go_space(unsigned char c);
+
 /* Go's strconv.ParseFloat as Katib uses it on a metric value: the whole
  * text is one number, no blanks. 0 and *out set, or -1. */
 int kft_hpo_parse_number(const char *s, double *out);
 
-/* The index of the parameter named name[0..len) in spec->params, or -1. */
+/* The index of the parameter named name[0..len) in spec->params, or -1
+ * (spec.c). */
 long kft_hpo_param_index(const kft_hpo_spec *spec, const char *name, size_t len);
 
 /* Katib's UnavailableMetricValue. */

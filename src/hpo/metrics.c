@@ -13,12 +13,8 @@
  * is taken as far as it goes.
  */
 #include "hpo/hpo_internal.h"
-#include "util/json.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Go's \w in ASCII mode, plus the '|' and '-' of Katib's class. */
@@ -26,12 +22,6 @@ static bool name_char(unsigned char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	       c == '_' || c == '|' || c == '-';
-}
-
-/* Go's \s: [\t\n\f\r ]. */
-static bool space_char(unsigned char c)
-{
-	return c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == ' ';
 }
 
 static bool digit(unsigned char c)
@@ -74,12 +64,12 @@ static bool match_at(const char *s, size_t p, size_t len, size_t *name_end, size
 	if (i == p)
 		return false;
 	*name_end = i;
-	while (i < len && space_char((unsigned char)s[i]))
+	while (i < len && kft_hpo_go_space((unsigned char)s[i]))
 		i++;
 	if (i >= len || s[i] != '=')
 		return false;
 	i++;
-	while (i < len && space_char((unsigned char)s[i]))
+	while (i < len && kft_hpo_go_space((unsigned char)s[i]))
 		i++;
 	*val = i;
 	*end = value_end(s, i, len);
@@ -108,25 +98,7 @@ bool kft_hpo_is_metric(const kft_hpo_spec *spec, const char *name, size_t len)
 	return false;
 }
 
-int kft_hpo_parse_number(const char *s, double *out)
-{
-	char *end;
-	if (!s || !*s || space_char((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (*end || end == s || (errno == ERANGE && isinf(v))) /* overflow; underflow reads */
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* ---- folding ------------------------------------------------------------------- */
-
-json_t *kft_hpo_trial_metric(const json_t *trial, const char *name)
-{
-	return kft_json_find(json_object_get(trial, "metrics"), "name", name);
-}
 
 /* Katib's getMetrics starts every metric the experiment names at
  * "unavailable" once the trial has any observation at all. */

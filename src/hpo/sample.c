@@ -1,13 +1,6 @@
 /*
- * sample.c - random and grid search, and how a value is written (see
- * hpo.h).
- *
- * Randomness is a counter-based stream: SplitMix64 seeded by (seed, trial
- * index, purpose), so trial k's draw depends on nothing but the seed and k.
- * A seeded search is then reproducible however its trials interleave, and
- * a driver that restarts between choosing a trial and recording it draws
- * the same trial again. SplitMix64 (Steele, Lea and Flood, 2014) passes
- * BigCrush; nothing here needs unpredictability.
+ * sample.c - random and grid search, and how a parameter's value is written
+ * (see hpo.h). The random stream and number formatting are values.c's.
  */
 #include "hpo/hpo_internal.h"
 
@@ -16,52 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GOLDEN 0x9e3779b97f4a7c15ULL
-
-uint64_t kft_hpo_rng_next(kft_hpo_rng *r)
-{
-	uint64_t z = (r->state += GOLDEN);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-void kft_hpo_rng_init(kft_hpo_rng *r, int64_t seed, uint64_t index, uint64_t purpose)
-{
-	kft_hpo_rng mix = {.state = (uint64_t)seed};
-	r->state = kft_hpo_rng_next(&mix) ^ (index * 0xd1b54a32d192ed03ULL);
-	r->state = kft_hpo_rng_next(r) ^ (purpose * 0xaef17502108ef2d9ULL);
-}
-
-double kft_hpo_rng_unit(kft_hpo_rng *r)
-{
-	return (double)(kft_hpo_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
 /* ---- writing values ------------------------------------------------------------ */
-
-/* Python's repr of a float, which is what Katib's suggestion services
- * hand over: the fewest significant digits that read back to v, in fixed
- * notation for decimal exponents -4..15 (with ".0" when whole), else in
- * exponent notation ("1e-05"). */
-char *kft_hpo_format_double(double v, char buf[32])
-{
-	int p = 1;
-	for (; p < 17; p++) {
-		snprintf(buf, 32, "%.*e", p - 1, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	snprintf(buf, 32, "%.*e", p - 1, v);
-	int e = atoi(strchr(buf, 'e') + 1);
-	if (e < -4 || e >= 16 || !isfinite(v))
-		return buf;
-	int decimals = p - 1 - e;
-	snprintf(buf, 32, "%.*f", decimals > 0 ? decimals : 0, v);
-	if (!strchr(buf, '.') && strlen(buf) + 2 < 32)
-		strcat(buf, ".0");
-	return buf;
-}
 
 /* A numeric parameter's value as text. */
 static void format_value(const kft_hpo_param *p, double v, char buf[32])
@@ -70,11 +18,6 @@ static void format_value(const kft_hpo_param *p, double v, char buf[32])
 		snprintf(buf, 32, "%lld", (long long)llround(v));
 	else
 		kft_hpo_format_double(v, buf);
-}
-
-int kft_hpo_assign_add(json_t *arr, const char *name, const char *value)
-{
-	return json_array_append_new(arr, json_pack("{s:s, s:s}", "name", name, "value", value));
 }
 
 /* ---- random ------------------------------------------------------------------- */
@@ -180,28 +123,4 @@ json_t *kft_hpo_grid(const kft_hpo_spec *spec, uint64_t index)
 		}
 	}
 	return out;
-}
-
-/* ---- dispatch ------------------------------------------------------------------- */
-
-int kft_hpo_suggest(const kft_hpo_spec *spec, const json_t *trials, int64_t seed, uint64_t index,
-                    json_t **out, kft_error *err)
-{
-	uint64_t count = 0;
-	*out = NULL;
-	if (spec->algorithm == KFT_HPO_GRID) {
-		int rc = kft_hpo_grid_count(spec, &count, err);
-		if (rc == 0 && index >= count)
-			rc = kft_error_set(err, KFT_EINVAL,
-			                   "grid search: all %llu points were tried",
-			                   (unsigned long long)count);
-		if (rc)
-			return rc;
-		*out = kft_hpo_grid(spec, index);
-	} else if (spec->algorithm == KFT_HPO_TPE) {
-		*out = kft_hpo_tpe(spec, trials, seed, index);
-	} else {
-		*out = kft_hpo_random(spec, seed, index);
-	}
-	return *out ? 0 : kft_error_set(err, KFT_ENOMEM, "out of memory");
 }

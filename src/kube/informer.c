@@ -46,7 +46,7 @@
 #include <time.h>
 
 #include "kube/kube.h"
-#include "kube/cache_map.h"
+#include "util/cache_map.h"
 #include "util/jsonpack.h"
 #include "util/clock.h"
 

@@ -34,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kube/cache_map.h"
+#include "util/cache_map.h"
 #include "util/clock.h"
 
 enum { F_DIRTY = 1, F_PROCESSING = 2, F_WAITING = 4 };

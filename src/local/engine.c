@@ -108,6 +108,7 @@ typedef struct engine {
 	json_t *reports;                 /* TrainerStatus reports since the last write (history) */
 	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
 	kft_tracker *tracker;            /* the job's MLflow run (tracking.h); NULL: none */
+	const kft_statusserver_creds *creds; /* made ahead by the supervisor, or NULL */
 	bool no_views; /* pods' volumes by path rewriting, not in a view (mountns.h):
 	                * KFTRAINER_MOUNT_NAMESPACE=off, or the kernel refused one */
 } engine;
@@ -339,27 +340,6 @@ static int job_env(engine *e, kft_error *err)
 	return rc ? kft_error_set(err, rc, "out of memory") : 0;
 }
 
-/* The plugins the submitter loaded (kft_submit_opts.plugins), so the job's
- * TrainJobStatus and TerminalCondition points are the ones its objects were
- * built with. */
-static int load_plugins(engine *e, kft_error *err)
-{
-	json_t *paths = NULL;
-	int rc = kft_store_job_get_plugins(e->store, e->ns, e->name, &paths, err);
-	size_t i;
-	json_t *p;
-	json_array_foreach(paths, i, p)
-	{
-		if (rc == 0 && !json_is_string(p))
-			rc = kft_error_set(err, KFT_EPARSE,
-			                   "stored plugin list holds a non-string");
-		else if (rc == 0)
-			rc = kft_framework_load_plugin(e->fw, json_string_value(p), err);
-	}
-	json_decref(paths);
-	return rc;
-}
-
 static int load_exec(engine *e, kft_error *err)
 {
 	json_t *base = NULL;
@@ -401,8 +381,8 @@ static void open_status_server(engine *e)
 	kft_error err = {0};
 	const char *url = NULL, *ca = NULL, *token = NULL;
 	kft_statusserver_find_env(e->jobset, &url, &ca, &token);
-	if (url && kft_statusserver_open(url, ca, token, e->ns, e->name, e->tj, &e->status_server,
-	                                 &err) != 0)
+	if (url && kft_statusserver_open(url, ca, token, e->ns, e->name, e->tj, e->creds,
+	                                 &e->status_server, &err) != 0)
 		fprintf(stderr, "kftrainer supervise: %s\n", err.message);
 }
 
@@ -440,7 +420,7 @@ static int load(engine *e, kft_error *err)
 	kft_local_backend_init(&e->backend, e->info.uid, e->children);
 	rc = kft_framework_new(KFT_LOCAL_FEATURES, &e->fw, err);
 	if (rc == 0)
-		rc = load_plugins(e, err);
+		rc = kft_local_load_job_plugins(e->store, e->ns, e->name, e->fw, err);
 	if (rc == 0)
 		rc = load_exec(e, err);
 	if (rc == 0)
@@ -797,21 +777,25 @@ static void job_check_done(engine *e, eng_rjob *rj, int r)
 		start_next(e, rj, r);
 }
 
-/* "node-1 (pod NAME) exited with code 3": the node and the code, which a user
- * looks for first, then the pod's full name for the logs. */
+/* "node-1 (pod NAME) exited with code 3; its last lines: ...": the node and
+ * the code, which a user looks for first, the pod's full name for the logs,
+ * and the end of what the attempt wrote (logtail.c), which usually says
+ * why; the job's Failed condition carries it. */
 static void exit_message(const engine *e, const eng_rjob *rj, eng_pod *p)
 {
+	char how[64], tail[1024] = "";
+	char *log = log_path(e, rj, p);
+	if (log)
+		kft_local_log_tail(log, 8, tail, sizeof(tail));
+	free(log);
 	if (p->sig)
-		set_str(&p->message,
-		        "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX
-		        ") was killed by signal %d (exit code %d)",
-		        rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
-		        p->sig, p->exit_code);
+		snprintf(how, sizeof(how), "was killed by signal %d (exit code %d)", p->sig,
+		         p->exit_code);
 	else
-		set_str(&p->message,
-		        "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX ") exited with code %d",
-		        rj->name, p->rec_index, e->jobset_name, rj->name, p->replica, p->index,
-		        p->exit_code);
+		snprintf(how, sizeof(how), "exited with code %d", p->exit_code);
+	set_str(&p->message, "%s-%d (pod %s-%s-%d-%d-" KFT_POD_NAME_SUFFIX ") %s%s%s", rj->name,
+	        p->rec_index, e->jobset_name, rj->name, p->replica, p->index, how,
+	        tail[0] ? "; its last lines:\n" : "", tail);
 }
 
 /* restartPolicy OnFailure: the same pod again, after a back-off that doubles
@@ -1418,11 +1402,12 @@ static void engine_free(engine *e)
 }
 
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
-                         kft_error *err)
+                         const kft_statusserver_creds *creds, kft_error *err)
 {
 	const char *views = getenv(KFT_LOCAL_MOUNT_NAMESPACE_ENV);
 	engine e = {.state_dir = state_dir,
 	            .store = store,
+	            .creds = creds,
 	            .ns = ns && *ns ? ns : "default",
 	            .name = name,
 	            .sfd = -1,

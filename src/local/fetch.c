@@ -16,8 +16,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -668,6 +668,31 @@ static int hf_wanted(const hf_ref *r, const char *file)
 	return n == 0 || (!strncmp(file, r->prefix, n) && (file[n] == '\0' || file[n] == '/'));
 }
 
+/* Whether name matches one of the comma-separated patterns (see
+ * kft_fetch_options.ignore_patterns; blanks around a pattern are trimmed,
+ * as upstream's initializers split the variable). */
+static int ignored(const kft_fetch_options *opt, const char *name)
+{
+	const char *list = opt ? opt->ignore_patterns : NULL;
+	char pattern[512];
+	for (const char *p = list; p && *p; p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		const char *s = p, *e = p + n;
+		p = e;
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e == s || (size_t)(e - s) + 2 > sizeof(pattern))
+			continue;
+		int dir = e[-1] == '/';
+		snprintf(pattern, sizeof(pattern), "%.*s%s", (int)(e - s), s, dir ? "*" : "");
+		if (fnmatch(pattern, name, FNM_NOESCAPE) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int make_parents(const char *dest_dir, const char *rel, kft_error *err)
 {
 	char path[PATH_MAX_LEN];
@@ -750,10 +775,12 @@ static int hf_download_all(const hf_ctx *h, json_t *info, kft_error *err)
 			                     h->ref->repo, file ? file : "(none)");
 		if (!hf_wanted(h->ref, file) || !hf_allowed(h->opt, file))
 			continue;
+		matched++;
+		if (ignored(h->opt, file))
+			continue;
 		int rc = sibling_sha(sib, &sha, err);
 		if (rc || (rc = hf_download(h, file, sha, err)))
 			return rc;
-		matched++;
 	}
 	if (matched == 0)
 		return kft_error_set(err, KFT_ENOTFOUND, "fetch hf://%s: no file matches \"%s\"",
@@ -848,7 +875,7 @@ static int s3_list_page(const s3_ctx *s, const char *prefix, const char *token, 
 static int s3_get_prefix(const s3_ctx *s, const char *prefix, const char *dest_dir, kft_error *err)
 {
 	char *token = NULL, dest[PATH_MAX_LEN];
-	size_t fetched = 0;
+	size_t listed = 0;
 	int rc = 0;
 	do {
 		kft_s3_list page = {0};
@@ -858,6 +885,9 @@ static int s3_get_prefix(const s3_ctx *s, const char *prefix, const char *dest_d
 			if (strncmp(key, prefix, strlen(prefix)) != 0 || !*rel ||
 			    rel[strlen(rel) - 1] == '/')
 				continue; /* outside the prefix, or a folder marker */
+			listed++;
+			if (ignored(s->opt, key))
+				continue; /* as upstream's S3 initializers skip it */
 			if (!relpath_ok(rel))
 				rc = kft_error_set(err, KFT_EINVAL,
 				                   "fetch %s: unsafe object key %s", s->uri, key);
@@ -865,11 +895,9 @@ static int s3_get_prefix(const s3_ctx *s, const char *prefix, const char *dest_d
 			         sizeof(dest))
 				rc = kft_error_set(err, KFT_ELIMIT,
 				                   "fetch %s: path too long for %s", s->uri, key);
-			else if (access(dest, F_OK) == 0)
-				fetched++; /* finished by an earlier run */
-			else if ((rc = make_parents(dest_dir, rel, err)) == 0 &&
-			         (rc = s3_get(s, key, dest, err)) == 0)
-				fetched++;
+			else if (access(dest, F_OK) != 0 && /* else finished by an earlier run */
+			         (rc = make_parents(dest_dir, rel, err)) == 0)
+				rc = s3_get(s, key, dest, err);
 		}
 		free(token);
 		token = rc == 0 && page.truncated && page.next_token ? strdup(page.next_token)
@@ -881,7 +909,7 @@ static int s3_get_prefix(const s3_ctx *s, const char *prefix, const char *dest_d
 		kft_s3_list_free(&page);
 	} while (rc == 0 && token);
 	free(token);
-	if (rc == 0 && fetched == 0)
+	if (rc == 0 && listed == 0)
 		return kft_error_set(err, KFT_ENOTFOUND, "fetch %s: no object under %s", s->uri,
 		                     prefix);
 	return rc;
@@ -909,6 +937,8 @@ static int fetch_s3(const char *uri, const char *dest_dir, const kft_fetch_optio
 	int rc = kft_s3_open(bucket, &s.s3, err);
 	if (rc)
 		return rc;
+	if (klen && key[klen - 1] != '/' && ignored(opt, key))
+		return 0; /* as upstream's S3 initializers skip a key that matches */
 	if (klen && key[klen - 1] != '/') {
 		const char *name = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
 		if ((size_t)snprintf(dest, sizeof(dest), "%s/%s", dest_dir, name) >= sizeof(dest))

@@ -110,6 +110,11 @@ typedef struct kft_fetch_options {
 	 * holding both). Unset: libcurl's default, the system bundle. */
 	const char *ca_file;
 	const char *ca_dir;
+	/* Upstream's initializers' IGNORE_PATTERNS: comma-separated shell
+	 * patterns (Python's fnmatch: '*' crosses '/'; a pattern ending in '/'
+	 * gets '*' appended, as huggingface_hub does); a hub file or S3 key
+	 * matching one is not fetched. NULL or "" for none. */
+	const char *ignore_patterns;
 } kft_fetch_options;
 
 /* Downloads one http:// or https:// URL to dest_path (a file name).
@@ -146,6 +151,9 @@ int kft_fetch_url(const char *url, const char *dest_path, const char *const *hea
  *                         when a token is known, and checked against the
  *                         siblings[].lfs.sha256 the hub reports when present.
  *                         Files already present in dest_dir are kept.
+ * A hub file or S3 key matching opt->ignore_patterns is skipped, as upstream's
+ * initializers skip it (huggingface_hub's snapshot_download, opendal's
+ * listing filtered with fnmatch).
  * Errors: as kft_fetch_url; KFT_EINVAL for an unknown scheme or a malformed
  * URI, or a hub file name that would escape dest_dir; KFT_ENOTFOUND for a
  * missing file:// path, a missing repository or PATH matching no file;

@@ -19,8 +19,9 @@
  *                      unless those are set already
  *
  * and writes into <mount of /workspace>/dataset or .../model, the paths the
- * upstream programs use. IGNORE_PATTERNS is not supported (every file is
- * fetched) and says so in the log.
+ * upstream programs use. IGNORE_PATTERNS (comma-separated; the SDK sets
+ * its defaults, "*.msgpack,*.h5,*.bin,*.pt,*.pth") leaves out hub files and
+ * S3 keys that match, as upstream's initializers do.
  *
  * The log gets one "fetched FILE (N bytes)" line per file and, while a file
  * downloads, a progress line at most once a second (format and parser below,
@@ -179,8 +180,6 @@ int kft_local_initializer_main(const char *kind, const char *workspace)
 		        kind);
 		return 1;
 	}
-	if (getenv("IGNORE_PATTERNS"))
-		printf("IGNORE_PATTERNS is not supported locally: every file is fetched\n");
 	snprintf(dest, sizeof(dest), "%s/%s", workspace, kind);
 	if (make_dest(dest) != 0)
 		return 1;
@@ -202,7 +201,8 @@ int kft_local_initializer_main(const char *kind, const char *workspace)
 	kft_fetch_options opt = {.progress = progress,
 	                         .progress_user = &prog,
 	                         .hf_dataset = dataset,
-	                         .hf_allow = dataset ? NULL : model_files};
+	                         .hf_allow = dataset ? NULL : model_files,
+	                         .ignore_patterns = getenv("IGNORE_PATTERNS")};
 	int rc = kft_fetch_uri(uri, dest, &opt, &err);
 	curl_global_cleanup();
 	if (rc) {

@@ -9,8 +9,14 @@
  *    failure rolls everything back and stops the supervisor, so a job is
  *    either fully submitted or not at all.
  *  - The supervisor is started with posix_spawn in a session of its own,
- *    stdin on /dev/null and output in <job dir>/supervisor.log, cwd "/", so
- *    it outlives the CLI and holds nothing of it.
+ *    stdin and output on /dev/null, cwd "/", so it outlives the CLI and
+ *    holds nothing of it, and a pipe on its fd 3: the submitter writes "g"
+ *    after its commit (or closes the pipe to call the start off), and the
+ *    supervisor then sends its output to <job dir>/supervisor.log and claims
+ *    the job. So no supervisor ever waits on the store's lock, and a submit
+ *    starts it first, before its own checks and writes: meanwhile the
+ *    supervisor starts and makes its status server's credentials, the
+ *    costliest part of its start (two P-256 keys), on the other core.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads
@@ -54,7 +60,8 @@ extern char **environ;
 
 #define MAX_CHILDREN       64
 #define SUPERVISOR_STOP_MS (KFT_LOCAL_STOP_GRACE_MS + 3000)
-#define SUPERVISOR_LOG     "supervisor.log"
+#define GO_FD              3 /* the supervisor's go pipe (see the top) */
+#define GO_FD_STRING       "3"
 
 struct kft_local {
 	char *state_dir, *exe;
@@ -62,6 +69,8 @@ struct kft_local {
 	kft_local_backend_state backend;
 	pid_t children[MAX_CHILDREN]; /* supervisors we started and must reap */
 	size_t n_children;
+	pid_t pending;  /* a supervisor started for the transaction under way, or -1 */
+	int pending_go; /* the write end of its go pipe, or -1 */
 };
 
 /* local.h promises NULL or "" means "default": every entry point that takes
@@ -81,6 +90,8 @@ int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_
 	char buf[PATH_MAX];
 	if (!l)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	l->pending = -1;
+	l->pending_go = -1;
 	l->state_dir = state_dir ? strdup(state_dir) : kft_store_default_dir();
 	if (!exe) {
 		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -115,10 +126,13 @@ static void reap_children(kft_local *l)
 	l->n_children = k;
 }
 
+static void release_supervisor(kft_local *l, bool go);
+
 void kft_local_close(kft_local *l)
 {
 	if (!l)
 		return;
+	release_supervisor(l, false);
 	reap_children(l);
 	kft_store_close(l->store);
 	free(l->state_dir);
@@ -243,6 +257,19 @@ static json_t *base_env_json(char *const *given)
 
 /* ---- starting a supervisor ----------------------------------------------------- */
 
+/* A supervisor outlives the command that starts it: a session of its own (no
+ * terminal's signals) and no signal blocked. */
+static void supervisor_attr(posix_spawnattr_t *at)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_init(at);
+	posix_spawnattr_setflags(at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+	                                     POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(at, &none);
+	posix_spawnattr_setsigdefault(at, &none);
+}
+
 int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, const char *ns,
                              const char *name, pid_t *pid, kft_error *err)
 {
@@ -257,18 +284,12 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 	                (char *)(flag ? ns : name),
 	                (char *)(flag ? name : NULL),
 	                NULL};
-	if (asprintf(&logp, "%s/%s", dir, SUPERVISOR_LOG) < 0)
+	if (asprintf(&logp, "%s/%s", dir, KFT_LOCAL_SUPERVISOR_LOG) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	int rc = kft_local_mkdir_under(l->state_dir, dir, err);
 	if (rc == 0) {
-		sigset_t none;
-		sigemptyset(&none);
 		posix_spawn_file_actions_init(&fa);
-		posix_spawnattr_init(&at);
-		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-		                                      POSIX_SPAWN_SETSIGDEF);
-		posix_spawnattr_setsigmask(&at, &none);
-		posix_spawnattr_setsigdefault(&at, &none);
+		supervisor_attr(&at);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 		posix_spawn_file_actions_addopen(&fa, 1, logp,
 		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
@@ -288,30 +309,69 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 	return rc;
 }
 
-static int spawn_supervisor(kft_local *l, const char *ns, const char *name, pid_t *pid,
-                            kft_error *err)
+/* Starts `kftrainer supervise` for ns/name, waiting on a go pipe (see the
+ * top); the pipe's write end becomes l->pending_go and the pid l->pending. */
+static int spawn_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
-	char *dir = kft_local_job_dir(l, ns, name);
-	int rc = dir ? kft_local_start_detached(l, dir, NULL, ns, name, pid, err)
-	             : kft_error_set(err, KFT_ENOMEM, "out of memory");
-	free(dir);
-	return rc;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char *argv[] = {l->exe,       "supervise", "--state-dir", l->state_dir, "--go-fd",
+	                GO_FD_STRING, (char *)ns,  (char *)name,  NULL};
+	int go[2];
+	pid_t pid = -1;
+	if (pipe2(go, O_CLOEXEC) != 0)
+		return kft_error_set(err, KFT_EIO, "cannot start the supervisor: pipe: %s",
+		                     strerror(errno));
+	posix_spawn_file_actions_init(&fa);
+	supervisor_attr(&at);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_adddup2(&fa, go[0], GO_FD);
+	posix_spawn_file_actions_addclosefrom_np(&fa, GO_FD + 1);
+	posix_spawn_file_actions_addchdir_np(&fa, "/");
+	int e = posix_spawn(&pid, l->exe, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(go[0]);
+	if (e != 0) {
+		close(go[1]);
+		return kft_error_set(err, KFT_EIO, "cannot start the supervisor %s: %s", l->exe,
+		                     strerror(e));
+	}
+	if (l->n_children < MAX_CHILDREN)
+		l->children[l->n_children++] = pid;
+	l->pending = pid;
+	l->pending_go = go[1];
+	return 0;
 }
 
-/* Starts a supervisor and records it; the caller holds the transaction. */
+/* Lets the pending supervisor go (after the commit), or calls it off; it
+ * then exits at once, and is reaped later. */
+static void release_supervisor(kft_local *l, bool go)
+{
+	if (l->pending_go >= 0) {
+		if (go)
+			while (write(l->pending_go, "g", 1) < 0 && errno == EINTR)
+				;
+		close(l->pending_go);
+	}
+	l->pending_go = -1;
+	l->pending = -1;
+}
+
+/* Records the pending supervisor (started now when none is) as the job's;
+ * the caller holds the transaction and releases the supervisor after it. */
 static int start_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
-	pid_t pid = -1;
 	long long ticks = 0;
-	int rc = spawn_supervisor(l, ns, name, &pid, err);
+	int rc = l->pending < 0 ? spawn_supervisor(l, ns, name, err) : 0;
 	if (rc)
 		return rc;
-	kft_local_proc_ticks(pid, &ticks, NULL); /* our unreaped child: it exists */
-	rc = kft_store_set_supervisor(l->store, ns, name, (int)pid, ticks, err);
-	if (rc) {
-		kill(pid, SIGKILL);
-		reap_children(l);
-	}
+	kft_local_proc_ticks(l->pending, &ticks, NULL); /* our unreaped child: it exists */
+	rc = kft_store_set_supervisor(l->store, ns, name, (int)l->pending, ticks, err);
+	if (rc)
+		release_supervisor(l, false);
 	return rc;
 }
 
@@ -633,23 +693,25 @@ static int record_job(kft_local *l, const kft_framework *fw, json_t *tj, const j
 	int rc = kft_store_job_create(l->store, tj, NULL, &uid, err);
 	if (rc)
 		return rc;
-	/* the job is new (the store said so under its lock): its directory is ours */
 	char *dir = kft_local_job_dir(l, ns, name);
-	*made_dir = dir != NULL;
-	rc = dir ? kft_local_mkdir_under(l->state_dir, dir, err)
-	         : kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (rc) {
-		free(dir);
+	if (!dir) {
 		free(uid);
-		return rc;
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	}
 	kft_local_backend_init(&b, uid, NULL);
 	b.job_dir = dir;
+	/* The plugins run before anything exists on disk: one that fails, or
+	 * takes the process down, leaves no directory behind (the store's
+	 * transaction is not committed either). */
 	rc = kft_framework_build(fw, &b.table, tj, runtime, &objects, err);
 	if (rc == 0)
 		rc = refuse_nul_objects(objects, name, err);
 	if (rc == 0)
 		rc = check_torchtune(tj, objects, opts, err);
+	/* the job is new (the store said so under its lock): its directory is ours */
+	*made_dir = rc == 0;
+	if (rc == 0)
+		rc = kft_local_mkdir_under(l->state_dir, dir, err);
 	char *own_wd = NULL;
 	if (rc == 0)
 		rc = own_workdir(l->state_dir, opts, dir, &own_wd, err);
@@ -711,6 +773,10 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));
+	/* The supervisor first (see the top); a suspended job gets none. */
+	if (rc == 0 && !json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend")))
+		rc = spawn_supervisor(l, json_string_value(json_object_get(meta, "namespace")),
+		                      json_string_value(json_object_get(meta, "name")), err);
 	if (rc == 0)
 		rc = kft_store_begin(l->store, err);
 	if (rc == 0) {
@@ -723,6 +789,7 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 		if (rc && made_dir)
 			remove_job_dir(l, meta);
 	}
+	release_supervisor(l, rc == 0);
 	const char *name = json_string_value(json_object_get(meta, "name"));
 	if (rc == 0 && name_out && !(*name_out = strdup(name)))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -766,22 +833,102 @@ static bool supervisor_alive(kft_local *l, const char *ns, const char *name, kft
 	return *rc == 0 && pid > 0 && kft_local_proc_is(pid, ticks);
 }
 
+/* Why the supervisor died, when it said so last: the report of a plugin
+ * that crashed it (framework/guard.h), the last line of its log, into
+ * why (size n, "" when there is none). Once a supervisor has crashed the
+ * job is finished, so such a line is always the latest supervisor's. */
+static void last_words(kft_local *l, const char *ns, const char *name, char *why, size_t n)
+{
+	char *dir = kft_local_job_dir(l, ns, name), *path = NULL, tail[1024];
+	why[0] = '\0';
+	FILE *f = dir && asprintf(&path, "%s/%s", dir, KFT_LOCAL_SUPERVISOR_LOG) >= 0
+	                  ? fopen(path, "r")
+	                  : NULL;
+	free(dir);
+	free(path);
+	if (!f)
+		return;
+	size_t got = 0;
+	if (fseek(f, -(long)(sizeof(tail) - 1), SEEK_END) != 0)
+		rewind(f);
+	got = fread(tail, 1, sizeof(tail) - 1, f);
+	fclose(f);
+	while (got && tail[got - 1] == '\n')
+		got--;
+	tail[got] = '\0';
+	char *line = strrchr(tail, '\n');
+	line = line ? line + 1 : tail;
+	const char *report = strstr(line, ": plugin ");
+	if (report && strstr(report, " crashed ("))
+		snprintf(why, n, ": %s", report + 2);
+}
+
+/* The pods a lost supervisor ran were just killed with it: their Running
+ * and Pending records become Failed (exit 137, SIGKILL, reason
+ * SupervisorLost), as a kubelet reports containers killed under a pod, so
+ * no pod says Running beside a failed job. */
+static int settle_pods(kft_local *l, const char *ns, const char *name, const char *now,
+                       kft_error *err)
+{
+	kft_pod_record *recs = NULL;
+	size_t n = 0;
+	int rc = kft_store_pods(l->store, ns, name, &recs, &n, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		kft_pod_record r = recs[i];
+		if (strcmp(r.state, "Running") != 0 && strcmp(r.state, "Pending") != 0)
+			continue;
+		r.state = "Failed";
+		r.exit_code = strcmp(recs[i].state, "Running") == 0 ? 128 + SIGKILL : 0;
+		r.signal = r.exit_code ? SIGKILL : 0;
+		r.finished = (char *)now;
+		r.reason = KFT_LOCAL_REASON_SUPERVISOR_LOST;
+		r.message = "stopped: the job's supervisor is gone";
+		rc = kft_store_pod_upsert(l->store, ns, name, &r, err);
+	}
+	kft_pod_records_free(recs, n);
+	return rc;
+}
+
+/* The same for the status the supervisor last wrote: Jobs it counted
+ * active or ready have failed with their pods. */
+static void settle_jobs_status(json_t *status)
+{
+	size_t i;
+	json_t *js;
+	json_array_foreach(json_object_get(status, "jobsStatus"), i, js)
+	{
+		json_int_t lost = json_integer_value(json_object_get(js, "active"));
+		if (!json_is_integer(json_object_get(js, "failed")))
+			continue;
+		json_object_set_new(
+		        js, "failed",
+		        json_integer(json_integer_value(json_object_get(js, "failed")) + lost));
+		json_object_set_new(js, "active", json_integer(0));
+		json_object_set_new(js, "ready", json_integer(0));
+	}
+}
+
 /* Inside the caller's transaction: the job re-read, still orphaned. */
 static int mark_lost(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
 	json_t *tj = NULL;
 	int pid = 0, rc;
 	long long ticks;
-	char now[32], msg[256];
+	char now[32], msg[1536], why[1100];
 	rc = kft_store_job_get(l->store, ns, name, &tj, err);
 	if (rc == 0 && needs_supervisor(tj) && !supervisor_alive(l, ns, name, err, &rc) &&
 	    rc == 0) {
 		kft_store_get_supervisor(l->store, ns, name, &pid, &ticks, NULL);
 		kill_leftovers(l, ns, name);
 		kft_rfc3339_now(now);
+		last_words(l, ns, name, why, sizeof(why));
 		snprintf(msg, sizeof(msg),
-		         "the job's supervisor (pid %d) is gone; its processes were stopped", pid);
+		         "the job's supervisor (pid %d) is gone%s; its processes were stopped", pid,
+		         why);
 		rc = kft_trainjob_set_failed(tj, msg, KFT_LOCAL_REASON_SUPERVISOR_LOST, now, err);
+		settle_jobs_status(json_object_get(tj, "status"));
+		if (rc == 0)
+			rc = settle_pods(l, ns, name, now, err);
 		if (rc == 0)
 			rc = kft_store_job_set_status(l->store, ns, name,
 			                              json_object_get(tj, "status"), err);
@@ -919,6 +1066,47 @@ static int suspend_job(kft_local *l, const char *ns, const char *name, kft_error
 	return rc;
 }
 
+int kft_local_load_job_plugins(kft_store *s, const char *ns, const char *name, kft_framework *fw,
+                               kft_error *err)
+{
+	json_t *paths = NULL;
+	int rc = kft_store_job_get_plugins(s, ns, name, &paths, err);
+	size_t i;
+	json_t *p;
+	json_array_foreach(rc == 0 ? paths : NULL, i, p)
+	{
+		const char *path = json_string_value(p);
+		if (!path) {
+			rc = kft_error_set(err, KFT_EPARSE,
+			                   "stored plugin list holds a non-string");
+		} else if ((rc = kft_framework_load_plugin(fw, path, err)) != 0) {
+			char why[KFT_ERROR_MESSAGE_MAX];
+			snprintf(why, sizeof(why), "%s", err ? err->message : "");
+			rc = kft_error_set(
+			        err, KFT_EINVAL,
+			        "plugin %s, loaded when the job was submitted, cannot be "
+			        "loaded now: %s",
+			        path, why);
+		}
+		if (rc)
+			break;
+	}
+	json_decref(paths);
+	return rc;
+}
+
+/* The plugins a job's supervisor will load must load: a resume that would
+ * start a supervisor only to fail refuses instead, the job left as it was. */
+static int check_job_plugins(kft_local *l, const char *ns, const char *name, kft_error *err)
+{
+	kft_framework *fw = NULL;
+	int rc = kft_framework_new(KFT_LOCAL_FEATURES, &fw, err);
+	if (rc == 0)
+		rc = kft_local_load_job_plugins(l->store, ns, name, fw, err);
+	kft_framework_free(fw);
+	return rc;
+}
+
 /* The job's pods were told where its status endpoint is when it was built;
  * a port another process took meanwhile is said now, not found out by the
  * training code's first report. */
@@ -934,10 +1122,12 @@ static int status_port_free(kft_local *l, const char *ns, const char *name, kft_
 
 static int resume_job(kft_local *l, const char *ns, const char *name, json_t *tj, kft_error *err)
 {
-	char now[32];
-	int rc = status_port_free(l, ns, name, err);
+	int rc = check_job_plugins(l, ns, name, err);
+	if (rc == 0)
+		rc = status_port_free(l, ns, name, err);
 	if (rc)
 		return rc;
+	char now[32];
 	kft_rfc3339_now(now);
 	json_object_set_new(json_object_get(tj, "spec"), "suspend", json_false());
 	rc = kft_trainjob_set_suspended(tj, now, err);
@@ -974,9 +1164,11 @@ int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool s
 	json_decref(tj);
 	if (rc) {
 		kft_store_rollback(l->store);
+		release_supervisor(l, false);
 		return rc;
 	}
 	rc = kft_store_commit(l->store, err);
+	release_supervisor(l, rc == 0); /* a resume's */
 	return rc == 0 && change && suspend ? suspend_job(l, ns, name, err) : rc;
 }
 

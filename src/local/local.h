@@ -154,8 +154,12 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 
 /* The supervisor's body, run by the hidden `kftrainer supervise` verb: runs
  * job ns/name to its end (or until it is suspended or deleted), then
- * returns. Not for other callers. */
-int kft_local_supervise(const char *state_dir, const char *ns, const char *name, kft_error *err);
+ * returns. go_fd, when not -1, is the submitter's go pipe (local.c): the
+ * supervisor prepares, waits for "g" on it (returns 0 at once when the
+ * submit was called off) and then sends its output to the job's
+ * supervisor.log. Not for other callers. */
+int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
+                        kft_error *err);
 
 /*
  * Download progress in an initializer's log. While a file downloads, the
@@ -204,6 +208,20 @@ int kft_local_pods(kft_local *l, const char *ns, const char *name, json_t **out,
  * listing the mount paths), KFT_EINVAL (a relative path), KFT_ENOMEM. */
 int kft_local_host_path(kft_local *l, const char *ns, const char *name, const char *rjob,
                         const char *path, char **out, kft_error *err);
+
+/* What a replicated job runs, as JobSet and the Job controller read it
+ * (jobset_model.c; the engine, the GPU request, the pod view and the CLI's
+ * NODES and log counts all use this one rule): its replicas (1 when absent),
+ * each Job's parallelism (1 when absent) and completions (the parallelism
+ * when absent); its pods number replicas x completions. A count that is not
+ * an integer is taken as absent. */
+typedef struct kft_rjob_counts {
+	int64_t replicas, parallelism, completions;
+} kft_rjob_counts;
+
+/* The counts of rjob (a replicatedJobs entry, borrowed). 0, or -1 when one
+ * is negative (c filled either way). */
+int kft_rjob_counts_of(const json_t *rjob, kft_rjob_counts *c);
 
 /* The backend table (backend.h) the local backend builds with. */
 const kft_backend *kft_local_backend(kft_local *l);

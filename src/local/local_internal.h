@@ -12,6 +12,7 @@
 #define KFT_LOCAL_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,6 +29,9 @@
  * supervisor). */
 #define KFT_LOCAL_REASON_SUPERVISOR_LOST "SupervisorLost"
 
+/* The supervisor's output, in its job's directory. */
+#define KFT_LOCAL_SUPERVISOR_LOG "supervisor.log"
+
 /* The job's own temporary directory under its job directory: every process
  * of the job gets it as TMPDIR, and it is removed with the job. */
 #define KFT_LOCAL_JOB_TMP "tmp"
@@ -37,6 +41,12 @@
  *   with code 1 (pod NAME) <==
  * on one line, after an empty one, like tail(1)'s file headers. */
 #define KFT_LOCAL_ATTEMPT_MARK "==>"
+
+/* The last lines (at most max_lines, each indented by two spaces, joined by
+ * newlines) of the attempt a pod's log at path ends with, cleaned for a
+ * message (logtail.c), into out (size bytes, always terminated; "" when the
+ * log is missing or empty). Returns the number of lines written. */
+size_t kft_local_log_tail(const char *path, size_t max_lines, char *out, size_t size);
 
 /* Set to "off" (or "0") in the supervisor's environment, pods with volumes
  * run without a private mount view, their mount paths rewritten (podspec.h,
@@ -79,6 +89,14 @@ int kft_local_mkdir_under(const char *state_dir, const char *dir, kft_error *err
 /* Removes a directory tree (does not follow symlinks; bounded depth).
  * Returns 0 or KFT_EIO naming the first path that could not be removed. */
 int kft_local_rmtree(const char *path, kft_error *err);
+
+/* Loads into fw the plugin files the job's submitter loaded (stored with
+ * the job), so its supervisor runs the PostExecution points its objects
+ * were built with. A file that cannot be loaded now (gone, replaced,
+ * refused) is KFT_EINVAL naming it: "plugin PATH, loaded when the job was
+ * submitted, cannot be loaded now: WHY". Errors of the store otherwise. */
+int kft_local_load_job_plugins(kft_store *s, const char *ns, const char *name, kft_framework *fw,
+                               kft_error *err);
 
 /* Kills the recorded process groups of every pod of a job (as
  * kft_local_kill_group). Errors of kft_store_pods. */
@@ -168,22 +186,10 @@ void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const j
 
 /* Runs job ns/name as its supervisor until it ends, is suspended or deleted
  * (the body of kft_local_supervise, which sets up the process first). The
- * store is taken over and closed before returning, on every path. */
+ * store is taken over and closed before returning, on every path. creds
+ * (borrowed, NULL: made when needed) serve the job's status endpoint. */
+struct kft_statusserver_creds;
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
-                         kft_error *err);
-
-/* ---- jobset_model.c: a replicated job's counts ----------------------------------- */
-
-/* What a replicated job runs, as JobSet and the Job controller read it: its
- * replicas (1 when absent), each Job's parallelism (1 when absent) and
- * completions (the parallelism when absent); its pods number replicas x
- * completions. A count that is not an integer is taken as absent. */
-typedef struct kft_rjob_counts {
-	int64_t replicas, parallelism, completions;
-} kft_rjob_counts;
-
-/* The counts of rjob (a replicatedJobs entry, borrowed). 0, or -1 when one
- * is negative (c filled either way). */
-int kft_rjob_counts_of(const json_t *rjob, kft_rjob_counts *c);
+                         const struct kft_statusserver_creds *creds, kft_error *err);
 
 #endif

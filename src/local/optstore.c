@@ -22,11 +22,6 @@
 static const kft_store_kind optimization = {
         .kind = "OptimizationJob", .a_kind = "an OptimizationJob", .resource = OPT_RESOURCE};
 
-static int not_found(kft_error *err, const char *name)
-{
-	return kft_error_set(err, KFT_ENOTFOUND, OPT_RESOURCE " \"%s\" not found", name);
-}
-
 /* Prepares sql with ?1 = namespace, ?2 = name. */
 static int prepare_opt(kft_store *s, const char *sql, const char *ns, const char *name,
                        sqlite3_stmt **st, kft_error *err)
@@ -211,7 +206,7 @@ int kft_optstore_exec(kft_store *s, const char *ns, const char *name, kft_opt_ex
 		out->job_workdir = sqlite3_column_int(st, 4) != 0;
 		out->seed = sqlite3_column_int64(st, 5);
 	} else {
-		rc = step == SQLITE_DONE ? not_found(err, name)
+		rc = step == SQLITE_DONE ? kft_store_not_found_named(&optimization, name, err)
 		                         : kft_store_db_fail(s, err, "reading the OptimizationJob");
 	}
 	kft_store_release(s, st);
@@ -260,7 +255,7 @@ int kft_optstore_cursors(kft_store *s, const char *ns, const char *name, json_t 
 		return rc;
 	int step = sqlite3_step(st);
 	rc = step == SQLITE_ROW    ? column_json(st, 0, out, err)
-	     : step == SQLITE_DONE ? not_found(err, name)
+	     : step == SQLITE_DONE ? kft_store_not_found_named(&optimization, name, err)
 	                           : kft_store_db_fail(s, err, "reading the OptimizationJob");
 	kft_store_release(s, st);
 	if (rc == 0 && !*out && !(*out = json_object()))
@@ -271,40 +266,21 @@ int kft_optstore_cursors(kft_store *s, const char *ns, const char *name, json_t 
 int kft_optstore_set_supervisor(kft_store *s, const char *ns, const char *name, int pid,
                                 long long ticks, kft_error *err)
 {
-	sqlite3_stmt *st;
-	int rc = prepare_opt(s,
-	                     "UPDATE optimizations SET supervisor_pid = ?3, supervisor_start = ?4"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, name, &st, err);
-	if (rc)
-		return rc;
-	sqlite3_bind_int(st, 3, pid);
-	sqlite3_bind_int64(st, 4, ticks);
-	return finish_write(s, st, name, err);
+	return kft_store_set_supervisor_named(
+	        s, &optimization,
+	        "UPDATE optimizations SET supervisor_pid = ?3, supervisor_start = ?4"
+	        " WHERE namespace = ?1 AND name = ?2",
+	        ns, name, pid, ticks, err);
 }
 
 int kft_optstore_get_supervisor(kft_store *s, const char *ns, const char *name, int *pid,
                                 long long *ticks, kft_error *err)
 {
-	sqlite3_stmt *st;
-	*pid = 0;
-	*ticks = 0;
-	int rc = prepare_opt(s,
-	                     "SELECT supervisor_pid, supervisor_start FROM optimizations"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, name, &st, err);
-	if (rc)
-		return rc;
-	int step = sqlite3_step(st);
-	if (step == SQLITE_ROW) {
-		*pid = sqlite3_column_int(st, 0);
-		*ticks = sqlite3_column_int64(st, 1);
-	}
-	rc = step == SQLITE_ROW    ? 0
-	     : step == SQLITE_DONE ? not_found(err, name)
-	                           : kft_store_db_fail(s, err, "reading the OptimizationJob");
-	kft_store_release(s, st);
-	return rc;
+	return kft_store_get_supervisor_named(
+	        s, &optimization,
+	        "SELECT supervisor_pid, supervisor_start FROM optimizations"
+	        " WHERE namespace = ?1 AND name = ?2",
+	        ns, name, pid, ticks, err);
 }
 
 int kft_optstore_mark_deleting(kft_store *s, const char *ns, const char *name, kft_error *err)

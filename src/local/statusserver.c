@@ -2,9 +2,10 @@
  * statusserver.c - the supervisor's HTTPS server for upstream's status
  * endpoint (see statusserver.h and docs/local.md).
  *
- * Design in plain words. At job start the supervisor makes a CA (P-256,
- * util/cert.c), a serving certificate it signs for 127.0.0.1 and localhost,
- * and a random bearer token; the CA certificate and the token are written
+ * Design in plain words. The supervisor makes a CA (P-256, util/cert.c) and a
+ * serving certificate it signs for 127.0.0.1 and localhost (while it waits
+ * for its job's commit: kft_statusserver_creds_make), and at job start a
+ * random bearer token; the CA certificate and the token are written
  * 0600 where the TrainJobStatus plugin told the pods to look. The key never
  * touches the disk. The server is the core's (src/http/server.c): its poll
  * thread takes each connection through the TLS handshake and the head, and
@@ -125,11 +126,10 @@ static int url_port(const char *url, const char *ns, const char *name, int *port
 	return 0;
 }
 
-/* The CA (whose certificate the pods trust, written to ca_path) and the
- * serving pair it signs, in *srv. */
-static int make_certs(const char *ca_path, kft_cert *srv, kft_error *err)
+/* The CA (whose certificate the pods trust) and the serving pair. */
+int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err)
 {
-	kft_cert ca = {0};
+	kft_cert ca = {0}, srv = {0};
 	kft_cert_opts ca_opts = {.key_type = KFT_CERT_EC_P256,
 	                         .is_ca = true,
 	                         .subject = "CN=kftrainer local status server CA",
@@ -138,14 +138,26 @@ static int make_certs(const char *ca_path, kft_cert *srv, kft_error *err)
 	                          .issuer = &ca,
 	                          .subject = "CN=localhost",
 	                          .valid_days = CA_DAYS};
+	memset(c, 0, sizeof(*c));
 	int rc = kft_cert_make(&ca_opts, "status server: cannot make its CA", &ca, err);
 	if (rc == 0)
-		rc = kft_cert_make(&srv_opts, "status server: cannot make its certificate", srv,
+		rc = kft_cert_make(&srv_opts, "status server: cannot make its certificate", &srv,
 		                   err);
-	if (rc == 0)
-		rc = write_private(ca_path, ca.cert_pem, err);
+	if (rc == 0) { /* the CA's key signed the one certificate and goes */
+		c->ca_pem = ca.cert_pem, c->cert_pem = srv.cert_pem, c->key_pem = srv.key_pem;
+		ca.cert_pem = srv.cert_pem = srv.key_pem = NULL;
+	}
 	kft_cert_free(&ca);
+	kft_cert_free(&srv);
 	return rc;
+}
+
+void kft_statusserver_creds_free(kft_statusserver_creds *c)
+{
+	free(c->ca_pem);
+	free(c->cert_pem);
+	kft_secret_free(c->key_pem);
+	memset(c, 0, sizeof(*c));
 }
 
 /* ---- requests (on the server core's threads) ---------------------------------------- */
@@ -224,11 +236,12 @@ static void serve(void *ctx, kft_http_conn *c, const kft_http_req *r)
 
 /* ---- open and close --------------------------------------------------------------------- */
 
-static int start_http(kft_statusserver *s, int port, const kft_cert *srv, kft_error *err)
+static int start_http(kft_statusserver *s, int port, const kft_statusserver_creds *c,
+                      kft_error *err)
 {
 	char addr[32];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	kft_http_tls tls = {.cert_pem = srv->cert_pem, .key_pem = srv->key_pem, .min_minor = 2};
+	kft_http_tls tls = {.cert_pem = c->cert_pem, .key_pem = c->key_pem, .min_minor = 2};
 	s->handlers = (kft_httpd_handlers){.admit = admit, .serve = serve, .ctx = s};
 	kft_httpd_opts o = {.name = "status",
 	                    .listen = addr,
@@ -247,7 +260,8 @@ static int start_http(kft_statusserver *s, int port, const kft_cert *srv, kft_er
 
 int kft_statusserver_open(const char *url, const char *ca_path, const char *token_path,
                           const char *ns, const char *name, const json_t *trainjob,
-                          kft_statusserver **out, kft_error *err)
+                          const kft_statusserver_creds *creds, kft_statusserver **out,
+                          kft_error *err)
 {
 	int port = 0;
 	*out = NULL;
@@ -264,7 +278,7 @@ int kft_statusserver_open(const char *url, const char *ca_path, const char *toke
 	s->name = strdup(name);
 	s->token = new_token();
 	s->trainjob = trainjob ? json_deep_copy(trainjob) : NULL;
-	kft_cert srv = {0};
+	kft_statusserver_creds own = {0};
 	int rc = s->ns && s->name && s->token && (s->trainjob || !trainjob)
 	                 ? 0
 	                 : kft_error_set(err, KFT_ENOMEM, "out of memory");
@@ -272,17 +286,21 @@ int kft_statusserver_open(const char *url, const char *ca_path, const char *toke
 	        .ns = s->ns, .name = s->name, .token = s->token, .trainjob = s->trainjob};
 	if (rc == 0 && pipe2(s->bell, O_CLOEXEC | O_NONBLOCK) != 0)
 		rc = kft_error_set(err, KFT_EIO, "status server: pipe: %s", strerror(errno));
+	if (rc == 0 && (!creds || !creds->ca_pem || !creds->cert_pem || !creds->key_pem)) {
+		rc = kft_statusserver_creds_make(&own, err);
+		creds = &own;
+	}
 	if (rc == 0)
 		rc = make_dir_of(ca_path, err);
 	if (rc == 0)
 		rc = make_dir_of(token_path, err);
 	if (rc == 0)
-		rc = make_certs(ca_path, &srv, err);
+		rc = write_private(ca_path, creds->ca_pem, err);
 	if (rc == 0)
 		rc = write_private(token_path, s->token, err);
 	if (rc == 0)
-		rc = start_http(s, port, &srv, err);
-	kft_cert_free(&srv);
+		rc = start_http(s, port, creds, err);
+	kft_statusserver_creds_free(&own);
 	if (rc) {
 		kft_statusserver_close(s);
 		return rc;

@@ -35,9 +35,25 @@
 
 typedef struct kft_statusserver kft_statusserver;
 
-/* Makes the job's CA, serving certificate and token, writes ca_path and
- * token_path (0600, replacing older ones) and listens on the loopback port
- * of url (the KUBEFLOW_TRAINER_SERVER_URL its pods were given; it must be
+/* What a server presents: a CA certificate (the file pods trust), and the
+ * serving certificate for 127.0.0.1/localhost it signed with its key, all
+ * PEM. Making them (two P-256 keys, two signatures) is most of a
+ * supervisor's start-up CPU, so a supervisor makes them while it waits for
+ * its job to be committed (supervisor.c). The key stays in memory. */
+typedef struct kft_statusserver_creds {
+	char *ca_pem, *cert_pem, *key_pem;
+} kft_statusserver_creds;
+
+/* Makes new credentials into c (zeroed first). KFT_ENOMEM, KFT_EIO. */
+int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err);
+
+/* Wipes the key and frees the strings; c is left empty. */
+void kft_statusserver_creds_free(kft_statusserver_creds *c);
+
+/* With the credentials creds (borrowed; NULL or empty: made here), writes
+ * the CA to ca_path and a new token to token_path (0600, replacing older
+ * ones) and listens on the loopback port of url (the
+ * KUBEFLOW_TRAINER_SERVER_URL its pods were given; it must be
  * https://127.0.0.1:PORT/ or https://localhost:PORT/ followed by this job's
  * status path). A report is validated into a copy of trainjob (only its
  * status.trainerStatus errors are told, which the report alone decides).
@@ -45,7 +61,8 @@ typedef struct kft_statusserver kft_statusserver;
  * message says so) or a file written. */
 int kft_statusserver_open(const char *url, const char *ca_path, const char *token_path,
                           const char *ns, const char *name, const json_t *trainjob,
-                          kft_statusserver **out, kft_error *err);
+                          const kft_statusserver_creds *creds, kft_statusserver **out,
+                          kft_error *err);
 
 /* A descriptor that is readable while a report waits (-1 for NULL s). */
 int kft_statusserver_fd(const kft_statusserver *s);

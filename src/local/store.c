@@ -165,7 +165,7 @@ static int db_fail(kft_store *s, kft_error *err, const char *what)
 	                     sqlite3_errmsg(s->db));
 }
 
-static int named_not_found(const kft_store_kind *k, const char *name, kft_error *err)
+int kft_store_not_found_named(const kft_store_kind *k, const char *name, kft_error *err)
 {
 	return kft_error_set(err, KFT_ENOTFOUND, "%s \"%s\" not found", k->resource, name);
 }
@@ -175,7 +175,7 @@ static const kft_store_kind trainjob_kind = {
 
 static int not_found(kft_error *err, const char *name)
 {
-	return named_not_found(&trainjob_kind, name, err);
+	return kft_store_not_found_named(&trainjob_kind, name, err);
 }
 
 static const char *ns_or_default(const char *ns)
@@ -271,7 +271,7 @@ int kft_store_finish_named_write(kft_store *s, const kft_store_kind *k, sqlite3_
 	release(s, st);
 	if (rc != SQLITE_DONE)
 		return db_fail(s, err, "write");
-	return sqlite3_changes(s->db) == 0 ? named_not_found(k, name, err) : 0;
+	return sqlite3_changes(s->db) == 0 ? kft_store_not_found_named(k, name, err) : 0;
 }
 
 static int finish_job_write(kft_store *s, sqlite3_stmt *st, const char *name, kft_error *err)
@@ -806,7 +806,7 @@ int kft_store_get_named(kft_store *s, const kft_store_kind *k, const char *sql, 
 	if (rc == SQLITE_ROW)
 		rc = row(st, out, err);
 	else if (rc == SQLITE_DONE)
-		rc = named_not_found(k, name, err);
+		rc = kft_store_not_found_named(k, name, err);
 	else
 		rc = db_fail(s, err, what);
 	release(s, st);
@@ -1013,7 +1013,7 @@ int kft_store_collect_named(kft_store *s, const kft_store_kind *k, sqlite3_stmt 
 		return rc;
 	if (step != SQLITE_DONE)
 		return db_fail(s, err, "reading rows");
-	return rows ? 0 : named_not_found(k, name, err);
+	return rows ? 0 : kft_store_not_found_named(k, name, err);
 }
 
 static int collect_objects(kft_store *s, sqlite3_stmt *st, const char *name, json_t *arr,
@@ -1338,44 +1338,59 @@ void kft_pod_records_free(kft_pod_record *recs, size_t n)
 
 /* ---- supervisor --------------------------------------------------------- */
 
-int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
-                             long long start_time_ticks, kft_error *err)
+int kft_store_set_supervisor_named(kft_store *s, const kft_store_kind *k, const char *sql,
+                                   const char *ns, const char *name, int pid, long long ticks,
+                                   kft_error *err)
 {
 	sqlite3_stmt *st;
-	int rc = prepare_job(s,
-	                     "UPDATE jobs SET supervisor_pid = ?3, supervisor_start = ?4"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, job, &st, err);
+	int rc = kft_store_prepare_named(s, k, sql, ns, name, &st, err);
 	if (rc)
 		return rc;
 	sqlite3_bind_int(st, 3, pid);
-	sqlite3_bind_int64(st, 4, pid ? start_time_ticks : 0);
-	return finish_job_write(s, st, job, err);
+	sqlite3_bind_int64(st, 4, pid ? ticks : 0);
+	return kft_store_finish_named_write(s, k, st, name, err);
 }
 
-int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
-                             long long *start_time_ticks, kft_error *err)
+int kft_store_get_supervisor_named(kft_store *s, const kft_store_kind *k, const char *sql,
+                                   const char *ns, const char *name, int *pid, long long *ticks,
+                                   kft_error *err)
 {
 	sqlite3_stmt *st;
 	*pid = 0;
-	*start_time_ticks = 0;
-	int rc = prepare_job(s,
-	                     "SELECT supervisor_pid, supervisor_start FROM jobs"
-	                     " WHERE namespace = ?1 AND name = ?2",
-	                     ns, job, &st, err);
+	*ticks = 0;
+	int rc = kft_store_prepare_named(s, k, sql, ns, name, &st, err);
 	if (rc)
 		return rc;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*pid = sqlite3_column_int(st, 0);
-		*start_time_ticks = sqlite3_column_int64(st, 1);
+		*ticks = sqlite3_column_int64(st, 1);
 		rc = 0;
 	} else {
-		rc = rc == SQLITE_DONE ? not_found(err, job)
+		rc = rc == SQLITE_DONE ? kft_store_not_found_named(k, name, err)
 		                       : db_fail(s, err, "reading the supervisor");
 	}
 	release(s, st);
 	return rc;
+}
+
+int kft_store_set_supervisor(kft_store *s, const char *ns, const char *job, int pid,
+                             long long start_time_ticks, kft_error *err)
+{
+	return kft_store_set_supervisor_named(
+	        s, &trainjob_kind,
+	        "UPDATE jobs SET supervisor_pid = ?3, supervisor_start = ?4"
+	        " WHERE namespace = ?1 AND name = ?2",
+	        ns, job, pid, start_time_ticks, err);
+}
+
+int kft_store_get_supervisor(kft_store *s, const char *ns, const char *job, int *pid,
+                             long long *start_time_ticks, kft_error *err)
+{
+	return kft_store_get_supervisor_named(s, &trainjob_kind,
+	                                      "SELECT supervisor_pid, supervisor_start FROM jobs"
+	                                      " WHERE namespace = ?1 AND name = ?2",
+	                                      ns, job, pid, start_time_ticks, err);
 }
 
 /* ---- what a job's processes inherit -------------------------------------- */

@@ -33,6 +33,8 @@ typedef struct kft_store_kind {
 	const char *resource; /* "trainjobs.trainer.kubeflow.org" */
 } kft_store_kind;
 
+/* KFT_ENOTFOUND, `RESOURCE "name" not found` as the API server says it. */
+int kft_store_not_found_named(const kft_store_kind *k, const char *name, kft_error *err);
 /* Prepares sql (a string constant) with ?1 = namespace ("default" when
  * NULL or empty), ?2 = name; an empty name is KFT_EINVAL. */
 int kft_store_prepare_named(kft_store *s, const kft_store_kind *k, const char *sql, const char *ns,
@@ -58,6 +60,17 @@ int kft_store_get_named(kft_store *s, const kft_store_kind *k, const char *sql, 
  * the warn hook. */
 int kft_store_list_named(kft_store *s, const kft_store_kind *k, const char *sql, const char *ns,
                          kft_store_row_fn row, json_t **out, kft_error *err);
+/* The supervisor recorded on the object sql addresses (?1 = namespace,
+ * ?2 = name): set's sql is an UPDATE with ?3 = pid, ?4 = its start time in
+ * /proc ticks (stored as 0 when pid is 0); get's a SELECT of the pid and
+ * the ticks, both 0 when none was recorded. Errors as the helpers above:
+ * KFT_EINVAL, KFT_ENOTFOUND, KFT_EIO. */
+int kft_store_set_supervisor_named(kft_store *s, const kft_store_kind *k, const char *sql,
+                                   const char *ns, const char *name, int pid, long long ticks,
+                                   kft_error *err);
+int kft_store_get_supervisor_named(kft_store *s, const kft_store_kind *k, const char *sql,
+                                   const char *ns, const char *name, int *pid, long long *ticks,
+                                   kft_error *err);
 /* An RFC 3339 time cut to the second, as Kubernetes prints object times. */
 json_t *kft_store_seconds_only(const char *ts);
 

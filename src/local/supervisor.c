@@ -2,19 +2,31 @@
  * supervisor.c - the body of `kftrainer supervise`: one detached process per
  * running job (see local.h for its place, engine.c for its loop).
  *
+ * Started by a submit before the submitter has checked and stored anything,
+ * it makes its status server's credentials (its costliest start-up work)
+ * while the submitter works, then waits for the submitter's "g" on the go
+ * pipe, sent after the commit (local.c): no supervisor reads a job that is
+ * not there yet, nor waits on the store's lock. Then it sends its output to
+ * the job's supervisor.log (the job's directory exists by then).
+ *
  * Before running the job it makes itself a child subreaper, so processes a
  * pod's command forks and abandons are reparented to it (and reaped, and
  * reachable when the pod is stopped) instead of escaping to init; and it
  * makes sure the store names it as the job's supervisor, which the submitter
  * normally did already when it started it.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "framework/conditions.h"
 #include "local/local.h"
 #include "local/local_internal.h"
+#include "local/statusserver.h"
 
 /* Records this process as the supervisor unless it is already recorded;
  * *run is false when there is nothing to supervise (finished, suspended,
@@ -51,21 +63,73 @@ static int claim(kft_store *s, const char *ns, const char *name, bool *run, kft_
 	return rc;
 }
 
-int kft_local_supervise(const char *state_dir, const char *ns, const char *name, kft_error *err)
+/* Whether the submitter sent "g" (it closes the pipe without it when the
+ * submit failed). */
+static bool wait_for_go(int fd)
+{
+	char c = 0;
+	ssize_t n;
+	do
+		n = read(fd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == 1 && c == 'g';
+}
+
+/* Whether the submit was called off already: the pipe closed with nothing
+ * in it (a trial that waits for GPUs is submitted again and again, and each
+ * try starts a supervisor; those need no keys). */
+static bool called_off(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+}
+
+/* Standard output and error to the job's supervisor.log. */
+static void log_to_job(const char *state_dir, const char *ns, const char *name)
+{
+	char *dir = kft_local_job_dir_of(state_dir, ns, name), *path = NULL;
+	int fd = dir && asprintf(&path, "%s/" KFT_LOCAL_SUPERVISOR_LOG, dir) >= 0
+	                 ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)
+	                 : -1;
+	if (fd >= 0) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+	free(path);
+	free(dir);
+}
+
+int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
+                        kft_error *err)
 {
 	kft_store *s = NULL;
+	kft_statusserver_creds creds = {0};
 	bool run = false;
 	if (!state_dir || !name)
 		return kft_error_set(err, KFT_EINVAL,
 		                     "a state directory and a job name are required");
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
-		return kft_error_set(err, KFT_EIO, "cannot become a child subreaper");
-	int rc = kft_store_open(state_dir, &s, err);
+	if (go_fd >= 0) {
+		kft_error ignored = {0}; /* made again, and reported, at the server's start */
+		if (!called_off(go_fd))
+			kft_statusserver_creds_make(&creds, &ignored);
+		if (!wait_for_go(go_fd)) {
+			kft_statusserver_creds_free(&creds);
+			return 0;
+		}
+		log_to_job(state_dir, ns, name);
+	}
+	int rc = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0
+	                 ? kft_error_set(err, KFT_EIO, "cannot become a child subreaper")
+	                 : kft_store_open(state_dir, &s, err);
 	if (rc == 0)
 		rc = claim(s, ns, name, &run, err);
-	if (rc || !run) {
-		kft_store_close(s);
-		return rc;
+	if (rc == 0 && run) {
+		rc = kft_local_engine_run(state_dir, s, ns, name, &creds, err);
+		s = NULL; /* the engine closed it */
 	}
-	return kft_local_engine_run(state_dir, s, ns, name, err);
+	kft_store_close(s);
+	kft_statusserver_creds_free(&creds);
+	return rc;
 }

@@ -154,7 +154,7 @@ def searches(driver, url):
     driver.find_element(By.ID, "confirm-ok").click()
     check("delete works: back on the list, the search gone",
           wait(lambda: "No searches yet" in text_of(driver, "#optimizations")))
-    check("the CLI agrees, trials too", kft("get", "optimizationjob", "tune", check_rc=False).returncode == 1
+    check("the CLI agrees, trials too", kft("get", "optimizationjob", "tune", check_rc=False).returncode == 3
           and "tune-" not in kft("get", "-o", "name").stdout)
     shot(driver, "11-searches-empty")
 
@@ -297,8 +297,21 @@ def run(driver, url):
     check("delete works: back on the list, the job gone",
           wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]')
                and not driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="sleeper"]')))
-    check("the CLI agrees it is gone", kft("get", "sleeper", check_rc=False).returncode == 1)
+    check("the CLI agrees it is gone", kft("get", "sleeper", check_rc=False).returncode == 3)
 
+    # A failed job says why on its page: the node, its exit code and its last lines (as text).
+    kft("train", "--runtime", "torch-distributed", "--name", "broken", "--", "sh", "-c",
+        'echo "<b>ValueError: browser-boom</b>" >&2; exit 4')
+    kft("wait", "broken", "--for", "Failed", "--timeout", "60s")
+    driver.get(url + "#/job/default/broken")
+    check("a failed job's page says which node failed, its exit code and last lines",
+          wait(lambda: "exited with code 4; its last lines:\n  <b>ValueError: browser-boom</b>"
+               in text_of(driver, "#job-failure")), text_of(driver, "#cards"))
+    check("the failure's markup is shown as text", no_xss(driver))
+    shot(driver, "08b-failed")
+    kft("delete", "broken")
+    driver.get(url + "#/")
+    wait(lambda: driver.find_elements(By.CSS_SELECTOR, 'tr[data-job="live"]'))
     accessibility(driver, url)
     driver.find_element(By.ID, "status-filter").send_keys("Failed")
     check("the status filter hides jobs of another status",

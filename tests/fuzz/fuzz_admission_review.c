@@ -13,7 +13,9 @@
  *     request's uid and a boolean allowed;
  *   - a refusal has a status with code 400, 403, 404 or 500 and a message;
  *   - only the defaulter answers with a patch, and it is base64 of a JSON
- *     array of operations on /spec/runtimePatches/N/time.
+ *     array of operations on /spec/runtimePatches/N/time;
+ *   - the same bytes read as a query string give a review time within
+ *     [1 ms, 30 s] (kft_cm_admission_timeout_ms).
  * Leaks are LeakSanitizer's.
  *
  * `make fuzz-run FUZZER=fuzz_admission_review SECONDS=300` runs it over
@@ -123,6 +125,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 1)
 		return 0;
+	char *query = malloc(size);
+	if (query) {
+		memcpy(query, data + 1, size - 1);
+		query[size - 1] = '\0';
+		int64_t ms = kft_cm_admission_timeout_ms(query);
+		if (ms < 1 || ms > KFT_CM_ADMISSION_TIMEOUT_MAX_MS)
+			fail("a review time out of range", query);
+		free(query);
+	}
 	kft_cm_webhook which = kft_cm_webhook_for_path(paths[data[0] % 4]);
 	kft_cm_admission req;
 	memset(&err, 0, sizeof(err));

@@ -30,7 +30,9 @@ PREFIX with that status and an S3-style XML error document as the body.
 S3's ListObjectsV2 (GET /BUCKET?list-type=2&prefix=P, path-style, as an S3 endpoint
 override sends it) lists the files under ROOT/BUCKET, --s3-page-size keys a reply.
 
-Only files under --root are served; paths that would escape it are 404.
+A directory holding an index.html is served as that file (a PEP 503 "simple"
+package index is such directories). Only files under --root are served; paths
+that would escape it are 404.
 --rate N sends every reply at about N bytes a second (a slow server).
 """
 import argparse
@@ -89,6 +91,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if m:
             path = m.group(1) + "/" + m.group(2)
         full = self.inside(path)
+        if full and os.path.isdir(full):  # a directory's index.html (a pip "simple" index)
+            full = os.path.join(full, "index.html")
         return full if full and os.path.isfile(full) else None
 
     def hub_listing(self):
@@ -224,7 +228,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         start, end = rng if rng else (0, size - 1)
         status = 206 if rng else 200
         self.send_response(status)
-        self.send_header("Content-Type", "application/octet-stream")
+        html = full.endswith(".html")
+        self.send_header("Content-Type", "text/html" if html else "application/octet-stream")
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(max(end - start + 1, 0)))
         if rng:

@@ -130,11 +130,13 @@ YAML
 # The job's TrainJob as JSON (kftrainer get NAME -o json).
 job_json() { kft get "$1" -o json 2>/dev/null; }
 
-# job_cond NAME TYPE: prints "STATUS|REASON|MESSAGE" of condition TYPE, nothing when absent.
+# job_cond NAME TYPE: prints "STATUS|REASON|MESSAGE" of condition TYPE on one line (a failure's
+# message goes on with the output's last lines: its newlines are printed as "\n"), nothing when
+# absent.
 job_cond() {
 	job_json "$1" | jq -r --arg t "$2" \
 		'.status.conditions // [] | map(select(.type == $t))[0] // empty
-		 | "\(.status)|\(.reason // "")|\(.message // "")"'
+		 | "\(.status)|\(.reason // "")|\(.message // "" | gsub("\n"; "\\n"))"'
 }
 
 # Whether job NAME has condition TYPE with status True.

@@ -1,6 +1,7 @@
 """Fixtures of the python tier: a TrainerClient on a state directory of its own per test,
-the built-in runtimes plus the tier's, and a file server standing in for the Hugging Face
-hub. After each test every job is deleted and no process of the test may be left."""
+the built-in runtimes plus examples/sdk/python-with-initializers.yaml, and a file server
+standing in for the Hugging Face hub. After each test every job is deleted and no process of
+the test may be left."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ import kftrainer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-RUNTIMES = [str(REPO / "manifests" / "runtimes"), str(HERE / "fixtures")]
+RUNTIMES = [
+    str(REPO / "manifests" / "runtimes"),
+    str(REPO / "examples" / "sdk" / "python-with-initializers.yaml"),
+]
 
 
 def processes_mentioning(text: str) -> list[int]:

@@ -365,3 +365,29 @@ def test_categorical_values_keep_their_text(optimizer):
     job = optimizer.wait_for_job_status(name, timeout=300, polling_interval=1)
     assert job.trials[0].parameters == {"lr": "0.001", "batch_size": "64"}
     assert isinstance(job.search_space["batch_size"], CategoricalSearchSpace)
+
+
+def test_an_mpi_trial_keeps_its_function_in_its_own_directory(optimizer):
+    """On an MPI runtime the trial's function file is named in the job's own directory, as a
+    TrainJob's is (backend._mpi_home_paths), and the SDK's DEFAULT_MPI_USER_HOME, which every
+    thread of the notebook shares, is never changed for it."""
+    from kubeflow.trainer.constants import constants
+
+    seen: list[str] = []
+    backend = optimizer.backend
+    build = backend.trainer_backend._get_trainjob_spec
+
+    def peek(**kw):
+        seen.append(constants.DEFAULT_MPI_USER_HOME)
+        return build(**kw)
+
+    backend.trainer_backend._get_trainjob_spec = peek
+    trial = TrainJobTemplate(
+        runtime="deepspeed-distributed",
+        trainer=CustomTrainer(func=train, func_args={"lr": "0.1", "batch_size": "8"}, num_nodes=2),
+    )
+    spec, _ = backend._trainjob_spec(trial)
+    assert seen == ["/home/mpiuser"]
+    command = " ".join(spec["trainer"]["command"])
+    assert "mpirun" in command and "/home/mpiuser" not in command
+    assert '> "test_optimizer_client.py"' in command  # relative: the job's directory

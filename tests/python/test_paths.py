@@ -41,7 +41,7 @@ def test_host_path_of_a_jobs_output(client, config, hub, monkeypatch):
     (root / "acme/m/config.json").write_text("{}\n")
     monkeypatch.setenv("HF_ENDPOINT", url)
     name = client.train(
-        runtime="plain-with-initializers",
+        runtime="python-with-initializers",
         initializer=Initializer(
             dataset=HuggingFaceDatasetInitializer(storage_uri="hf://acme/d"),
             model=HuggingFaceModelInitializer(storage_uri="hf://acme/m"),

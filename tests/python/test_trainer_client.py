@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -90,6 +91,15 @@ def import_tiny():
     print("tiny says", kft_tiny_pkg.VALUE, flush=True)
 
 
+def import_callers_packages():
+    import kft_tiny_pkg
+    import kubeflow.trainer  # noqa: F401  (the SDK's update_trainjob_status lives here)
+
+    from kftrainer import host_path
+
+    print("imports ok", kft_tiny_pkg.VALUE, host_path("/nowhere"), flush=True)
+
+
 def show_environment():
     import os
     import sys
@@ -159,7 +169,8 @@ def test_two_node_job_steps_logs_events(client):
     job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
     assert job.status == "Complete"
     assert job.num_nodes == 2
-    assert [(s.name, s.status) for s in job.steps] == [
+    # The SDK lists steps newest pod first (creationTimestamp, to the second): order varies.
+    assert sorted((s.name, s.status) for s in job.steps) == [
         ("node-0", "Succeeded"),
         ("node-1", "Succeeded"),
     ]
@@ -200,17 +211,22 @@ def test_mpi4py_allreduce_two_nodes(client):
     )
     job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
     assert job.status == "Complete"
-    assert [s.name for s in job.steps] == ["node-0", "node-1"]
+    assert sorted(s.name for s in job.steps) == ["node-0", "node-1"]
     out = logs(client, name, "node-0")
     assert "rank 0 of 2: sum 3" in out and "rank 1 of 2: sum 3" in out
 
 
 def test_failing_function(client):
     """A function that raises: the job is Failed, wait_for_job_status raises upstream's
-    RuntimeError, the traceback is in the logs, and every attempt is there."""
+    RuntimeError ("TrainJob NAME is Failed") and says why beyond upstream: the failing node
+    and pod, its exit code and the last lines it wrote; the traceback is in the logs, and
+    every attempt is there."""
     name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=crash))
-    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed"):
+    with pytest.raises(RuntimeError, match=f"TrainJob {name} is Failed: ") as failed:
         client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    why = str(failed.value)
+    assert f"node-0 (pod {name}-node-0-0-local) exited with code 1; its last lines:" in why
+    assert "ZeroDivisionError: the training function failed on purpose" in why.splitlines()[-1]
     job = client.get_job(name)
     assert job.status == "Failed"
     out = logs(client, name)
@@ -265,7 +281,7 @@ class _Recorder(_EngineObjects):
     """Runtimes from the engine, creates recorded: what upstream's KubernetesBackend sends."""
 
     def __init__(self, backend):
-        super().__init__(backend)
+        super().__init__(backend.engine)
         self.created: list[dict] = []
 
     def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kw):
@@ -298,7 +314,7 @@ def test_trainjob_is_what_upstream_would_create(client, config, hub, monkeypatch
     """The TrainJob train() submits locally is, field for field, the one upstream's Kubernetes
     backend creates for the same call (command, args, env, resources, initializers, options)."""
     kwargs = dict(
-        runtime="plain-with-initializers",
+        runtime="python-with-initializers",
         initializer=Initializer(
             dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/none"),
             model=HuggingFaceModelInitializer(storage_uri="hf://acme/none", access_token="t0k"),
@@ -397,15 +413,18 @@ def test_container_trainer_with_command_and_args(client, caplog):
 def test_huggingface_initializers_from_a_local_hub(client, hub, monkeypatch):
     """HuggingFace dataset and model initializers fetch through the engine's hf:// fetcher
     (HF_ENDPOINT points at a stand-in hub) before the trainer starts; the access token is
-    sent as upstream's initializer sends it."""
+    sent as upstream's initializer sends it. The SDK's default ignore_patterns
+    (constants.INITIALIZER_DEFAULT_IGNORE_PATTERNS, sent as IGNORE_PATTERNS) leave out the
+    repository's *.bin, as upstream's initializer (huggingface_hub.snapshot_download) does."""
     url, root = hub
     (root / "datasets/acme/tiny").mkdir(parents=True)
     (root / "datasets/acme/tiny/train.csv").write_text("x,y\n1,2\n")
     (root / "acme/model").mkdir(parents=True)
     (root / "acme/model/config.json").write_text('{"layers": 2}\n')
+    (root / "acme/model/pytorch_model.bin").write_bytes(b"\0" * 1024)
     monkeypatch.setenv("HF_ENDPOINT", url)
     name = client.train(
-        runtime="plain-with-initializers",
+        runtime="python-with-initializers",
         initializer=Initializer(
             dataset=HuggingFaceDatasetInitializer(storage_uri="hf://datasets/acme/tiny"),
             model=HuggingFaceModelInitializer(storage_uri="hf://acme/model"),
@@ -413,11 +432,17 @@ def test_huggingface_initializers_from_a_local_hub(client, hub, monkeypatch):
         trainer=CustomTrainer(func=read_initialized),
     )
     job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
-    assert [s.name for s in job.steps] == ["dataset-initializer", "model-initializer", "node-0"]
+    # In the SDK's order, newest pod first to the second: node-0 comes first when it started in a
+    # later second than the initializers, last otherwise. The trainer reading their files below
+    # is what shows they ran first.
+    steps = sorted(s.name for s in job.steps)
+    assert steps == ["dataset-initializer", "model-initializer", "node-0"]
     out = logs(client, name)
     assert "dataset/train.csv: x,y\n1,2" in out
     assert 'model/config.json: {"layers": 2}' in out
+    assert "pytorch_model.bin" not in out, "an ignored file was fetched"
     assert logs(client, name, "dataset-initializer")
+    assert "not supported" not in logs(client, name, "model-initializer")
 
 
 # ---- packages_to_install ---------------------------------------------------------------------
@@ -448,6 +473,45 @@ def test_packages_go_into_a_cached_venv_not_the_callers(client, config, tmp_path
         import kft_tiny_pkg  # noqa: F401
 
 
+def test_packages_layer_on_the_callers_environment(client, tmp_path, hub, capfd):
+    """The package environment is layered on the caller's, a venv included (this tier runs in
+    one): inside the job the SDK (``kubeflow``, for update_trainjob_status) and
+    ``kftrainer.host_path`` import beside the installed package. The first build shows pip's
+    download progress as a shell does (its bar), not a bare list of lines."""
+    pkg = tmp_path / "tinypkg"
+    (pkg / "kft_tiny_pkg").mkdir(parents=True)
+    (pkg / "kft_tiny_pkg/__init__.py").write_text("VALUE = 7\n")
+    # incompressible bytes: a wheel over pip's 40 kB threshold for drawing progress
+    (pkg / "kft_tiny_pkg/blob.bin").write_bytes(os.urandom(200_000))
+    (pkg / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "kft-tiny-pkg"\nversion = "1.0"\n'
+        '[tool.setuptools.package-data]\nkft_tiny_pkg = ["*.bin"]\n'
+    )
+    url, index = hub  # a PEP 503 index: ROOT/PROJECT/index.html beside the wheel
+    wheels = index / "kft-tiny-pkg"
+    wheels.mkdir(parents=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(pkg)],
+        check=True,
+    )
+    wheel = next(wheels.iterdir()).name
+    (wheels / "index.html").write_text(f'<a href="{wheel}">{wheel}</a>\n')
+    name = client.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainer(
+            func=import_callers_packages,
+            packages_to_install=["kft-tiny-pkg"],
+            pip_index_urls=[url],
+        ),
+    )
+    shown = capfd.readouterr().err
+    assert f"Downloading {url}/kft-tiny-pkg/{wheel}" in shown, shown
+    assert "\u2501" in shown and "kB" in shown, f"no progress bar drawn: {shown}"
+    client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert "imports ok 7 /nowhere" in logs(client, name)
+
+
 # ---- bad input --------------------------------------------------------------------------------
 
 
@@ -462,9 +526,28 @@ def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, 
         )
     with pytest.raises(ValueError, match=r"trainer\.func"):
         client.train(runtime="jax-distributed", trainer=CustomTrainer(func=len))
+    # A lambda's source can be read, but upstream's SDK calls the function by its name.
+    with pytest.raises(ValueError, match=r"trainer\.func: a lambda cannot be sent"):
+        client.train(
+            runtime="jax-distributed",
+            trainer=CustomTrainer(func=lambda: print("hi"), packages_to_install=["x"]),
+        )
+    # An invalid name: one message, naming the TrainJob (not <stdin>), the TrainJob's own
+    # name rule at metadata.name (the API server's "<nil>" root path is no help here).
+    with pytest.raises(ValueError) as invalid:
+        client.train(
+            runtime="jax-distributed",
+            trainer=CustomTrainer(func=report_rank),
+            options=[Name("Bad_Name")],
+        )
+    assert str(invalid.value) == (
+        "TrainJob default/Bad_Name is invalid:\n"
+        "  metadata.name: Invalid value: 'Bad_Name': metadata.name must match RFC 1035 DNS "
+        "label format"
+    )
     with pytest.raises(ValueError, match=r"initializer\.dataset: DataCacheInitializer"):
         client.train(
-            runtime="plain-with-initializers",
+            runtime="python-with-initializers",
             initializer=Initializer(
                 dataset=DataCacheInitializer(
                     storage_uri="cache://s/t", metadata_loc="s3://b/m", num_data_nodes=2
@@ -669,3 +752,86 @@ def test_stream_survives_a_verb_that_fills_stderr_first(config, tmp_path):
     assert got == ["line"]
     assert len(errors) == 1 and isinstance(errors[0], kftrainer.engine.EngineError)
     assert errors[0].returncode == 3 and str(errors[0]).startswith("wwww")
+
+
+# ---- how the package sits on the SDK (issue 23) ------------------------------------------------
+
+
+def test_no_sdk_constant_changes_and_no_state_between_calls(client):
+    """An MPI job's function file goes to the job's directory without changing the SDK's
+    DEFAULT_MPI_USER_HOME (process-wide: another thread, or upstream's own backend in the same
+    notebook, would see it); what a call reads or submits stays with that call."""
+    from kubeflow.trainer.constants import constants
+
+    seen: list[str] = []
+
+    def peek(job_spec, trainer, backend):  # an option: called inside upstream's train()
+        seen.append(constants.DEFAULT_MPI_USER_HOME)
+
+    name = client.train(
+        runtime="deepspeed-distributed",
+        trainer=CustomTrainer(func=report_mpi_rank, num_nodes=2),
+        options=[peek],
+    )
+    assert seen == ["/home/mpiuser"]
+    job = client.wait_for_job_status(name, timeout=120, polling_interval=1)
+    assert job.status == "Complete"
+    assert "mpi rank 1 of 2" in logs(client, name, "node-0")
+    command = " ".join(stored(client, name)["spec"]["trainer"]["command"])
+    assert "/home/mpiuser" not in command
+    backend = client.backend
+    assert isinstance(backend, kftrainer.LocalBackend)
+    assert isinstance(backend.custom_api, _EngineObjects) and backend.custom_api.trainjob is None
+
+
+def report_mpi_rank():
+    import os
+
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK")
+    size = os.environ.get("OMPI_COMM_WORLD_SIZE")
+    print(f"mpi rank {rank} of {size}", flush=True)
+
+
+def test_not_found_is_read_from_the_exit_status(config, tmp_path):
+    """The CLI exits 3 for a TrainJob that does not exist; that status, not the words on
+    stderr, makes NotFoundError (a message that merely says "(NotFound)" is an EngineError)."""
+    engine = kftrainer.engine.Engine(config)
+    with pytest.raises(kftrainer.engine.NotFoundError) as missing:
+        engine.run("get", "ghost")
+    assert missing.value.returncode == 3
+    assert 'trainjobs.trainer.kubeflow.org "ghost" not found' in str(missing.value)
+    fake = tmp_path / "kftrainer-words"
+    fake.write_text("#!/bin/sh\necho 'Error from server (NotFound): but exit 1' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    words = kftrainer.engine.Engine(config.model_copy(update={"kftrainer": str(fake)}))
+    with pytest.raises(kftrainer.engine.EngineError) as other:
+        words.run("get", "x")
+    assert not isinstance(other.value, kftrainer.engine.NotFoundError)
+
+
+def test_the_wheel_requires_what_the_package_imports():
+    """Every distribution the package imports from is one it requires by name (not one that
+    only arrives through kubeflow's own requirements)."""
+    import ast
+    from importlib import metadata
+
+    package = Path(kftrainer.__file__).parent
+    modules = set()
+    for source in package.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                modules.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.add(node.module.split(".")[0])
+
+    def canonical(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    owners = metadata.packages_distributions()
+    used = {canonical(d) for m in modules - {"kftrainer"} for d in owners.get(m, [])}
+    required = {
+        canonical(re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0])
+        for r in metadata.requires("kftrainer") or []
+        if "extra ==" not in r
+    }
+    assert used and used <= required, f"imported but not required: {sorted(used - required)}"

@@ -479,6 +479,28 @@ static void test_http_idle_client(void **state)
 	kft_metrics_free(m);
 }
 
+/* How many bytes the server has yet to read on the connection from
+ * client socket fd to port (its receive queue in /proc/net/tcp), or -1 when
+ * that socket is not listed. */
+static long server_unread(int fd, int port)
+{
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+	FILE *f = fopen("/proc/net/tcp", "r");
+	assert_non_null(f);
+	char line[512];
+	long found = -1;
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		unsigned lport, rport, rx;
+		if (sscanf(line, " %*d: %*x:%x %*x:%x %*x %*x:%x", &lport, &rport, &rx) == 3 &&
+		    (int)lport == port && rport == ntohs(me.sin_port))
+			found = (long)rx;
+	}
+	fclose(f);
+	return found;
+}
+
 /* stop() while a client is in the middle of a request returns promptly
  * and releases the port. */
 static void test_http_stop_with_client(void **state)
@@ -490,8 +512,12 @@ static void test_http_stop_with_client(void **state)
 	int hp = kft_cm_http_port(h, 0);
 	int fd = connect_to(hp);
 	assert_true(send(fd, "GET /heal", 9, MSG_NOSIGNAL) == 9);
-	usleep(100 * 1000);
+	/* the server has read the half request: it is in the middle of it */
 	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (server_unread(fd, hp) != 0 && seconds_since(&t0) < 10)
+		usleep(1000); /* a poll interval */
+	assert_int_equal(server_unread(fd, hp), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	kft_cm_http_stop(h);
 	assert_true(seconds_since(&t0) < 1);

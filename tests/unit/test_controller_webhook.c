@@ -22,10 +22,14 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 #include <mbedtls/base64.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "controller/admission.h"
 #include "controller/certs.h"
+#include "controller/cm_internal.h"
 #include "controller/httpd.h"
 #include "controller/controller.h"
 #include "kftrainer/schema.h"
@@ -279,6 +283,127 @@ static void test_defaulter(void **state)
 	json_decref(r);
 }
 
+/* k8s.io/apiserver's webhook dispatcher (pkg/admission/plugin/webhook/
+ * {validating,mutating}/dispatcher.go) tells the webhook its deadline as
+ * the `timeout` query parameter, from timeoutSeconds (default 10, at most
+ * 30 in admissionregistration/v1); the webhook answers within it. */
+static void test_timeout_parameter(void **state)
+{
+	(void)state;
+	struct {
+		const char *query;
+		int64_t ms;
+	} cases[] = {
+	        {"timeout=10s", 10000},
+	        {"timeout=3s", 3000},
+	        {"a=b&timeout=1500ms&c=d", 1500},
+	        {"", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"timeout=", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"timeout=ten", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"xtimeout=3s", KFT_CM_ADMISSION_TIMEOUT_DEFAULT_MS},
+	        {"timeout=1h", KFT_CM_ADMISSION_TIMEOUT_MAX_MS},
+	        {"timeout=-5s", 1},
+	        {"timeout=0", 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(kft_cm_admission_timeout_ms(cases[i].query), cases[i].ms);
+}
+
+/* ---- the server: a review waits no longer than the API server does ------------------------ */
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	char *buf = ctx;
+	size_t have = strlen(buf), add = size * n;
+	if (have + add < 4096) {
+		memcpy(buf + have, p, add);
+		buf[have + add] = '\0';
+	}
+	return size * n;
+}
+
+/* k8s.io/apiserver's dispatcher gives up on a webhook after the request's
+ * ?timeout= (timeoutSeconds); controller-runtime's server answers "caches not
+ * synced" as an errored review. A TrainJob review before the caches sync
+ * (cm->ready never set here) answers within the one second asked for, not
+ * after the 10 s default: a worker is never held past the caller's wait. */
+static void test_review_waits_no_longer_than_asked(void **state)
+{
+	(void)state;
+	char tmp[] = "/tmp/kft-webhook-XXXXXX", certs[512], up[512], body[4096] = "";
+	assert_non_null(mkdtemp(tmp));
+	setenv("TMPDIR", tmp, 1);
+	kft_cm_webhooks_cert_dir(certs, sizeof(certs));
+	snprintf(up, sizeof(up), "%s/k8s-webhook-server", tmp);
+	assert_int_equal(mkdir(up, 0700), 0);
+	assert_int_equal(mkdir(certs, 0700), 0);
+	kft_cert pair = {0};
+	kft_error err = {0};
+	kft_cert_opts o = {
+	        .key_type = KFT_CERT_EC_P256, .subject = "CN=localhost", .valid_days = 1};
+	assert_int_equal(kft_cert_make(&o, "test", &pair, &err), 0);
+	write_file(certs, "tls.crt", pair.cert_pem);
+	write_file(certs, "tls.key", pair.key_pem);
+	kft_cm_config *cfg = calloc(1, sizeof(*cfg));
+	kft_cm cm = {0};
+	assert_int_equal(kft_cm_config_defaults(cfg, &err), 0);
+	cfg->webhook_port = 0;
+	cfg->webhook_host = strdup("127.0.0.1");
+	cfg->cert_management_enable = 0;
+	cm.cfg = cfg;
+	cm.lg = kft_logger_new(&(kft_log_options){0}, stderr);
+	assert_int_equal(kft_framework_new(0, &cm.fw, &err), 0);
+	kft_cm_webhooks *w = NULL;
+	assert_int_equal(kft_cm_webhooks_start(&cm, &w, &err), 0);
+	char url[256];
+	snprintf(url, sizeof(url),
+	         "https://127.0.0.1:%d/validate-trainer-kubeflow-org-v1alpha1-trainjob?timeout=1s",
+	         kft_cm_webhooks_port(w));
+	CURL *c = curl_easy_init();
+	long code = 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L); /* the transport is not the subject */
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, REQ("TrainJob", "CREATE", TJ("{}"), "null"));
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 6L); /* under the 10 s a review waits by default */
+	CURLcode rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	kft_cm_webhooks_stop(w);
+	assert_int_equal(rc, CURLE_OK);
+	assert_int_equal(code, 200);
+	json_t *r = json_loads(body, 0, NULL);
+	assert_non_null(r);
+	assert_false(allowed(r));
+	assert_string_equal(msg(r), "the runtime caches have not synced yet");
+	json_decref(r);
+	kft_framework_free(cm.fw);
+	kft_logger_free(cm.lg);
+	kft_cm_config_free(cfg);
+	free(cfg);
+	kft_cert_free(&pair);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/tls.crt", certs);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tls.key", certs);
+	unlink(path);
+	rmdir(certs);
+	rmdir(up);
+	rmdir(tmp);
+}
+
 /* ---- certificates ---------------------------------------------------------------------- */
 
 static kft_cert make_ca(long long seconds)
@@ -360,6 +485,8 @@ int main(void)
 	        cmocka_unit_test(test_reserved_env_and_warning),
 	        cmocka_unit_test(test_runtime_rules),
 	        cmocka_unit_test(test_defaulter),
+	        cmocka_unit_test(test_timeout_parameter),
+	        cmocka_unit_test(test_review_waits_no_longer_than_asked),
 	        cmocka_unit_test(test_cert_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

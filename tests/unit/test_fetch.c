@@ -548,6 +548,47 @@ static void test_s3_errors(void **state)
 	                 KFT_EINVAL);
 }
 
+/* IGNORE_PATTERNS as upstream's initializers apply it: huggingface_hub's
+ * snapshot_download(ignore_patterns=...) filters repository files with
+ * fnmatch ('*' crossing '/'; a directory pattern "dir/" meaning every
+ * file under it), opendal's S3 listing
+ * skips keys that fnmatch (pkg/initializers/utils/opendal.py); the SDK's
+ * default list is "*.msgpack,*.h5,*.bin,*.pt,*.pth". */
+static void test_ignore_patterns(void **state)
+{
+	char path[600];
+	kft_error err;
+	hub_env();
+	kft_fetch_options opt = {.ignore_patterns = "*.msgpack, *.h5,*.bin,*.pt,*.pth"};
+	int before = g_data_requests;
+	assert_int_equal(kft_fetch_uri("hf://org/model", *state, &opt, &err), 0);
+	assert_int_equal(g_data_requests, before);
+	path_in(path, sizeof(path), *state, "weights/model.bin");
+	assert_int_not_equal(access(path, F_OK), 0);
+	path_in(path, sizeof(path), *state, "config.json");
+	assert_int_equal(access(path, F_OK), 0);
+	unlink(path);
+	/* a directory pattern; everything under a path ignored is no error */
+	opt.ignore_patterns = "weights/,";
+	assert_int_equal(kft_fetch_uri("hf://org/model", *state, &opt, &err), 0);
+	assert_int_equal(g_data_requests, before);
+	assert_int_equal(access(path, F_OK), 0);
+	opt.ignore_patterns = "*";
+	assert_int_equal(kft_fetch_uri("hf://org/model/weights", *state, &opt, &err), 0);
+	/* patterns do not hide a path that matches nothing */
+	assert_int_equal(kft_fetch_uri("hf://org/model/nothing", *state, &opt, &err),
+	                 KFT_ENOTFOUND);
+	s3_env("s3cr3t", NULL);
+	opt.ignore_patterns = "dir/*.bin";
+	assert_int_equal(kft_fetch_uri("s3://my-bucket/dir/obj.bin", *state, &opt, &err), 0);
+	assert_int_equal(g_data_requests, before);
+	path_in(path, sizeof(path), *state, "obj.bin");
+	assert_int_not_equal(access(path, F_OK), 0);
+	opt.ignore_patterns = "*.txt";
+	assert_int_equal(kft_fetch_uri("s3://my-bucket/dir/obj.bin", *state, &opt, &err), 0);
+	assert_has_data(path);
+}
+
 #define DIR_TEST(f) cmocka_unit_test_setup_teardown(f, dir_setup, dir_teardown)
 
 int main(void)
@@ -566,6 +607,7 @@ int main(void)
 	        DIR_TEST(test_hf_dataset_and_path),
 	        DIR_TEST(test_hf_initializer_options),
 	        DIR_TEST(test_hf_errors),
+	        DIR_TEST(test_ignore_patterns),
 	        DIR_TEST(test_s3_signed_get),
 	        DIR_TEST(test_s3_errors),
 	};

@@ -8,12 +8,16 @@
  * machinery around them, so a change to a prefix or an order fails here
  * rather than only in the cluster tier.
  */
+#include <dlfcn.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -153,12 +157,64 @@ static void test_load_plugin_refusals(void **state)
 	assert_int_equal(kft_framework_new(0, &fw, NULL), 0);
 	assert_int_equal(kft_framework_load_plugin(fw, "/nonexistent/p.so", &err), KFT_ENOTFOUND);
 	assert_non_null(strstr(err.message, "cannot load plugin /nonexistent/p.so: "));
-	/* A shared object without the entry symbol (the C library). */
-	assert_int_equal(kft_framework_load_plugin(fw, "libc.so.6", &err), KFT_EINVAL);
-	assert_string_equal(
-	        err.message,
-	        "libc.so.6 is not a kftrainer plugin: it does not export kft_plugin_entry");
+	/* A shared object without the entry symbol (the C library, by its path:
+	 * a plugin is a file, never a name searched for). */
+	Dl_info libc;
+	assert_true(dladdr((void *)strlen, &libc) && libc.dli_fname);
+	char want[PATH_MAX + 80];
+	snprintf(want, sizeof(want),
+	         "%s is not a kftrainer plugin: it does not export kft_plugin_entry",
+	         libc.dli_fname);
+	assert_int_equal(kft_framework_load_plugin(fw, libc.dli_fname, &err), KFT_EINVAL);
+	assert_string_equal(err.message, want);
+	assert_int_equal(kft_framework_load_plugin(fw, "libc.so.6", &err), KFT_ENOTFOUND);
 	assert_int_equal(kft_framework_plugin_count(fw), 9);
+	kft_framework_free(fw);
+}
+
+/* A plugin runs with the loader's rights: a file another user could have
+ * written or replaced is refused before dlopen runs anything of it (the
+ * file is not even a shared object here). */
+static void test_load_plugin_refuses_writable_places(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/kft-plugin-XXXXXX", file[64], sticky[64], inner[96];
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/p.so", dir);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	kft_framework *fw;
+	kft_error err = {0};
+	assert_int_equal(kft_framework_new(0, &fw, NULL), 0);
+	chmod(dir, 0777);
+	assert_int_equal(kft_framework_load_plugin(fw, file, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "is refused: its directory /tmp/kft-plugin-"));
+	assert_non_null(strstr(err.message, "is writable by other users (mode 0777)"));
+	chmod(dir, 0775);
+	assert_int_equal(kft_framework_load_plugin(fw, file, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "(mode 0775)"));
+	chmod(dir, 0755);
+	chmod(file, 0646);
+	assert_int_equal(kft_framework_load_plugin(fw, file, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "the file is writable by other users (mode 0646)"));
+	chmod(file, 0644);
+	/* Now only dlopen objects: the checks passed. */
+	assert_int_equal(kft_framework_load_plugin(fw, file, &err), KFT_ENOTFOUND);
+	assert_non_null(strstr(err.message, "cannot load plugin"));
+	/* A sticky directory others can write (as /tmp) holds our file safely. */
+	snprintf(sticky, sizeof(sticky), "%s/sticky", dir);
+	snprintf(inner, sizeof(inner), "%s/p.so", sticky);
+	assert_int_equal(mkdir(sticky, 0755), 0);
+	chmod(sticky, 01777);
+	assert_int_equal(rename(file, inner), 0);
+	assert_int_equal(kft_framework_load_plugin(fw, inner, &err), KFT_ENOTFOUND);
+	assert_null(strstr(err.message, "refused"));
+	assert_int_equal(kft_framework_load_plugin(fw, sticky, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "not a regular file"));
+	unlink(inner);
+	rmdir(sticky);
+	rmdir(dir);
 	kft_framework_free(fw);
 }
 
@@ -621,6 +677,7 @@ int main(void)
 	        cmocka_unit_test(test_builtin_order),
 	        cmocka_unit_test(test_registry_refusals),
 	        cmocka_unit_test(test_load_plugin_refusals),
+	        cmocka_unit_test(test_load_plugin_refuses_writable_places),
 	        cmocka_unit_test_setup_teardown(test_build_order, world_setup, world_teardown),
 	        cmocka_unit_test_setup_teardown(test_runtime_info_stops_before_builders,
 	                                        world_setup, world_teardown),

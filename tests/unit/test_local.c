@@ -917,9 +917,11 @@ static void test_unrunnable_objects(void **state)
 
 int main(int argc, char **argv)
 {
-	if (argc == 6 && strcmp(argv[1], "supervise") == 0) {
+	/* this binary is the supervisor local.c starts:
+	 * supervise --state-dir DIR --go-fd FD NAMESPACE NAME */
+	if (argc == 8 && strcmp(argv[1], "supervise") == 0) {
 		kft_error err = {0};
-		int rc = kft_local_supervise(argv[3], argv[4], argv[5], &err);
+		int rc = kft_local_supervise(argv[3], argv[6], argv[7], atoi(argv[5]), &err);
 		if (rc)
 			fprintf(stderr, "supervise: %s\n", err.message);
 		return rc ? 1 : 0;

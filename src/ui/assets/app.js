@@ -248,6 +248,11 @@ function drawCards(doc) {
     card("Progress", r.progress !== undefined && r.progress !== null ? r.progress + "%" : "-", "card-progress"),
     card("ETA", eta(r)), card("Age", age(r.created)),
     ...(ts.metrics || []).slice(0, 6).map((m) => card(m.name, m.value)));
+  // Why a failed job failed, whole (the node, its exit code and last lines): the
+  // Failed condition's message, as text.
+  const failed = ((doc.trainjob.status || {}).conditions || []).find((c) => c.type === "Failed" && c.status === "True");
+  if (failed && failed.message)
+    document.getElementById("cards").append(el("pre", { class: "error failure", id: "job-failure" }, failed.message));
   const st = r.status;
   const set = (id, on) => { const b = document.getElementById(id); if (b) b.disabled = !on; };
   set("act-suspend", ["Created", "Running"].includes(st));

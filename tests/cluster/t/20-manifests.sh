@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every manifest under manifests/ applies to the real API server. Each kustomization directory is
+# Every manifest under manifests/ (and the SDK example's runtime) applies to the real API server. Each kustomization directory is
 # rendered with `kubectl kustomize`; YAML files outside any kustomization are taken as they are.
 # The namespaces they use are created for real, then everything is applied with a server-side
 # dry run: the server validates each object fully (schemas, CEL, defaulting) but keeps nothing,
@@ -29,6 +29,8 @@ in_kustomize_tree() {
 while IFS= read -r f; do
 	in_kustomize_tree "$f" || units+=("f:$f")
 done < <(find "$root" \( -name '*.yaml' -o -name '*.yml' \) ! -name kustomization.yaml | sort)
+# The SDK example's runtime is for clusters too (docs/sdk.md).
+units+=("f:$KFT_REPO_ROOT/examples/sdk/python-with-initializers.yaml")
 
 if [ "${#units[@]}" = 0 ]; then
 	skip "manifests apply" "no manifests under manifests/"

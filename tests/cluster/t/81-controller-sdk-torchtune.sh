@@ -33,16 +33,10 @@ install_builtin_runtimes || {
 	fail "SDK fine-tune objects equal render's $tag" "cannot install manifests/runtimes"
 	exit 0
 }
-venv=${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/cluster-sdk-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import kubeflow.trainer' 2>/dev/null; then
-	python3 -m venv "$venv" >/dev/null 2>&1 &&
-		"$venv/bin/python" -m pip --disable-pip-version-check -q install 'kubeflow==0.5.0' >"$work/pip.log" 2>&1
-fi
-if ! "$venv/bin/python" -c 'import kubeflow.trainer' 2>/dev/null; then
-	fail "SDK fine-tune objects equal render's $tag" "cannot make a venv with kubeflow==0.5.0" \
-		"$(tail -5 "$work/pip.log" 2>/dev/null)"
+venv=$(sdk_venv 2>"$work/venv.err") || {
+	fail "SDK fine-tune objects equal render's $tag" "$(cat "$work/venv.err")"
 	exit 0
-fi
+}
 ctrl_start main || {
 	fail "SDK fine-tune objects equal render's $tag" "the controller did not start"
 	exit 0

@@ -183,6 +183,19 @@ else
 	fail "status server $tag: report" "answer: $got" "trainerStatus: $ts" "managers: $mgr" "$(ctrl_log_tail st)"
 fi
 
+# Issue 24.2: 70 idle sockets held open on the status server do not keep a token holder out.
+python3 "$KFT_REPO_ROOT/tests/local/flood.py" "127.0.0.1:$sp" 70 --hold >"$work/idle" &
+idle=$!
+if wait_for 30 grep -q ready "$work/idle"; then
+	got=$(post "$(path "$ns" job-a)" "$tok_a" "$report" --max-time 10)
+	[ "${got%% *}" = 200 ] && pass "status server $tag: 70 idle sockets open: the TrainJob's report -> 200" ||
+		fail "status server $tag: 70 idle sockets open" "answer: $got" "$(ctrl_log_tail st)"
+else
+	fail "status server $tag: 70 idle sockets open" "could not open 70 connections"
+fi
+kill "$idle" 2>/dev/null
+wait "$idle" 2>/dev/null
+
 # --- refusals ------------------------------------------------------------------------------------
 small='{"trainerStatus":{"progressPercentage":1}}'
 expect "no token" 403 Forbidden "$(post "$(path "$ns" job-a)" "" "$small")"
@@ -239,15 +252,10 @@ else
 fi
 
 # --- the Kubeflow SDK's update_trainjob_status ---------------------------------------------------------
-venv=${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/cluster-sdk-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import kubeflow.trainer' 2>/dev/null; then
-	python3 -m venv "$venv" >/dev/null 2>&1 &&
-		"$venv/bin/python" -m pip --disable-pip-version-check -q install 'kubeflow==0.5.0' >"$work/pip.log" 2>&1
-fi
-if ! "$venv/bin/python" -c 'import kubeflow.trainer' 2>/dev/null; then
-	fail "status server $tag: sdk" "cannot make a venv with kubeflow==0.5.0" "$(tail -5 "$work/pip.log" 2>/dev/null)"
+venv=$(sdk_venv 2>"$work/venv.err") || {
+	fail "status server $tag: sdk" "$(cat "$work/venv.err")"
 	exit 0
-fi
+}
 k create token default --audience "$(aud "$ns" job-b)" >"$work/token"
 sdk=$(KUBEFLOW_TRAINER_SERVER_URL="$base$(path "$ns" job-b)" KUBEFLOW_TRAINER_SERVER_CA_CERT="$work/ca.crt" \
 	KUBEFLOW_TRAINER_SERVER_TOKEN="$work/token" "$venv/bin/python" -c '

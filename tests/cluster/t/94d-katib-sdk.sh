@@ -41,16 +41,10 @@ cleanup() {
 trap cleanup EXIT
 k() { kubectl -n "$ns" "$@"; }
 
-venv=${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/cluster-sdk-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import kubeflow.optimizer' 2>/dev/null; then
-	python3 -m venv "$venv" >/dev/null 2>&1 &&
-		"$venv/bin/python" -m pip --disable-pip-version-check -q install 'kubeflow==0.5.0' >"$work/pip.log" 2>&1
-fi
-if ! "$venv/bin/python" -c 'import kubeflow.optimizer' 2>/dev/null; then
-	fail "Katib through upstream's OptimizerClient $tag" "cannot make a venv with kubeflow==0.5.0" \
-		"$(tail -5 "$work/pip.log" 2>/dev/null)"
+venv=$(sdk_venv 2>"$work/venv.err") || {
+	fail "Katib through upstream's OptimizerClient $tag" "$(cat "$work/venv.err")"
 	exit 0
-fi
+}
 if ! kubectl apply --server-side --force-conflicts -f "$crd" >/dev/null ||
 	! kubectl wait --for condition=Established --timeout 60s -f "$crd" >/dev/null; then
 	fail "Katib through upstream's OptimizerClient $tag" "cannot install Katib's Experiment CRD"

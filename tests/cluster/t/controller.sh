@@ -20,6 +20,8 @@
 # turns certificate management on.
 # Ours also gets the bind addresses and --leader-elect as flags, which it documents.
 # KFT_CTRL_EXTRA_CONFIG, when set, is appended to the Configuration (top-level YAML keys).
+# KFT_CTRL_LOG_LEVEL sets both controllers' --zap-log-level (default debug; 2 adds the V(2) lines,
+# "Reconciling TrainJob" among them).
 #
 # A controller is a tier process like the others: started with start_proc under the name
 # ctrl-<name>, its pid file in $STATE/pids (so `down` stops it too), its log in
@@ -137,14 +139,14 @@ EOF
 	[ -n "${KFT_CTRL_MANAGED_CERTS:-}" ] || ctrl_webhook_cert "$dir"
 	if [ "$(ctrl_flavour)" = upstream ]; then
 		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" "$bin" --kubeconfig "$kcfg" \
-			--config "$dir/config.yaml" --zap-log-level=debug
+			--config "$dir/config.yaml" --zap-log-level="${KFT_CTRL_LOG_LEVEL:-debug}"
 	else
 		local extra=()
 		[ "$le" = true ] && extra+=(--leader-elect)
 		# shellcheck disable=SC2086 # KFT_CTRL_ENV is words
 		start_proc "ctrl-$name" env TMPDIR="$dir/tmp" ${KFT_CTRL_ENV:-} "$bin" --kubeconfig "$kcfg" \
 			--config "$dir/config.yaml" --metrics-bind-address "127.0.0.1:$mp" \
-			--health-probe-bind-address "127.0.0.1:$hp" --zap-log-level debug "${extra[@]}"
+			--health-probe-bind-address "127.0.0.1:$hp" --zap-log-level "${KFT_CTRL_LOG_LEVEL:-debug}" "${extra[@]}"
 	fi
 	var=${name//-/_}
 	printf -v "CTRL_HEALTH_$var" '%s' "$hp"
@@ -319,6 +321,21 @@ status_post() {
 install_builtin_runtimes() {
 	kubectl apply --server-side --force-conflicts --field-manager kftrainer-tier \
 		-k "$KFT_REPO_ROOT/manifests/runtimes" >/dev/null
+}
+
+# The Kubeflow SDK (kubeflow 0.5.0 from PyPI) in a venv of the build directory, made once and
+# shared by the tests that call it as a notebook would. Prints the venv's path; fails, saying
+# why with pip's last lines on stderr, when it cannot be made.
+sdk_venv() {
+	local venv=${KFT_BUILD_DIR:-$KFT_REPO_ROOT/build}/cluster-sdk-venv out
+	if ! "$venv/bin/python" -c 'import kubeflow.trainer, kubeflow.optimizer' 2>/dev/null; then
+		out=$(python3 -m venv "$venv" 2>&1 &&
+			"$venv/bin/python" -m pip --disable-pip-version-check -q install 'kubeflow==0.5.0' 2>&1) || {
+			echo "cannot make a venv with kubeflow==0.5.0: $(tail -5 <<<"$out")" >&2
+			return 1
+		}
+	fi
+	echo "$venv"
 }
 
 # Put every namespaced document of a YAML file into namespace $2 (runtimes and TrainJobs).

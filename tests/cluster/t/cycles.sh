@@ -92,7 +92,9 @@ for i in $(seq 1 "$cycles"); do
 done
 rm -f "$tmp/kft-cycles-$$.err"
 left=$(leftovers)
-[ "$(ours_in_tmp)" = "$tmp_before" ] || left+=$'\n'"temporary entries: $(comm -13 <(echo "$tmp_before") <(ours_in_tmp))"
+# Only new entries count: another session's cluster may go down in the meantime.
+new_in_tmp=$(comm -13 <(echo "$tmp_before") <(ours_in_tmp))
+[ -z "$new_in_tmp" ] || left+=$'\n'"temporary entries: $new_in_tmp"
 # A build's scratch is a leftover once no build holds its module's lock: the cache is shared,
 # and another checkout's build (of a module this cluster does not need) may be under way.
 abandoned_scratch() {

@@ -17,7 +17,7 @@ p1=$!
 p2=$!
 wait $p1; r1=$?
 wait $p2; r2=$?
-expect_eq "two deletes: one exits 0, the other 1" "0 1" "$(printf '%s\n' $r1 $r2 | sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "two deletes: one exits 0, the other 3 (not found)" "0 3" "$(printf '%s\n' $r1 $r2 | sort | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "one deleted line" 'trainjob.trainer.kubeflow.org "twice" deleted' "$(cat "$KFT_CASE_TMP/o1" "$KFT_CASE_TMP/o2")"
 expect_eq "one NotFound line" 'Error from server (NotFound): trainjobs.trainer.kubeflow.org "twice" not found' \
 	"$(cat "$KFT_CASE_TMP/e1" "$KFT_CASE_TMP/e2")"
@@ -32,7 +32,7 @@ ps=$!
 "$KFTRAINER" delete race >/dev/null 2>&1 &
 pd=$!
 wait $ps; wait $pd
-expect_eq "suspend racing delete: delete wins in the end" 1 "$(kft get race >/dev/null 2>&1; echo $?)"
+expect_eq "suspend racing delete: delete wins in the end" 3 "$(kft get race >/dev/null 2>&1; echo $?)"
 if wait_for 20 sh -c "! kill -0 $pf 2>/dev/null"; then pass "a follower ends when its job is deleted"; else fail "follower ends" "still running"; kill $pf; fi
 wait $pf
 expect_eq "... with exit 0 after saying so" "0 kftrainer: race was deleted" "$? $(cat "$KFT_CASE_TMP/fe")"

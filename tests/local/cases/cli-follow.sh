@@ -33,11 +33,11 @@ expect_eq "--rm (implies --follow): exit 0" 0 "$KFT_RC"
 expect_eq "--rm: followed, then deleted" "trainjob.trainer.kubeflow.org/tidy created
 [node-0] bye
 trainjob.trainer.kubeflow.org \"tidy\" deleted" "$KFT_OUT"
-expect_exit "--rm: the job is gone" 1 kft get tidy
+expect_exit "--rm: the job is gone" 3 kft get tidy
 
 run_capture kft train --runtime torch-distributed --name tidy-bad --rm -- false
 expect_eq "--rm of a failing job: exit 1" 1 "$KFT_RC"
-expect_exit "... and it is gone too" 1 kft get tidy-bad
+expect_exit "... and it is gone too" 3 kft get tidy-bad
 
 cat >"$KFT_CASE_TMP/two.yaml" <<'YAML'
 apiVersion: v1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Verbs on a job that does not exist: kubectl's NotFound line, exit 1, and nothing else
-# happens; the forms that tolerate absence (delete --ignore-not-found, wait --for delete)
+# Verbs on a job that does not exist: kubectl's NotFound line, exit 3 (ours: kubectl exits 1,
+# but a program, such as the Python package, must tell NotFound from a failure without reading
+# the words), and nothing else happens; a failure beside a missing job still exits 1; the forms that tolerate absence (delete --ignore-not-found, wait --for delete)
 # succeed.
 # Pins: kubectl's `Error from server (NotFound): trainjobs.trainer.kubeflow.org "NAME" not
 # found` (k8s.io/apimachinery pkg/api/errors NewNotFound, v0.36.2) and `No resources found`.
@@ -8,12 +9,12 @@
 
 nf='Error from server (NotFound): trainjobs.trainer.kubeflow.org "ghost" not found'
 for cmd in "get ghost" "get ghost -o json" "logs ghost" "logs -f ghost" "wait ghost" \
-	"suspend ghost" "resume ghost" "delete ghost"; do
+	"suspend ghost" "resume ghost" "delete ghost" "pods ghost"; do
 	# shellcheck disable=SC2086
-	expect_exit "$cmd: exit 1" 1 kft $cmd && expect_eq "$cmd: NotFound" "$nf" "$KFT_ERR"
+	expect_exit "$cmd: exit 3" 3 kft $cmd && expect_eq "$cmd: NotFound" "$nf" "$KFT_ERR"
 	expect_eq "$cmd: nothing on stdout" "" "$KFT_OUT"
 done
-expect_exit "get two names, one missing: exit 1" 1 kft get ghost other -o name
+expect_exit "get two names, both missing: exit 3" 3 kft get ghost other -o name
 expect_eq "... one NotFound line each" 2 "$(grep -c 'NotFound' <<<"$KFT_ERR")"
 expect_exit "delete --ignore-not-found: exit 0" 0 kft delete ghost --ignore-not-found
 expect_eq "... silently" "" "$KFT_OUT$KFT_ERR"

@@ -111,10 +111,10 @@ expect_exit "delete optimizationjob NAME" 0 kft delete optimizationjob tune
 expect_eq "kubectl's wording" 'optimizationjob.trainer.kubeflow.org "tune" deleted' "$KFT_OUT"
 expect_eq "its trials are gone" "" "$(kft get -o name | grep '/tune-')"
 expect_eq "the other searches' trials stay" 4 "$(kft get -o name | grep -c '/again-')"
-expect_exit "a second delete: NotFound" 1 kft delete optimizationjob/tune
+expect_exit "a second delete: NotFound" 3 kft delete optimizationjob/tune
 expect_eq "in kubectl's words" 'Error from server (NotFound): optimizationjobs.trainer.kubeflow.org "tune" not found' "$KFT_ERR"
 expect_exit "--ignore-not-found" 0 kft delete optimizationjob tune --ignore-not-found
-expect_exit "get of a missing one: NotFound" 1 kft get optimizationjob tune
+expect_exit "get of a missing one: NotFound" 3 kft get optimizationjob tune
 expect_exit "delete one by name" 0 kft delete optimizationjobs again
 expect_exit "delete optimizationjobs --all" 0 kft delete optimizationjobs --all
 expect_contains "deletes the rest" "$KFT_OUT" 'optimizationjob.trainer.kubeflow.org "other" deleted'

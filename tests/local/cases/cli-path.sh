@@ -53,7 +53,7 @@ expect_contains "... naming the mount paths" "$KFT_ERR" "/etc/passwd is on no vo
 expect_exit "a relative path: exit 2" 2 kft path out workspace
 expect_exit "an unknown step: exit 1" 1 kft path out /workspace --step nope
 expect_contains "... named" "$KFT_ERR" "has no replicated job nope"
-expect_exit "an unknown job: exit 1" 1 kft path nope /workspace
+expect_exit "an unknown job: exit 3 (NotFound)" 3 kft path nope /workspace
 expect_contains "... in kubectl's words" "$KFT_ERR" 'trainjobs.trainer.kubeflow.org "nope" not found'
 expect_exit "no PATH: usage" 2 kft path out
 expect_exit "delete" 0 kft delete out

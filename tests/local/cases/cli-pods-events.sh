@@ -42,11 +42,11 @@ expect_eq "events -o json: an EventList, last the JobSet's AllJobsCompleted" "Ev
 run_capture kft events
 expect_contains "events without NAME: the namespace's" "$KFT_OUT" "pod/pe-node-0-0-local"
 
-expect_exit "pods: no such job, exit 1" 1 kft pods nope
+expect_exit "pods: no such job, exit 3" 3 kft pods nope
 expect_contains "... in kubectl's words" "$KFT_ERR" 'trainjobs.trainer.kubeflow.org "nope" not found'
-expect_exit "events: no such job, exit 1" 1 kft events nope
+expect_exit "events: no such job, exit 3" 3 kft events nope
 expect_exit "pods without NAME: usage, exit 2" 2 kft pods
 expect_exit "events -o wide: usage, exit 2" 2 kft events pe -o wide
 
 kft delete pe >/dev/null
-expect_exit "events are gone with the job" 1 kft events pe
+expect_exit "events are gone with the job" 3 kft events pe

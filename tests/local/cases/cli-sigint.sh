@@ -46,6 +46,6 @@ kft delete term >/dev/null
 
 follow gone INT --rm || exit 0
 expect_eq "--rm and SIGINT: exit 130" 130 "$CLI_RC"
-expect_exit "--rm: the job is deleted" 1 kft get gone
+expect_exit "--rm: the job is deleted" 3 kft get gone
 expect_not_contains "--rm: no reattach hint for a deleted job" "$CLI_ERR" "Reattach"
 expect_no_processes "no process left"

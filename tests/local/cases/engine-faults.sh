@@ -61,7 +61,7 @@ fi
 # 5. Delete while running: no process, no job, no directory.
 expect_exit "delete a running job" 0 kft delete sr
 expect_no_processes "delete leaves no process" 5
-expect_exit "the deleted job is gone" 1 kft get sr
+expect_exit "the deleted job is gone" 3 kft get sr
 if [ -e "$KFTRAINER_STATE_DIR/jobs/default/sr" ]; then
 	fail "delete removes the job directory" "still there"
 else

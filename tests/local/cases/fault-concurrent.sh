@@ -28,7 +28,7 @@ run_pair() {
 if start_job twice; then
 	run_pair "delete twice" "delete twice"
 	codes=$(printf '%s\n' "$R1" "$R2" | sort | tr '\n' ' ')
-	expect_eq "two deletes: one succeeds, one exits 1" "0 1 " "$codes"
+	expect_eq "two deletes: one succeeds, one exits 3 (not found)" "0 3 " "$codes"
 	expect_contains "the loser says not found" "$E1$E2" '"twice" not found'
 	expect_no_processes "two deletes: no process left"
 else
@@ -47,7 +47,7 @@ if start_job race; then
 		fail "suspend succeeds, says not found or being deleted" "status $R1" "$E1"
 	fi
 	run_capture kft get race
-	expect_eq "the job is gone" 1 "$KFT_RC"
+	expect_eq "the job is gone" 3 "$KFT_RC"
 	expect_no_processes "suspend+delete: no process left"
 else
 	fail "suspend and delete" "the job did not start"
@@ -74,7 +74,7 @@ if kft train --runtime torch-distributed --name slow -- sh -c 'trap "" TERM; sle
 	wait $del
 	expect_eq "the delete succeeds" 0 "$?"
 	run_capture kft get slow
-	expect_eq "then the job is gone" 1 "$KFT_RC"
+	expect_eq "then the job is gone" 3 "$KFT_RC"
 	expect_no_processes "delete during grace: no process left"
 else
 	fail "delete during grace" "the job did not start"

@@ -51,6 +51,6 @@ fi
 
 if follow_then_interrupt gone --rm; then
 	run_capture kft get gone
-	expect_eq "with --rm the job is deleted (get exits 1)" 1 "$KFT_RC"
+	expect_eq "with --rm the job is deleted (get exits 3)" 3 "$KFT_RC"
 	expect_no_processes "with --rm no process is left"
 fi

@@ -16,6 +16,6 @@ expect_contains "the error names the runtime and the kind" "$KFT_OUT$KFT_ERR" \
 
 expect_eq "nothing stored" 0 "$(kft get -o json | jq '.items | length')"
 run_capture kft get ghost
-expect_eq "get ghost: not found (exit 1)" 1 "$KFT_RC"
+expect_eq "get ghost: not found (exit 3)" 3 "$KFT_RC"
 expect_contains "get ghost says so" "$KFT_ERR" "not found"
 expect_no_processes "nothing started" 2

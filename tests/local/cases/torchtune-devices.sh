@@ -60,5 +60,5 @@ KFTRAINER_GPUS= PATH=/usr/bin:/bin expect_exit "no tune on PATH: refused" 1 \
 	kft train -f "$KFT_CASE_TMP/notune.yaml"
 expect_contains "... naming the pip command" "$KFT_ERR" \
 	"there is no \`tune\` on the job's PATH: install the tested set with \`pip install torch==2.9.1 torchao==0.15.0 torchtune==0.6.1"
-expect_exit "nothing was stored" 1 kft get notune
+expect_exit "nothing was stored" 3 kft get notune
 expect_exit "delete" 0 kft delete gpus cpu

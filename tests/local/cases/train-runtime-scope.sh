@@ -64,7 +64,7 @@ expect_eq "... prints validate's lines, exactly" "$want" "$KFT_ERR"
 expect_eq "nothing stored but the good job" "scoped" \
 	"$(kft get -o json | jq -r '[.items[].metadata.name] | join(",")')"
 run_capture kft get bad
-expect_eq "get bad: not found (exit 1)" 1 "$KFT_RC"
+expect_eq "get bad: not found (exit 3)" 3 "$KFT_RC"
 expect_eq "no job directory for the refused jobs" "" \
 	"$(find "$KFTRAINER_STATE_DIR/jobs" -mindepth 2 -maxdepth 2 -name 'bad*' 2>/dev/null)"
 expect_no_processes "nothing left running" 10

@@ -62,7 +62,7 @@ expect_eq "an env name with '=': train exits 1" 1 "$KFT_RC" || note "$KFT_OUT $K
 expect_contains "the env name is refused at the TrainJob's path" "$KFT_ERR" \
 	"spec.trainer.env[1].name: Invalid value: \"MODE=fast\": a valid environment variable name must consist only of printable ASCII characters other than '='"
 run_capture "$KFTRAINER" get refused-at-submit
-expect_eq "nothing was stored" 1 "$KFT_RC" || note "$KFT_OUT $KFT_ERR"
+expect_eq "nothing was stored" 3 "$KFT_RC" || note "$KFT_OUT $KFT_ERR"
 
 # Dataset and model from a stand-in hub; the token only in the Secret.
 hub="$KFT_CASE_TMP/hub"

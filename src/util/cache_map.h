@@ -1,6 +1,6 @@
 /*
- * cache_map.h - a string-keyed hash map for the work queue and the informer
- * cache (internal).
+ * cache_map.h - a string-keyed hash map: the work queue, the informer
+ * cache, the schema validator's duplicate checks (internal).
  *
  * Keys are copied into the entry (one allocation per entry: the entry and
  * its key together), values are opaque pointers the caller owns. Chained
@@ -8,8 +8,8 @@
  * halved when it falls under 1/4, so a cache that held 10,000 objects does
  * not keep their bucket array forever. Not thread-safe: the owners lock.
  */
-#ifndef KFT_KUBE_CACHE_MAP_H
-#define KFT_KUBE_CACHE_MAP_H
+#ifndef KFT_UTIL_CACHE_MAP_H
+#define KFT_UTIL_CACHE_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>

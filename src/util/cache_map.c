@@ -1,10 +1,10 @@
 /*
- * cache_map.c - the string hash map behind the work queue and the informer
- * cache. See cache_map.h for the design; the only subtlety is iteration,
- * which remembers the next entry before handing one out so the caller may
- * remove the current one.
+ * cache_map.c - the string hash map behind the work queue, the informer
+ * cache and the schema validator. See cache_map.h for the design; the only
+ * subtlety is iteration, which remembers the next entry before handing one
+ * out so the caller may remove the current one.
  */
-#include "kube/cache_map.h"
+#include "util/cache_map.h"
 
 #include <stdlib.h>
 #include <string.h>
