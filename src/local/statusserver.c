@@ -241,7 +241,10 @@ static int start_http(kft_statusserver *s, int port, const kft_statusserver_cred
 {
 	char addr[32];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	kft_http_tls tls = {.cert_pem = c->cert_pem, .key_pem = c->key_pem, .min_minor = 2};
+	kft_http_tls tls = {.cert_pem = c->cert_pem,
+	                    .key_pem = c->key_pem,
+	                    .min_minor = 2,
+	                    .made_together = true};
 	s->handlers = (kft_httpd_handlers){.admit = admit, .serve = serve, .ctx = s};
 	kft_httpd_opts o = {.name = "status",
 	                    .listen = addr,
