@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -215,6 +216,30 @@ def _mpi_home_paths(runtime: types.Runtime, trainer: object) -> dict[str, str]:
     }
 
 
+_LAUNCHER_HINTS = {
+    "torchrun": "it comes with torch: pip install torch, or "
+    "CustomTrainer(packages_to_install=['torch'])",
+    "mpirun": "it comes with an MPI implementation, e.g. apt install openmpi-bin",
+}
+
+
+def _check_launcher(runtime: types.Runtime, trainer: object, env: Mapping[str, str]) -> None:
+    """A CustomTrainer's function is started by its runtime's launcher (the SDK's command:
+    torchrun on torch runtimes, mpirun on MPI ones), which a job finds on its PATH here as it
+    finds it in the image on a cluster. Without it every node would exit 127 at once; the
+    call is refused before anything starts, naming what to install."""
+    command = tuple(runtime.trainer.command) if runtime.trainer else ()
+    if not isinstance(trainer, types.CustomTrainer) or not command:
+        return
+    launcher = "torchrun" if command == constants.TORCH_COMMAND else command[0]
+    if launcher not in _LAUNCHER_HINTS or shutil.which(launcher, path=env.get("PATH")):
+        return
+    raise ValueError(
+        f"trainer: runtime {runtime.name} starts the function with {launcher}, which is not "
+        f"on PATH ({_LAUNCHER_HINTS[launcher]})"
+    )
+
+
 def _rewrite_trainer(spec: dict, rewrite: dict[str, str]) -> dict:
     """A TrainJob spec whose trainer's command and args have each old string of rewrite
     replaced by its new one (a copy; spec itself is left as it is)."""
@@ -330,6 +355,7 @@ class LocalBackend(KubernetesBackend):
             else list(constants.DEFAULT_PIP_INDEX_URLS)
         )
         env = job_environment(packages, index_urls, self.cfg.venv_cache_dir)
+        _check_launcher(runtime, trainer, env)
         if isinstance(trainer, types.BuiltinTrainer):
             # imported here: `python -m kftrainer.torchtune` must not find it loaded
             from kftrainer.torchtune import torchtune_environment

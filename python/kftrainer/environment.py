@@ -116,7 +116,7 @@ def _run_shown(argv: Sequence[str]) -> tuple[int, list[str]]:
     return proc.wait(), [line for line in lines if line][-40:]
 
 
-def _pip_install(venv: str, packages: Sequence[str], index_urls: Sequence[str]) -> None:
+def _pip_install(venv: str, packages: Sequence[str], index_urls: Sequence[str], field: str) -> None:
     argv = [os.path.join(venv, "bin", "python"), "-m", "pip", "install"]
     argv.append("--disable-pip-version-check")
     if index_urls:
@@ -126,9 +126,7 @@ def _pip_install(venv: str, packages: Sequence[str], index_urls: Sequence[str]) 
     argv += list(packages)
     status, tail = _run_shown(argv)
     if status != 0:
-        raise ValueError(
-            f"packages_to_install: pip could not install {list(packages)}:\n" + "\n".join(tail)
-        )
+        raise ValueError(f"{field}: pip could not install {list(packages)}:\n" + "\n".join(tail))
 
 
 def _caller_site_dirs() -> list[str]:
@@ -153,15 +151,25 @@ def _layer_on_caller(venv: str) -> None:
         f.write("\n".join(lines) + "\n")
 
 
-def package_venv(
-    packages: Sequence[str], index_urls: Sequence[str], root: str | None = None
+def cached_venv(
+    name: str,
+    packages: Sequence[str],
+    index_urls: Sequence[str],
+    root: str | None,
+    *,
+    field: str,
+    about: str,
+    layered: bool,
 ) -> str:
-    """The cached virtual environment holding ``packages`` over the caller's
-    interpreter, built when missing. Raises ValueError naming packages_to_install
-    when pip fails (nothing is left behind)."""
+    """The cached virtual environment ``name`` (under the cache root) holding ``packages``
+    over the caller's interpreter, built once under a lock (another process building it
+    is waited for) and reused while complete. ``layered`` puts the caller's packages
+    under it (``--system-site-packages`` and the caller's site directories); otherwise it
+    holds only ``packages``, as an image would. Raises ValueError starting with ``field``
+    (the setting that asked) when venv or pip fail; a failed build leaves nothing."""
     base = cache_root(root)
     os.makedirs(base, mode=0o700, exist_ok=True)
-    venv = os.path.join(base, _key(sys.executable, sys.version, list(packages), list(index_urls)))
+    venv = os.path.join(base, name)
     done = os.path.join(venv, ".kftrainer-complete")
     if os.path.exists(done):
         return venv
@@ -170,24 +178,20 @@ def package_venv(
             return venv
         shutil.rmtree(venv, ignore_errors=True)  # what an interrupted build left
         print(
-            f"kftrainer: building an environment for packages_to_install {list(packages)} "
-            f"over {sys.executable} (once; cached in {venv})",
+            f"kftrainer: building {about} over {sys.executable} (once; cached in {venv})",
             file=sys.stderr,
             flush=True,
         )
+        argv = [sys.executable, "-m", "venv", *(["--system-site-packages"] if layered else [])]
         try:
-            subprocess.run(
-                [sys.executable, "-m", "venv", "--system-site-packages", venv],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            _layer_on_caller(venv)
-            _pip_install(venv, packages, index_urls)
+            subprocess.run([*argv, venv], check=True, capture_output=True, text=True)
+            if layered:
+                _layer_on_caller(venv)
+            _pip_install(venv, packages, index_urls, field)
         except subprocess.CalledProcessError as e:
             shutil.rmtree(venv, ignore_errors=True)
             raise ValueError(
-                f"packages_to_install: cannot create a virtual environment with "
+                f"{field}: cannot create a virtual environment with "
                 f"{sys.executable}: {e.stderr.strip()}"
             ) from None
         except BaseException:
@@ -196,6 +200,21 @@ def package_venv(
         with open(done, "w"):
             pass
     return venv
+
+
+def package_venv(
+    packages: Sequence[str], index_urls: Sequence[str], root: str | None = None
+) -> str:
+    """The cached environment for ``packages_to_install``, layered on the caller's."""
+    return cached_venv(
+        _key(sys.executable, sys.version, list(packages), list(index_urls)),
+        packages,
+        index_urls,
+        root,
+        field="packages_to_install",
+        about=f"an environment for packages_to_install {list(packages)}",
+        layered=True,
+    )
 
 
 def job_environment(

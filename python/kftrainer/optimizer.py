@@ -60,7 +60,7 @@ from kubeflow.trainer.types.types import Event, Runtime, TrainJobTemplate
 from kubernetes import client, config
 
 from kftrainer.algorithms import TPE, MedianStop
-from kftrainer.backend import LocalBackend, _mpi_home_paths, _rewrite_trainer
+from kftrainer.backend import LocalBackend, _check_launcher, _mpi_home_paths, _rewrite_trainer
 from kftrainer.config import LocalBackendConfig
 from kftrainer.engine import EngineError
 from kftrainer.environment import job_environment
@@ -455,6 +455,7 @@ class LocalOptimizerBackend(_OptimizationJobs):
             template.runtime = tb.get_runtime(
                 template.runtime or trainer_constants.DEFAULT_TRAINING_RUNTIME
             )
+        _check_launcher(template.runtime, trainer, env)
         spec, _ = super()._trainjob_spec(template)
         return _rewrite_trainer(spec, _mpi_home_paths(template.runtime, trainer)), env
 

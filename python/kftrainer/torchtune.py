@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
 
-from .environment import _key, _locked, _pip_install, cache_root
+from .environment import _key, cached_venv
 
 REQUIREMENTS = os.path.join(os.path.dirname(__file__), "torchtune-requirements.txt")
 
@@ -50,39 +49,15 @@ def _caller_has_pins() -> bool:
 def torchtune_venv(cache_dir: str | None = None) -> str:
     """The cached virtual environment holding exactly the pins, built when missing.
     Raises ValueError with pip's last lines when pip fails (nothing is left behind)."""
-    base = cache_root(cache_dir)
-    os.makedirs(base, mode=0o700, exist_ok=True)
-    venv = os.path.join(base, "torchtune-" + _key(sys.executable, sys.version, pins()))
-    done = os.path.join(venv, ".kftrainer-complete")
-    if os.path.exists(done):
-        return venv
-    with _locked(venv + ".lock"):
-        if os.path.exists(done):
-            return venv
-        shutil.rmtree(venv, ignore_errors=True)
-        print(
-            f"kftrainer: building the torchtune environment {pins()} over {sys.executable} "
-            f"(once, some GB; cached in {venv})",
-            file=sys.stderr,
-            flush=True,
-        )
-        try:
-            subprocess.run(
-                [sys.executable, "-m", "venv", venv], check=True, capture_output=True, text=True
-            )
-            _pip_install(venv, pins(), [])
-        except subprocess.CalledProcessError as e:
-            shutil.rmtree(venv, ignore_errors=True)
-            raise ValueError(
-                f"trainer: cannot create the torchtune environment with {sys.executable}: "
-                f"{e.stderr.strip()}"
-            ) from None
-        except BaseException:
-            shutil.rmtree(venv, ignore_errors=True)
-            raise
-        with open(done, "w"):
-            pass
-    return venv
+    return cached_venv(
+        "torchtune-" + _key(sys.executable, sys.version, pins()),
+        pins(),
+        [],
+        cache_dir,
+        field="trainer",
+        about=f"the torchtune environment {pins()} (some GB)",
+        layered=False,
+    )
 
 
 def torchtune_environment(env: Mapping[str, str], cache_dir: str | None = None) -> dict[str, str]:

@@ -64,7 +64,7 @@ while [ ! -e "$g/one" ]; do sleep 0.1; done
 echo "hello-2"
 report 50 40 '""" + XSS_METRIC + r"""' 0.5
 while [ ! -e "$g/two" ]; do sleep 0.1; done
-report 90 5 '""" + XSS_METRIC + r"""' 0.1
+report 90 5 '""" + XSS_METRIC + r"""' 0.1234567891
 echo "hello-3"
 while [ ! -e "$g/three" ]; do sleep 0.1; done
 """
@@ -241,6 +241,10 @@ def run(driver, url):
     check("the last point is the latest report (90)",
           wait(lambda: driver.find_element(By.CSS_SELECTOR, chart)
                .get_attribute("data-last") == "90"))
+    check("a metric's card shows six significant digits, its title the value sent",
+          wait(lambda: driver.find_elements(By.CSS_SELECTOR, '#cards [title="0.1234567891"]')
+               and "0.123457" in text_of(driver, "#cards")
+               and "0.1234567891" not in text_of(driver, "#cards")), text_of(driver, "#cards"))
     check("a metric named with markup is charted under its name as text",
           wait(lambda: XSS_METRIC in text_of(driver, "#charts")) and no_xss(driver))
     shot(driver, "05-job-metrics")

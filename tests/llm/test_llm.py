@@ -23,7 +23,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +41,9 @@ from kubeflow.trainer import (
 import kftrainer
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests/local"))
+import fileserver  # noqa: E402  (tests/local/fileserver.py, after its directory is on the path)
+
 HUB = Path(os.environ.get("KFT_LLM_HUB", "/nonexistent"))
 TUNE_BIN = os.environ.get("KFT_LLM_TUNE_BIN", "")
 MODEL_ARGS = os.environ.get("KFT_LLM_MODEL_ARGS", "").split()
@@ -59,28 +61,8 @@ if not HUB.is_dir():
 
 @pytest.fixture(scope="module")
 def hub_url() -> Iterator[str]:
-    port_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"kft-llm-hub-{os.getpid()}.port"
-    port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(REPO / "tests/local/fileserver.py"),
-            "--root",
-            str(HUB),
-            "--port-file",
-            str(port_file),
-        ]
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert proc.poll() is None and time.monotonic() < deadline, "hub did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port_file.read_text().strip()}"
-    finally:
-        proc.terminate()
-        proc.wait()
-        port_file.unlink(missing_ok=True)
+    with fileserver.running(HUB) as url:
+        yield url
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ that would escape it are 404.
 --rate N sends every reply at about N bytes a second (a slow server).
 """
 import argparse
+import contextlib
 import hashlib
 import json
 import http.server
@@ -43,8 +44,11 @@ import os
 import re
 import signal
 import socketserver
+import shutil
 import ssl
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import xml.sax.saxutils
@@ -302,6 +306,29 @@ def main():
     finally:
         srv.server_close()
 
+
+
+@contextlib.contextmanager
+def running(root, *options):
+    """For Python tests and benches: this server over directory root as a child process
+    (further command-line options in options); yields its base URL once it listens, stops it
+    on leaving. Fails when it does not start within 10 s."""
+    scratch = tempfile.mkdtemp(prefix="kft-fileserver-")
+    port_file = os.path.join(scratch, "port")
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--root", str(root),
+                             "--port-file", port_file, *options])
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(port_file):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"fileserver over {root} did not start")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            yield f"http://127.0.0.1:{f.read().strip()}"
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 if __name__ == "__main__":
     main()

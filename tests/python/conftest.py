@@ -18,6 +18,9 @@ import kftrainer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO / "tests" / "local"))
+import fileserver  # noqa: E402  (tests/local/fileserver.py, after its directory is on the path)
+
 RUNTIMES = [
     str(REPO / "manifests" / "runtimes"),
     str(REPO / "examples" / "sdk" / "python-with-initializers.yaml"),
@@ -77,23 +80,5 @@ def hub(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A stand-in Hugging Face hub (tests/local/fileserver.py): (URL, root directory)."""
     root = tmp_path / "hub"
     root.mkdir()
-    port_file = tmp_path / "hub.port"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(REPO / "tests/local/fileserver.py"),
-            "--root",
-            str(root),
-            "--port-file",
-            str(port_file),
-        ],
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert proc.poll() is None and time.monotonic() < deadline, "hub did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port_file.read_text().strip()}", root
-    finally:
-        proc.terminate()
-        proc.wait()
+    with fileserver.running(root) as url:
+        yield url, root

@@ -486,7 +486,9 @@ def test_packages_layer_on_the_callers_environment(client, tmp_path, hub, capfd)
 # ---- bad input --------------------------------------------------------------------------------
 
 
-def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, tmp_path):
+def test_bad_input_is_refused_before_anything_starts(
+    client, config, state_dir, tmp_path, monkeypatch
+):
     """Bad input raises a clear exception naming the argument, and nothing is left: no job,
     no process, no virtual environment."""
     # An unknown runtime fails before any package environment is built for it.
@@ -532,7 +534,24 @@ def test_bad_input_is_refused_before_anything_starts(client, config, state_dir, 
             trainer=CustomTrainer(func=report_rank, packages_to_install=[str(tmp_path / "none")]),
         )
     assert not [p for p in Path(config.venv_cache_dir).iterdir() if p.is_dir()]
-    # A TrainJob the engine refuses (torch owns PET_* env): the engine's field error.
+    # The default runtime, torch-distributed, starts the function with torchrun (the SDK's
+    # command), which comes with torch, as the runtime's image has it on a cluster. Without
+    # it on PATH every node would exit 127: refused first, saying what to install.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.raises(
+        ValueError,
+        match=r"^trainer: runtime torch-distributed starts the function with torchrun, which "
+        r"is not on PATH \(it comes with torch: pip install torch, or "
+        r"CustomTrainer\(packages_to_install=\['torch'\]\)\)$",
+    ):
+        client.train(trainer=CustomTrainer(func=report_rank))
+    # A TrainJob the engine refuses (torch owns PET_* env): the engine's field error. A
+    # torchrun on PATH (never run) gets the call that far.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "torchrun").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "torchrun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
     with pytest.raises(ValueError, match=r"spec\.trainer\.env"):
         client.train(
             runtime="torch-distributed",

@@ -239,15 +239,23 @@ async function act(ns, name, verb) {
   }
 }
 
+// A reported metric as a card shows it: a number written with more digits than six
+// significant ones need (torchtune's loss 10.665261268615723) as those six; anything else
+// as it was sent. The card's title keeps the value whole.
+function metricText(v) {
+  const n = Number(v), s = String(+n.toPrecision(6));
+  return typeof v === "string" && v.trim() !== "" && Number.isFinite(n) && s.length < v.length ? s : v;
+}
+
 function drawCards(doc) {
   const r = doc.row, ts = (doc.trainjob.status || {}).trainerStatus || {};
-  const card = (k, v, id) => el("div", { class: "card" }, el("div", { class: "k" }, k), el("div", { class: "v", id }, v));
+  const card = (k, v, id, title) => el("div", { class: "card", title }, el("div", { class: "k" }, k), el("div", { class: "v", id }, v));
   document.getElementById("cards").replaceChildren(
     card("Status", statusBadge(r.status), "card-status"), card("Runtime", r.runtime || "-"),
     card("Nodes", r.nodes || "-"), card("Restarts", String(r.restarts ?? 0)),
     card("Progress", r.progress !== undefined && r.progress !== null ? r.progress + "%" : "-", "card-progress"),
     card("ETA", eta(r)), card("Age", age(r.created)),
-    ...(ts.metrics || []).slice(0, 6).map((m) => card(m.name, m.value)));
+    ...(ts.metrics || []).slice(0, 6).map((m) => card(m.name, metricText(m.value), undefined, m.value)));
   // Why a failed job failed, whole (the node, its exit code and last lines): the
   // Failed condition's message, as text.
   const failed = ((doc.trainjob.status || {}).conditions || []).find((c) => c.type === "Failed" && c.status === "True");
