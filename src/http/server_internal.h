@@ -121,8 +121,9 @@ char *kft_http_answer_bytes(const kft_httpd *s, int code, const char *type, cons
 
 /* ---- tls.c ------------------------------------------------------------------------- */
 
+/* check_pair: whether the key must be shown to be the certificate's. */
 int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *key_pem,
-                         kft_http_tls_ctx **out, kft_error *err);
+                         bool check_pair, kft_http_tls_ctx **out, kft_error *err);
 /* The server's current context with a reference (NULL when none). */
 kft_http_tls_ctx *kft_http_tls_get(kft_httpd *s);
 void kft_http_tls_put(kft_httpd *s, kft_http_tls_ctx *t);

@@ -60,7 +60,7 @@ static int tls_fail(int rc, const char *name, const char *what, kft_error *err)
 }
 
 static int ctx_load(kft_http_tls_ctx *t, const kft_httpd *s, const char *cert_pem,
-                    const char *key_pem, kft_error *err)
+                    const char *key_pem, bool check_pair, kft_error *err)
 {
 	int rc = MBEDTLS_ERR_X509_INVALID_FORMAT;
 	if (!cert_pem || (rc = mbedtls_x509_crt_parse(&t->crt, (const unsigned char *)cert_pem,
@@ -70,7 +70,7 @@ static int ctx_load(kft_http_tls_ctx *t, const kft_httpd *s, const char *cert_pe
 	if (!key_pem || (rc = mbedtls_pk_parse_key(&t->key, (const unsigned char *)key_pem,
 	                                           strlen(key_pem) + 1, NULL, 0)) != 0)
 		return tls_fail(rc, s->name, "cannot load the private key", err);
-	if ((rc = mbedtls_pk_check_pair(&t->crt.pk, &t->key)) != 0)
+	if (check_pair && (rc = mbedtls_pk_check_pair(&t->crt.pk, &t->key)) != 0)
 		return tls_fail(rc, s->name, "the private key is not the certificate's", err);
 	if ((rc = mbedtls_ssl_config_defaults(&t->conf, MBEDTLS_SSL_IS_SERVER,
 	                                      MBEDTLS_SSL_TRANSPORT_STREAM,
@@ -88,7 +88,7 @@ static int ctx_load(kft_http_tls_ctx *t, const kft_httpd *s, const char *cert_pe
 }
 
 int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *key_pem,
-                         kft_http_tls_ctx **out, kft_error *err)
+                         bool check_pair, kft_http_tls_ctx **out, kft_error *err)
 {
 	*out = NULL;
 	kft_http_tls_ctx *t = calloc(1, sizeof(*t));
@@ -97,7 +97,7 @@ int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *k
 	mbedtls_ssl_config_init(&t->conf);
 	mbedtls_x509_crt_init(&t->crt);
 	mbedtls_pk_init(&t->key);
-	int rc = ctx_load(t, s, cert_pem, key_pem, err);
+	int rc = ctx_load(t, s, cert_pem, key_pem, check_pair, err);
 	if (rc) {
 		ctx_free(t);
 		return rc;
@@ -133,7 +133,7 @@ int kft_httpd_set_tls(kft_httpd *h, const kft_http_tls *tls, kft_error *err)
 	if (!h->tls_on)
 		return kft_error_set(err, KFT_EINVAL, "%s server: not a TLS server", h->name);
 	kft_http_tls_ctx *t = NULL;
-	int rc = kft_http_tls_ctx_new(h, tls->cert_pem, tls->key_pem, &t, err);
+	int rc = kft_http_tls_ctx_new(h, tls->cert_pem, tls->key_pem, !tls->made_together, &t, err);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&h->tls_mu);

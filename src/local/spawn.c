@@ -1,10 +1,16 @@
 /*
  * spawn.c - the local backend's process launcher.
  *
- * Processes start through fork + exec, shaped as posix_spawn would shape them
- * plus one thing it cannot do: the child arms PR_SET_PDEATHSIG (SIGKILL), so a
- * supervisor killed with -9 takes its pods with it at once. A failed exec is
- * carried back over a close-on-exec pipe (as glibc's posix_spawn does) and the
+ * Processes start as glibc's posix_spawn starts them, plus one thing it
+ * cannot do: the child arms PR_SET_PDEATHSIG (SIGKILL), so a supervisor
+ * killed with -9 takes its pods with it at once. The child shares the
+ * parent's memory until its exec (clone with CLONE_VM | CLONE_VFORK, on a
+ * stack of its own, every signal blocked across the clone): nothing of the
+ * supervisor (its libraries, heap and server threads' stacks) is copied for
+ * it, nor torn down again at its exec, and the parent goes on as soon as the
+ * exec is done. A process entering a mount namespace is forked instead, as
+ * kft_mountns_enter expects (mountns.h); a view's mount calls outweigh the
+ * copy. A failed exec is carried back over a close-on-exec pipe and the
  * failed child reaped, so a missing or unrunnable command is an error in the
  * parent, never a fake exit code.
  *
@@ -27,6 +33,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
@@ -39,6 +47,7 @@
 #define DEFAULT_PATH  "/bin:/usr/bin"
 #define STOP_POLL_MS  10
 #define AFTER_KILL_MS 2000
+#define CHILD_STACK   (64 * 1024) /* a shared-memory child's, until its exec */
 
 /* ---- PATH lookup ---------------------------------------------------------- */
 
@@ -158,21 +167,36 @@ static void report_and_exit(int report_fd, int stage)
 	_exit(127);
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. The
- * order matters: the death signal first, then the check that the parent did
- * not die before it was armed (the child would then wait for nothing). The
- * mount namespace comes before the descriptors are rearranged, so a failure
- * in it still reaches the parent over the report pipe. */
-static void child_exec(const char *path, char *const argv[], char *const envp[],
-                       const kft_mountns *ns, const char *cwd, int dir_fd, int log_fd,
-                       int report_fd, pid_t parent)
+/* What the child needs, all set before it starts (a shared-memory child
+ * reads it from the parent's memory, which it must not change). */
+typedef struct child_args {
+	const char *path;
+	char *const *argv, *const *envp;
+	const kft_mountns *ns;
+	const char *cwd;
+	int dir_fd, log_fd, report_fd;
+	pid_t parent;
+} child_args;
+
+/* In the child, between its start and exec: only async-signal-safe calls,
+ * and no write to memory but its own stack (errno aside: a shared-memory
+ * child's is the parent's, which the parent reads only when the clone
+ * failed). The order matters: the death signal first, then the check that
+ * the parent did not die before it was armed (the child would then wait for
+ * nothing). The mount namespace comes before the descriptors are
+ * rearranged, so a failure in it still reaches the parent over the report
+ * pipe. Every signal handler is reset before the mask is emptied, so none of
+ * the parent's runs here. */
+static int child_exec(void *arg)
 {
 	static char *const empty_env[] = {NULL};
+	const child_args *a = arg;
+	int report_fd = a->report_fd, log_fd = a->log_fd, dir_fd = a->dir_fd;
 	sigset_t none;
 	int stage;
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != a->parent)
 		_exit(127);
-	if (ns && kft_mountns_enter(ns, cwd, &stage) != 0)
+	if (a->ns && kft_mountns_enter(a->ns, a->cwd, &stage) != 0)
 		report_and_exit(report_fd, stage);
 	setpgid(0, 0);
 	for (int sig = 1; sig < NSIG; sig++)
@@ -188,8 +212,37 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 	if (report_fd > STDERR_FILENO + 1)
 		close_range(STDERR_FILENO + 1, (unsigned)report_fd - 1, 0);
 	close_range((unsigned)report_fd + 1, ~0u, 0);
-	execve(path, argv, envp ? envp : empty_env);
+	execve(a->path, a->argv, a->envp ? a->envp : empty_env);
 	report_and_exit(report_fd, EXEC_STAGE);
+	return 127; /* not reached */
+}
+
+/* Starts the child: forked for a mount namespace, else sharing our memory
+ * (see the top) on a stack of its own, which is free again once clone
+ * returns (the child has exec'd or exited by then). -1 and *error on
+ * failure. */
+static pid_t start_child(child_args *a, int *error)
+{
+	if (a->ns) {
+		pid_t pid = fork();
+		if (pid == 0)
+			child_exec(a);
+		*error = errno;
+		return pid;
+	}
+	char *stack = malloc(CHILD_STACK);
+	sigset_t all, old;
+	if (!stack) {
+		*error = ENOMEM;
+		return -1;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(child_exec, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	*error = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	free(stack);
+	return pid;
 }
 
 /* A failed child's report as an error: a namespace that could not be made
@@ -209,13 +262,14 @@ static int child_error(const kft_mountns *ns, const char *cmd, const char *cwd,
 	                     cmd, strerror(r->err));
 }
 
-/* fork + exec rather than posix_spawn, for what posix_spawn cannot do:
+/* Our own start rather than posix_spawn, for what posix_spawn cannot do:
  * PR_SET_PDEATHSIG, which the child must set on itself, and entering a mount
  * namespace. The death signal kills the process when the supervisor dies,
  * even by SIGKILL, instead of leaving it for the next CLI call to notice; it
- * fires when the *thread* that forked ends: the supervisor is
- * single-threaded. A failed exec is reported back over a close-on-exec pipe,
- * as glibc's posix_spawn does, and the failed child is reaped here. */
+ * fires when the *thread* that started it ends: the supervisor starts pods
+ * from its main thread only (its status server's threads never start
+ * processes). A failed exec is reported back over a close-on-exec pipe, as
+ * glibc's posix_spawn does, and the failed child is reaped here. */
 static int spawn_resolved(const char *path, char *const argv[], char *const envp[],
                           const kft_mountns *ns, const char *cwd, int dir_fd, int log_fd,
                           pid_t *pid, kft_error *err)
@@ -226,16 +280,22 @@ static int spawn_resolved(const char *path, char *const argv[], char *const envp
 	if (pipe2(report, O_CLOEXEC) != 0)
 		return kft_error_set(err, KFT_EIO, "exec: \"%s\": pipe: %s", argv[0],
 		                     strerror(errno));
-	pid_t parent = getpid();
-	*pid = fork();
-	if (*pid == 0)
-		child_exec(path, argv, envp, ns, cwd, dir_fd, log_fd, report[1], parent);
-	int fork_errno = errno;
+	child_args a = {.path = path,
+	                .argv = argv,
+	                .envp = envp,
+	                .ns = ns,
+	                .cwd = cwd,
+	                .dir_fd = dir_fd,
+	                .log_fd = log_fd,
+	                .report_fd = report[1],
+	                .parent = getpid()};
+	int start_errno = 0;
+	*pid = start_child(&a, &start_errno);
 	close(report[1]);
 	if (*pid < 0) {
 		close(report[0]);
 		return kft_error_set(err, KFT_EIO, "exec: \"%s\": fork: %s", argv[0],
-		                     strerror(fork_errno));
+		                     strerror(start_errno));
 	}
 	setpgid(*pid, *pid); /* also done in the child: whichever runs first wins */
 	do

@@ -134,15 +134,12 @@ int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err)
 	                         .is_ca = true,
 	                         .subject = "CN=kftrainer local status server CA",
 	                         .valid_days = CA_DAYS};
-	kft_cert_opts srv_opts = {.key_type = KFT_CERT_EC_P256,
-	                          .issuer = &ca,
-	                          .subject = "CN=localhost",
-	                          .valid_days = CA_DAYS};
+	kft_cert_opts srv_opts = {
+	        .key_type = KFT_CERT_EC_P256, .subject = "CN=localhost", .valid_days = CA_DAYS};
 	memset(c, 0, sizeof(*c));
-	int rc = kft_cert_make(&ca_opts, "status server: cannot make its CA", &ca, err);
-	if (rc == 0)
-		rc = kft_cert_make(&srv_opts, "status server: cannot make its certificate", &srv,
-		                   err);
+	int rc = kft_cert_make_chain(&ca_opts, &srv_opts,
+	                             "status server: cannot make its CA and certificate", &ca, &srv,
+	                             err);
 	if (rc == 0) { /* the CA's key signed the one certificate and goes */
 		c->ca_pem = ca.cert_pem, c->cert_pem = srv.cert_pem, c->key_pem = srv.key_pem;
 		ca.cert_pem = srv.cert_pem = srv.key_pem = NULL;
@@ -241,7 +238,10 @@ static int start_http(kft_statusserver *s, int port, const kft_statusserver_cred
 {
 	char addr[32];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	kft_http_tls tls = {.cert_pem = c->cert_pem, .key_pem = c->key_pem, .min_minor = 2};
+	kft_http_tls tls = {.cert_pem = c->cert_pem,
+	                    .key_pem = c->key_pem,
+	                    .min_minor = 2,
+	                    .made_together = true};
 	s->handlers = (kft_httpd_handlers){.admit = admit, .serve = serve, .ctx = s};
 	kft_httpd_opts o = {.name = "status",
 	                    .listen = addr,

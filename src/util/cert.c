@@ -9,6 +9,7 @@
 #include "util/cert.h"
 
 #include <mbedtls/asn1write.h>
+#include <mbedtls/ecdsa.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
@@ -154,9 +155,12 @@ static int server_extensions(mbedtls_x509write_cert *c, const kft_cert_opts *o)
 	               MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san_at, sanl);
 }
 
-/* The certificate of `key`, signed by signer (named issuer), as PEM in out. */
+/* The certificate of `key`, signed by signer (named issuer), as PEM in out.
+ * sign_with, when set, is signer's key in an ECDSA context that signs in its
+ * place (the key identifiers are taken from signer: mbedTLS writes no public
+ * key from an ECDSA context). */
 static int write_cert(const kft_cert_opts *o, mbedtls_pk_context *key, mbedtls_pk_context *signer,
-                      const char *issuer, unsigned char *out)
+                      mbedtls_pk_context *sign_with, const char *issuer, unsigned char *out)
 {
 	mbedtls_x509write_cert c;
 	mbedtls_mpi serial;
@@ -169,6 +173,8 @@ static int write_cert(const kft_cert_opts *o, mbedtls_pk_context *key, mbedtls_p
 	int rc = cert_identity(&c, o, issuer, &serial);
 	if (!rc)
 		rc = o->is_ca ? ca_extensions(&c) : server_extensions(&c, o);
+	if (sign_with)
+		mbedtls_x509write_crt_set_issuer_key(&c, sign_with);
 	if (!rc)
 		rc = mbedtls_x509write_crt_pem(&c, out, CERT_PEM_MAX, kft_random_bytes, NULL);
 	mbedtls_mpi_free(&serial);
@@ -218,13 +224,94 @@ static int make(const kft_cert_opts *o, unsigned char *cert, unsigned char *key,
 	if (!rc)
 		rc = gen_key(&pk, o->key_type);
 	if (!rc)
-		rc = write_cert(o, &pk, o->issuer ? &ipk : &pk, o->issuer ? iname : o->subject,
-		                cert);
+		rc = write_cert(o, &pk, o->issuer ? &ipk : &pk, NULL,
+		                o->issuer ? iname : o->subject, cert);
 	if (!rc)
 		rc = mbedtls_pk_write_key_pem(&pk, key, KEY_PEM_MAX);
 	mbedtls_pk_free(&pk);
 	mbedtls_pk_free(&ipk);
 	return rc;
+}
+
+/* ---- a CA and the certificate it signs, on one curve table ------------------------------- */
+
+/* The key pair of sign (an ECDSA context) copied into pk as an EC key, which
+ * mbedTLS can write out. */
+static int ec_key_of(const mbedtls_ecdsa_context *sign, mbedtls_pk_context *pk)
+{
+	int rc = mbedtls_pk_setup(pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
+	mbedtls_ecp_keypair *k = mbedtls_pk_ec(*pk);
+	if (!rc)
+		rc = mbedtls_ecp_group_load(&k->grp, sign->grp.id);
+	if (!rc)
+		rc = mbedtls_mpi_copy(&k->d, &sign->d);
+	return rc ? rc : mbedtls_ecp_copy(&k->Q, &sign->Q);
+}
+
+/* A new P-256 key drawn on grp (whose table it reuses) into pk. */
+static int ec_key_on(mbedtls_ecp_group *grp, mbedtls_pk_context *pk)
+{
+	int rc = mbedtls_pk_setup(pk, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
+	mbedtls_ecp_keypair *k = mbedtls_pk_ec(*pk);
+	if (!rc)
+		rc = mbedtls_ecp_group_load(&k->grp, grp->id);
+	return rc ? rc : mbedtls_ecp_gen_keypair(grp, &k->d, &k->Q, kft_random_bytes, NULL);
+}
+
+static int make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, unsigned char *pem[4])
+{
+	mbedtls_pk_context sign, ca_pk, leaf_pk;
+	mbedtls_pk_init(&sign);
+	mbedtls_pk_init(&ca_pk);
+	mbedtls_pk_init(&leaf_pk);
+	int rc = mbedtls_pk_setup(&sign, mbedtls_pk_info_from_type(MBEDTLS_PK_ECDSA));
+	mbedtls_ecdsa_context *ctx = mbedtls_pk_ec(sign);
+	if (!rc)
+		rc = mbedtls_ecdsa_genkey(ctx, MBEDTLS_ECP_DP_SECP256R1, kft_random_bytes, NULL);
+	if (!rc)
+		rc = ec_key_of(ctx, &ca_pk);
+	if (!rc)
+		rc = write_cert(ca, &ca_pk, &ca_pk, &sign, ca->subject, pem[0]);
+	if (!rc)
+		rc = mbedtls_pk_write_key_pem(&ca_pk, pem[1], KEY_PEM_MAX);
+	if (!rc)
+		rc = ec_key_on(&ctx->grp, &leaf_pk);
+	if (!rc)
+		rc = write_cert(leaf, &leaf_pk, &ca_pk, &sign, ca->subject, pem[2]);
+	if (!rc)
+		rc = mbedtls_pk_write_key_pem(&leaf_pk, pem[3], KEY_PEM_MAX);
+	mbedtls_pk_free(&sign);
+	mbedtls_pk_free(&ca_pk);
+	mbedtls_pk_free(&leaf_pk);
+	return rc;
+}
+
+int kft_cert_make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, const char *what,
+                        kft_cert *ca_out, kft_cert *leaf_out, kft_error *err)
+{
+	size_t size[4] = {CERT_PEM_MAX, KEY_PEM_MAX, CERT_PEM_MAX, KEY_PEM_MAX};
+	unsigned char *pem[4];
+	char **dst[4] = {&ca_out->cert_pem, &ca_out->key_pem, &leaf_out->cert_pem,
+	                 &leaf_out->key_pem};
+	int rc = 0, nomem = 0;
+	*ca_out = *leaf_out = (kft_cert){0};
+	for (int i = 0; i < 4; i++)
+		nomem |= !(pem[i] = calloc(1, size[i]));
+	if (!nomem && (rc = make_chain(ca, leaf, pem)) == 0)
+		for (int i = 0; i < 4; i++)
+			nomem |= !(*dst[i] = strdup((char *)pem[i]));
+	for (int i = 0; i < 4; i++) {
+		if (pem[i])
+			kft_secret_wipe(pem[i], size[i]);
+		free(pem[i]);
+	}
+	if (!nomem && !rc)
+		return 0;
+	kft_cert_free(ca_out);
+	kft_cert_free(leaf_out);
+	if (nomem)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	return kft_error_set(err, KFT_EIO, "%s (mbedTLS error -0x%04x)", what, (unsigned)-rc);
 }
 
 int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_error *err)

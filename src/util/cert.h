@@ -50,6 +50,16 @@ typedef struct kft_cert_opts {
  * out is left empty. */
 int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_error *err);
 
+/* A P-256 CA as ca says and a certificate it signs as leaf says (their
+ * key_type and leaf->issuer are not read), made together: the CA's key
+ * signs both and the leaf's key is drawn on its curve, so the four scalar
+ * multiplications share one precomputed table, which mbedTLS 2.28 builds
+ * anew for every group it loads (0.28 ms each instead of 0.7: about half of
+ * a job supervisor's start-up CPU). Returns 0, KFT_ENOMEM or KFT_EIO (what
+ * begins the message); on error both are left empty. */
+int kft_cert_make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, const char *what,
+                        kft_cert *ca_out, kft_cert *leaf_out, kft_error *err);
+
 /* Wipes the key and frees both strings; the struct is left empty. */
 void kft_cert_free(kft_cert *c);
 

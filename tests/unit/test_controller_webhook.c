@@ -431,6 +431,40 @@ static kft_cert make_serving(const kft_cert *ca, const char *dns, long long seco
 	return c;
 }
 
+/* A CA and the certificate it signs made together on one curve table
+ * (util/cert.h, the local status server's pair) are what the rotator keeps:
+ * the CA's key is its certificate's, the serving certificate verifies
+ * against the CA for its DNS name and its key is its own (the checks
+ * cert-controller's refreshCertIfNeeded makes). */
+static void test_cert_chain(void **state)
+{
+	(void)state;
+	const char *dns = "kubeflow-trainer-controller-manager.kubeflow-system.svc";
+	kft_cert_opts ca_o = {.is_ca = true,
+	                      .subject = "CN=kubeflow-trainer-ca,O=kubeflow-trainer",
+	                      .valid_days = 3650},
+	              leaf_o = {.subject = "CN=svc", .dns_name = dns, .valid_days = 365};
+	kft_cert ca = {0}, srv = {0}, other = {0}, other_srv = {0};
+	kft_error err;
+	assert_int_equal(kft_cert_make_chain(&ca_o, &leaf_o, "chain", &ca, &srv, &err), 0);
+	assert_int_equal(kft_cert_make_chain(&ca_o, &leaf_o, "chain", &other, &other_srv, &err), 0);
+	time_t now = time(NULL);
+	long long look = 90LL * 24 * 3600;
+	assert_int_equal(kft_cm_cert_plan(ca.cert_pem, ca.key_pem, srv.cert_pem, srv.key_pem, dns,
+	                                  now, look),
+	                 KFT_CM_CERT_KEEP);
+	/* each chain its own: another's CA does not sign this one's certificate */
+	assert_int_equal(kft_cm_cert_plan(other.cert_pem, other.key_pem, srv.cert_pem, srv.key_pem,
+	                                  dns, now, look),
+	                 KFT_CM_CERT_NEW_SERVING);
+	assert_string_not_equal(ca.key_pem, other.key_pem);
+	assert_string_not_equal(srv.key_pem, ca.key_pem);
+	kft_cert_free(&ca);
+	kft_cert_free(&srv);
+	kft_cert_free(&other);
+	kft_cert_free(&other_srv);
+}
+
 static void test_cert_plan(void **state)
 {
 	(void)state;
@@ -488,6 +522,7 @@ int main(void)
 	        cmocka_unit_test(test_timeout_parameter),
 	        cmocka_unit_test(test_review_waits_no_longer_than_asked),
 	        cmocka_unit_test(test_cert_plan),
+	        cmocka_unit_test(test_cert_chain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -266,6 +266,39 @@ static void test_child_sees_only_stdio(void **state)
 	assert_string_equal(read_log(f), "0\n1\n2\n");
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* The child starts with default dispositions and an empty mask whatever the
+ * starter ignores, catches or blocks (posix_spawn's POSIX_SPAWN_SETSIGDEF
+ * and SETSIGMASK, as the kubelet's runtime starts a container), and the
+ * starter's own mask and handlers are as they were: signals are blocked
+ * only across the start of a child that shares its memory (spawn.c). */
+static void test_signals_reset_and_restored(void **state)
+{
+	fixture *f = *state;
+	struct sigaction usr1 = {.sa_handler = on_usr1}, old_usr1, got;
+	sigset_t block, old_mask, now;
+	void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	assert_int_equal(sigaction(SIGUSR1, &usr1, &old_usr1), 0);
+	assert_int_equal(sigprocmask(SIG_BLOCK, &block, &old_mask), 0);
+	char *argv[] = {"grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status", NULL};
+	run(f, argv, base_env, NULL, NULL, NULL);
+	assert_int_equal(sigprocmask(SIG_SETMASK, NULL, &now), 0);
+	assert_true(sigismember(&now, SIGUSR2));
+	assert_false(sigismember(&now, SIGUSR1));
+	assert_int_equal(sigaction(SIGUSR1, NULL, &got), 0);
+	assert_ptr_equal(got.sa_handler, on_usr1);
+	assert_ptr_equal(signal(SIGPIPE, old_pipe), SIG_IGN);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	sigaction(SIGUSR1, &old_usr1, NULL);
+	assert_string_equal(read_log(f), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
 static void test_no_fd_leak(void **state)
 {
 	fixture *f = *state;
@@ -472,6 +505,7 @@ int main(void)
 	        T(test_bad_cwd),
 	        T(test_bad_args),
 	        T(test_child_sees_only_stdio),
+	        T(test_signals_reset_and_restored),
 	        T(test_no_fd_leak),
 	        T(test_poll),
 	        T(test_poll_running),
