@@ -116,10 +116,10 @@ struct kft_cm {
 int kft_cm_workers_start(kft_cm_controller *c, kft_error *err);
 void kft_cm_workers_stop(kft_cm_controller *c);
 int kft_cm_queue_sampler(void *ctx, const char *controller, kft_queue_sample *out);
-
-/* reconcilers.c */
 /* Adds e to out as errors.Join does (each message on its own line). */
 void kft_cm_outcome_error(kft_cm_outcome *out, const kft_error *e);
+
+/* reconcilers.c */
 void kft_cm_reconcile_trainjob(kft_cm *cm, const char *key, const char *reconcile_id,
                                kft_cm_outcome *out);
 void kft_cm_reconcile_runtime(kft_cm *cm, const char *key, const char *reconcile_id,

@@ -43,20 +43,6 @@ static json_t *kobj(const json_t *obj)
 	                 meta(obj, "namespace"));
 }
 
-/* errors.Join: each message on its own line. */
-void kft_cm_outcome_error(kft_cm_outcome *out, const kft_error *e)
-{
-	if (out->result != KFT_RESULT_ERROR) {
-		out->result = KFT_RESULT_ERROR;
-		out->err = *e;
-		out->conflict = (e->code == KFT_ECONFLICT);
-		return;
-	}
-	size_t n = strlen(out->err.message);
-	snprintf(out->err.message + n, sizeof(out->err.message) - n, "\n%s", e->message);
-	out->conflict = out->conflict && (e->code == KFT_ECONFLICT);
-}
-
 static uint64_t fnv1a(const char *s, uint64_t h)
 {
 	for (; *s; s++) {

@@ -13,6 +13,7 @@
  * is logged at V(1) only (still counted as an error, as controller-runtime
  * counts it).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -47,6 +48,20 @@ static json_t *request_fields(const char *controller, const char *key, const cha
 		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
 	return json_pack("{s:s, s:s, s:s, s:s}", "controller", controller, "namespace", ns, "name",
 	                 slash ? slash + 1 : key, "reconcileID", id);
+}
+
+/* errors.Join: each message on its own line. */
+void kft_cm_outcome_error(kft_cm_outcome *out, const kft_error *e)
+{
+	if (out->result != KFT_RESULT_ERROR) {
+		out->result = KFT_RESULT_ERROR;
+		out->err = *e;
+		out->conflict = (e->code == KFT_ECONFLICT);
+		return;
+	}
+	size_t n = strlen(out->err.message);
+	snprintf(out->err.message + n, sizeof(out->err.message) - n, "\n%s", e->message);
+	out->conflict = out->conflict && (e->code == KFT_ECONFLICT);
 }
 
 static void finish(kft_cm_controller *c, const char *key, const char *id, kft_cm_outcome *o)
