@@ -257,6 +257,10 @@ def test_delete_stops_everything(client, state_dir):
 
 def test_follow_logs_until_the_end(client):
     name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))
+    # Upstream's get_job_logs yields nothing while the step's pod is Pending (its KubernetesBackend
+    # returns early), so a notebook waits for Running first, as here; a job that already ended
+    # gives its whole log and returns.
+    client.wait_for_job_status(name, status={"Running", "Complete"}, timeout=60, polling_interval=1)
     lines = list(client.get_job_logs(name, follow=True))
     client.wait_for_job_status(name, timeout=60, polling_interval=1)
     assert "hello from rank 0 of 1" in lines
