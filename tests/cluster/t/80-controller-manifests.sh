@@ -71,6 +71,9 @@ fi
 ctrl_webhooks_unregister
 
 # --- least privilege ---
+# The model export (issue 22, docs/tracking.md) reads a completed TrainJob's JobSet whole once
+# (get), applies its export Job (create, patch; never delete: it is owned by the TrainJob) and
+# lists its pod for the termination message.
 name="the service account has only what the controller uses"
 as=(--as "system:serviceaccount:$SYS:$SA")
 bad=""
@@ -80,7 +83,8 @@ for q in "delete secrets -n $ns" "create pods -n $ns" "update trainjobs -n $ns" 
 	"update validatingwebhookconfigurations/other" "create validatingwebhookconfigurations" \
 	"update trainjobs --subresource=status -n $ns" "update jobsets.jobset.x-k8s.io -n $ns" \
 	"update secrets -n $ns" "update configmaps -n $ns" "update trainingruntimes -n $ns" \
-	"update events -n $ns" "get limitranges -n $ns" "get jobsets.jobset.x-k8s.io -n $ns" "patch leases/trainer.kubeflow.org -n $SYS"; do
+	"update events -n $ns" "get limitranges -n $ns" "patch leases/trainer.kubeflow.org -n $SYS" \
+	"delete jobs.batch -n $ns" "get pods -n $ns"; do
 	# shellcheck disable=SC2086
 	[ "$(kubectl auth can-i $q "${as[@]}" 2>/dev/null)" = no ] || bad="$bad; may $q"
 done
@@ -91,7 +95,9 @@ for q in "patch trainjobs --subresource=status -n $ns" "create jobsets.jobset.x-
 	"create secrets -n $SYS" "update secrets/kubeflow-trainer-webhook-cert -n $SYS" \
 	"update validatingwebhookconfigurations/validator.trainer.kubeflow.org" \
 	"update mutatingwebhookconfigurations/defaulter.trainer.kubeflow.org" \
-	"get priorityclasses.scheduling.k8s.io/x"; do
+	"get priorityclasses.scheduling.k8s.io/x" \
+	"get jobsets.jobset.x-k8s.io -n $ns" "create jobs.batch -n $ns" "patch jobs.batch -n $ns" \
+	"list pods -n $ns"; do
 	# shellcheck disable=SC2086
 	[ "$(kubectl auth can-i $q "${as[@]}" 2>/dev/null)" = yes ] || bad="$bad; may not $q"
 done
