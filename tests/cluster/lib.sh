@@ -174,19 +174,21 @@ start_proc() {
 	done
 }
 
-# Stop one recorded process: SIGTERM, then SIGKILL after a grace period. Only our own pids.
+# Stop one recorded process and what it started (start_proc made it a session leader, so its
+# process group: mlflow's uvicorn and job workers, for one): SIGTERM, then SIGKILL to the
+# leader after a grace period. Only our own pids.
 stop_proc() {
 	local f=$1 pid
 	pid=$(cat "$f" 2>/dev/null) || return 0
 	if pid_is_ours "$pid"; then
-		kill -TERM "$pid" 2>/dev/null || true
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
 		for _ in $(seq 1 50); do
 			pid_is_ours "$pid" || break
 			sleep 0.1
 		done
 		if pid_is_ours "$pid"; then
 			log "$(basename "$f" .pid) (pid $pid) ignored SIGTERM; sending SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
+			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
 			# Reap it when it is this shell's child, so bash does not report the kill.
 			wait "$pid" 2>/dev/null || true
 			for _ in $(seq 1 30); do

@@ -45,6 +45,7 @@ secret_made=
 cleanup() {
 	ctrl_stop_all
 	stop_proc "$STATE/pids/mlflow.pid" 2>/dev/null
+	rm -rf "${mdir:-}"
 	kubectl -n "$ns" patch trainjob export-me --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
 	kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
 	[ -n "$secret_made" ] && kubectl -n kubeflow-system delete secret kubeflow-trainer-webhook-cert >/dev/null 2>&1
@@ -55,11 +56,15 @@ k() { kubectl -n "$ns" "$@"; }
 cond() { k get trainjob "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].$3}" 2>/dev/null; }
 
 # --- an mlflow server ---------------------------------------------------------------------------
+# Its files under the cluster's state directory, which is how stop_proc (and down) know the
+# process as the tier's own.
 mp=$(free_port)
-mkdir -p "$work/mlflow"
+mdir="$STATE/mlflow-94c"
+rm -rf "$mdir"
+mkdir -p "$mdir"
 start_proc mlflow "$venv/bin/mlflow" server --host 127.0.0.1 --port "$mp" --workers 1 \
-	--backend-store-uri "sqlite:///$work/mlflow/db.sqlite" \
-	--artifacts-destination "$work/mlflow/artifacts" --serve-artifacts
+	--backend-store-uri "sqlite:///$mdir/db.sqlite" \
+	--artifacts-destination "$mdir/artifacts" --serve-artifacts
 murl="http://127.0.0.1:$mp"
 if ! wait_for 120 curl -sf "$murl/health"; then
 	fail "tracking $tag: mlflow" "the server did not start" "$(tail -n 5 "$STATE/logs/mlflow.log")"
