@@ -996,6 +996,73 @@ static void test_skip_close_checkpoint(void **state)
 	assert_true(wal_size(dir) <= 0);
 }
 
+/* Writes jobs through s until the write-ahead log holds more than 300 KiB
+ * (the store empties a log past 256 KiB at close, store.c). */
+static void grow_log(kft_store *s, const char *dir)
+{
+	static int made; /* names stay unique across calls */
+	kft_error err;
+	char name[32], big[2048];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (int i = 0; wal_size(dir) < 300 * 1024; i++) {
+		assert_true(i < 5000);
+		json_t *tj =
+		        trainjob(NULL, (snprintf(name, sizeof(name), "grow-%d", made++), name));
+		json_object_set_new(json_object_get(tj, "metadata"), "annotations",
+		                    json_pack("{s:s}", "pad", big));
+		assert_int_equal(kft_store_job_create(s, tj, NULL, NULL, &err), 0);
+		json_decref(tj);
+	}
+}
+
+/* SQLite checkpoints at close only when no other connection is open, so a
+ * supervisor closing while a CLI reads used to leave the log growing, and
+ * every later lone opener rebuilt its index from all of it. A connection
+ * that keeps the close-time checkpoint empties a long log at close even with
+ * others open; one that skips it leaves the log alone; a reader holding an
+ * old snapshot makes the close give up (after a bounded wait) rather than
+ * block, and nothing is lost either way. */
+static void test_close_trims_long_log(void **state)
+{
+	struct fixture *f = *state;
+	kft_store *w = NULL, *reader = NULL;
+	kft_error err;
+	json_t *got = NULL;
+	assert_int_equal(kft_store_open(f->dir, &reader, &err), 0); /* SQLite's own: skipped */
+
+	assert_int_equal(kft_store_open(f->dir, &w, &err), 0);
+	assert_int_equal(kft_store_skip_close_checkpoint(w, &err), 0);
+	grow_log(w, f->dir);
+	kft_store_close(w);
+	assert_true(wal_size(f->dir) > 300 * 1024);
+
+	assert_int_equal(kft_store_open(f->dir, &w, &err), 0);
+	free(create(w, NULL, "last"));
+	kft_store_close(w);
+	assert_int_equal(wal_size(f->dir), 0);
+
+	/* A snapshot held open elsewhere: the log stays, and so do the rows. */
+	char path[256];
+	sqlite3 *db = NULL;
+	snprintf(path, sizeof(path), "%s/%s", f->dir, KFT_STORE_DB_NAME);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN; SELECT count(*) FROM jobs;", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(kft_store_open(f->dir, &w, &err), 0);
+	grow_log(w, f->dir);
+	kft_store_close(w);
+	assert_true(wal_size(f->dir) > 300 * 1024);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	sqlite3_close(db);
+
+	assert_int_equal(kft_store_job_get(reader, NULL, "last", &got, &err), 0);
+	json_decref(got);
+	assert_int_equal(kft_store_job_get(reader, NULL, "grow-0", &got, &err), 0);
+	json_decref(got);
+	kft_store_close(reader);
+}
+
 /* Any string the API server stores is stored: an annotation holding a NUL
  * ("\u0000" in JSON, which a Go string can hold) comes back whole, and the
  * job lists with the others (it once made every read of the state fail). */
@@ -1100,6 +1167,7 @@ int main(void)
 	        T(test_mark_deleting),
 	        T(test_reused_statements),
 	        T(test_skip_close_checkpoint),
+	        T(test_close_trims_long_log),
 	        T(test_nul_in_strings),
 	        T(test_damaged_row_skipped),
 	};
