@@ -20,15 +20,25 @@ static void warn_skipped(void *ctx, const char *message)
 	kft_cli_error("warning: %s", message);
 }
 
-int kft_cli_open_local(kft_local **out)
+static int open_local(bool to_submit, kft_local **out)
 {
 	kft_error err;
-	if (kft_local_open(NULL, NULL, out, &err) != 0) {
+	if ((to_submit ? kft_local_open_to_submit : kft_local_open)(NULL, NULL, out, &err) != 0) {
 		kft_cli_error("opening the local state: %s", err.message);
 		return KFT_EXIT_FAILED;
 	}
 	kft_store_set_warn(kft_local_store(*out), warn_skipped, NULL);
 	return 0;
+}
+
+int kft_cli_open_local(kft_local **out)
+{
+	return open_local(false, out);
+}
+
+int kft_cli_open_local_to_submit(kft_local **out)
+{
+	return open_local(true, out);
 }
 
 int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out)

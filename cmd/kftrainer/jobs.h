@@ -16,6 +16,8 @@
  * KFTRAINER_STATE_DIR, else the per-user default). On success *out is the
  * caller's to kft_local_close. Returns 0 or KFT_EXIT_FAILED (reported). */
 int kft_cli_open_local(kft_local **out);
+/* The same for a verb that submits: kft_local_open_to_submit. */
+int kft_cli_open_local_to_submit(kft_local **out);
 
 /* The TrainJobs of namespace ns (NULL: every namespace) into *out, an array
  * the caller owns. Returns 0 or KFT_EXIT_FAILED (reported; *out untouched). */

@@ -1,7 +1,8 @@
 /*
  * supervise.c - the hidden verb `kftrainer supervise --state-dir DIR
- * NAMESPACE NAME`: the local backend starts it, detached, for every running
- * job. Not for people; it is not listed in the help.
+ * {--go-fd FD | [--optimization] NAMESPACE NAME}`: the local backend starts
+ * it, detached, for every running job (with --go-fd the job is named on that
+ * pipe, local.c). Not for people; it is not listed in the help.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,8 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: kftrainer supervise --state-dir DIR [--go-fd FD | --optimization] "
-	             "NAMESPACE NAME\n"
+	fprintf(out, "usage: kftrainer supervise --state-dir DIR "
+	             "{--go-fd FD | [--optimization] NAMESPACE NAME}\n"
 	             "(started by the local backend; not meant to be run by hand)\n");
 }
 
@@ -39,7 +40,7 @@ static int run(int argc, char **argv)
 			return KFT_EXIT_USAGE;
 		}
 	}
-	if (!dir || npos != 2 || (optimization && go_fd >= 0)) {
+	if (!dir || npos != (go_fd >= 0 ? 0 : 2) || (optimization && go_fd >= 0)) {
 		usage(stderr);
 		return KFT_EXIT_USAGE;
 	}
@@ -47,7 +48,10 @@ static int run(int argc, char **argv)
 	int rc = optimization ? kft_local_optimization_supervise(dir, pos[0], pos[1], &err)
 	                      : kft_local_supervise(dir, pos[0], pos[1], go_fd, &err);
 	if (rc != 0) {
-		kft_cli_error("supervise %s/%s: %s", pos[0], pos[1], err.message);
+		if (pos[1])
+			kft_cli_error("supervise %s/%s: %s", pos[0], pos[1], err.message);
+		else
+			kft_cli_error("supervise: %s", err.message);
 		return KFT_EXIT_INVALID;
 	}
 	return KFT_EXIT_OK;

@@ -547,17 +547,14 @@ static void remove_job(kft_local *l, const char *name, const char *ns)
 
 /* ---- the verb ------------------------------------------------------------------ */
 
-static int submit_and_follow(train_args *a, kft_jobinput *in)
+static int submit_and_follow(train_args *a, kft_jobinput *in, kft_local *l)
 {
 	kft_framework *fw = NULL;
-	kft_local *l = NULL;
 	char *name = NULL, *ns = NULL;
 	json_t *resolved = json_array(), *recorded = json_array();
 	int rc = kft_jobinput_framework("train", KFT_LOCAL_FEATURES, &a->plugins, &fw, recorded);
 	if (rc == 0)
 		rc = resolve_all(in, fw, resolved);
-	if (rc == 0)
-		rc = kft_cli_open_local(&l);
 	if (rc == 0 && a->follow)
 		catch_stop_signals();
 	if (rc == 0)
@@ -575,7 +572,6 @@ static int submit_and_follow(train_args *a, kft_jobinput *in)
 		remove_job(l, name, ns);
 	free(name);
 	free(ns);
-	kft_local_close(l);
 	kft_framework_free(fw);
 	json_decref(resolved);
 	json_decref(recorded);
@@ -586,14 +582,19 @@ static int run_train(int argc, char **argv)
 {
 	train_args a = {0};
 	kft_jobinput in;
+	kft_local *l = NULL;
 	memset(&in, 0, sizeof(in));
 	int rc = parse_args(argc, argv, &a);
+	/* The job's supervisor starts first (local.h), before the input is read. */
+	if (rc == 0)
+		rc = kft_cli_open_local_to_submit(&l);
 	if (rc == 0)
 		rc = kft_jobinput_init(&in, stderr);
 	if (rc == 0)
 		rc = gather(&a, &in);
 	if (rc == 0)
-		rc = submit_and_follow(&a, &in);
+		rc = submit_and_follow(&a, &in, l);
+	kft_local_close(l);
 	kft_jobinput_free(&in);
 	kft_paths_free(&a.files);
 	kft_paths_free(&a.runtimes);

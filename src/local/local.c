@@ -11,12 +11,15 @@
  *  - The supervisor is started with posix_spawn in a session of its own,
  *    stdin and output on /dev/null, cwd "/", so it outlives the CLI and
  *    holds nothing of it, and a pipe on its fd 3: the submitter writes "g"
- *    after its commit (or closes the pipe to call the start off), and the
- *    supervisor then sends its output to <job dir>/supervisor.log and claims
- *    the job. So no supervisor ever waits on the store's lock, and a submit
- *    starts it first, before its own checks and writes: meanwhile the
- *    supervisor starts and makes its status server's credentials, the
- *    costliest part of its start (two P-256 keys), on the other core.
+ *    and the job's namespace and name (each ended by a NUL) after its commit,
+ *    or closes the pipe to call the start off, and the supervisor then sends
+ *    its output to <job dir>/supervisor.log and claims the job. So no
+ *    supervisor ever waits on the store's lock, and a supervisor is started
+ *    before the submitter's own checks and writes (by `train`, before it
+ *    even opens the store: it learns which job is its own from the go
+ *    message). Meanwhile the supervisor starts, makes its status server's
+ *    credentials (the costliest part of its start: two P-256 keys) and
+ *    opens the store, on the other core.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads
@@ -83,7 +86,10 @@ static const char *ns_of(const char *ns)
 
 /* ---- opening ------------------------------------------------------------------ */
 
-int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_error *err)
+static int spawn_supervisor(kft_local *l, kft_error *err);
+
+static int open_local(const char *state_dir, const char *exe, bool prestart, kft_local **out,
+                      kft_error *err)
 {
 	*out = NULL;
 	kft_local *l = calloc(1, sizeof(*l));
@@ -103,7 +109,11 @@ int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_
 	                 ? kft_error_set(err, KFT_EINVAL,
 	                                 "no state directory: set KFTRAINER_STATE_DIR or HOME")
 	         : !l->exe ? kft_error_set(err, KFT_ENOMEM, "out of memory")
-	                   : kft_store_open(l->state_dir, &l->store, err);
+	                   : 0;
+	if (rc == 0 && prestart)
+		rc = spawn_supervisor(l, err);
+	if (rc == 0)
+		rc = kft_store_open(l->state_dir, &l->store, err);
 	/* CLI calls are brief; the supervisor, which writes a job's outcome,
 	 * opens the store itself and keeps SQLite's checkpoint at close. */
 	if (rc == 0)
@@ -117,6 +127,17 @@ int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_
 	return 0;
 }
 
+int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_error *err)
+{
+	return open_local(state_dir, exe, false, out, err);
+}
+
+int kft_local_open_to_submit(const char *state_dir, const char *exe, kft_local **out,
+                             kft_error *err)
+{
+	return open_local(state_dir, exe, true, out, err);
+}
+
 static void reap_children(kft_local *l)
 {
 	size_t k = 0;
@@ -126,13 +147,13 @@ static void reap_children(kft_local *l)
 	l->n_children = k;
 }
 
-static void release_supervisor(kft_local *l, bool go);
+static void release_supervisor(kft_local *l, const char *ns, const char *name);
 
 void kft_local_close(kft_local *l)
 {
 	if (!l)
 		return;
-	release_supervisor(l, false);
+	release_supervisor(l, NULL, NULL);
 	reap_children(l);
 	kft_store_close(l->store);
 	free(l->state_dir);
@@ -309,14 +330,15 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 	return rc;
 }
 
-/* Starts `kftrainer supervise` for ns/name, waiting on a go pipe (see the
- * top); the pipe's write end becomes l->pending_go and the pid l->pending. */
-static int spawn_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
+/* Starts `kftrainer supervise`, waiting on a go pipe (see the top) for the
+ * job it is to run; the pipe's write end becomes l->pending_go and the pid
+ * l->pending. */
+static int spawn_supervisor(kft_local *l, kft_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	char *argv[] = {l->exe,       "supervise", "--state-dir", l->state_dir, "--go-fd",
-	                GO_FD_STRING, (char *)ns,  (char *)name,  NULL};
+	char *argv[] = {l->exe,    "supervise",  "--state-dir", l->state_dir,
+	                "--go-fd", GO_FD_STRING, NULL};
 	int go[2];
 	pid_t pid = -1;
 	if (pipe2(go, O_CLOEXEC) != 0)
@@ -346,13 +368,16 @@ static int spawn_supervisor(kft_local *l, const char *ns, const char *name, kft_
 	return 0;
 }
 
-/* Lets the pending supervisor go (after the commit), or calls it off; it
- * then exits at once, and is reaped later. */
-static void release_supervisor(kft_local *l, bool go)
+/* Lets the pending supervisor go for job ns/name (after the commit) or, with
+ * ns NULL, calls it off: it then exits at once, and is reaped later. The go
+ * message is one write of less than PIPE_BUF bytes, so it arrives whole. */
+static void release_supervisor(kft_local *l, const char *ns, const char *name)
 {
 	if (l->pending_go >= 0) {
-		if (go)
-			while (write(l->pending_go, "g", 1) < 0 && errno == EINTR)
+		char msg[KFT_LOCAL_GO_MAX];
+		int n = ns && name ? snprintf(msg, sizeof(msg), "g%s%c%s%c", ns, 0, name, 0) : 0;
+		if (n > 0 && (size_t)n < sizeof(msg))
+			while (write(l->pending_go, msg, (size_t)n) < 0 && errno == EINTR)
 				;
 		close(l->pending_go);
 	}
@@ -365,13 +390,13 @@ static void release_supervisor(kft_local *l, bool go)
 static int start_supervisor(kft_local *l, const char *ns, const char *name, kft_error *err)
 {
 	long long ticks = 0;
-	int rc = l->pending < 0 ? spawn_supervisor(l, ns, name, err) : 0;
+	int rc = l->pending < 0 ? spawn_supervisor(l, err) : 0;
 	if (rc)
 		return rc;
 	kft_local_proc_ticks(l->pending, &ticks, NULL); /* our unreaped child: it exists */
 	rc = kft_store_set_supervisor(l->store, ns, name, (int)l->pending, ticks, err);
 	if (rc)
-		release_supervisor(l, false);
+		release_supervisor(l, NULL, NULL);
 	return rc;
 }
 
@@ -773,10 +798,11 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 	const char *given_ns = json_string_value(json_object_get(meta, "namespace"));
 	if (rc == 0 && (!given_ns || !*given_ns))
 		json_object_set_new(meta, "namespace", json_string(ns_of(NULL)));
-	/* The supervisor first (see the top); a suspended job gets none. */
-	if (rc == 0 && !json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend")))
-		rc = spawn_supervisor(l, json_string_value(json_object_get(meta, "namespace")),
-		                      json_string_value(json_object_get(meta, "name")), err);
+	/* The supervisor first (see the top) unless one is waiting already; a
+	 * suspended job gets none. */
+	bool suspended = json_is_true(json_object_get(json_object_get(tj, "spec"), "suspend"));
+	if (rc == 0 && !suspended && l->pending < 0)
+		rc = spawn_supervisor(l, err);
 	if (rc == 0)
 		rc = kft_store_begin(l->store, err);
 	if (rc == 0) {
@@ -789,8 +815,10 @@ int kft_local_submit(kft_local *l, const kft_framework *fw, const json_t *trainj
 		if (rc && made_dir)
 			remove_job_dir(l, meta);
 	}
-	release_supervisor(l, rc == 0);
 	const char *name = json_string_value(json_object_get(meta, "name"));
+	bool go = rc == 0 && !suspended;
+	release_supervisor(l, go ? json_string_value(json_object_get(meta, "namespace")) : NULL,
+	                   name);
 	if (rc == 0 && name_out && !(*name_out = strdup(name)))
 		rc = kft_error_set(err, KFT_ENOMEM, "out of memory");
 	json_decref(tj);
@@ -1164,11 +1192,11 @@ int kft_local_set_suspend(kft_local *l, const char *ns, const char *name, bool s
 	json_decref(tj);
 	if (rc) {
 		kft_store_rollback(l->store);
-		release_supervisor(l, false);
+		release_supervisor(l, NULL, NULL);
 		return rc;
 	}
 	rc = kft_store_commit(l->store, err);
-	release_supervisor(l, rc == 0); /* a resume's */
+	release_supervisor(l, rc == 0 ? ns : NULL, name); /* a resume's */
 	return rc == 0 && change && suspend ? suspend_job(l, ns, name, err) : rc;
 }
 

@@ -52,6 +52,12 @@ typedef struct kft_local kft_local;
  * `exe` is the kftrainer binary supervisors are started from (NULL:
  * /proc/self/exe, resolved at open). Free with kft_local_close. */
 int kft_local_open(const char *state_dir, const char *exe, kft_local **out, kft_error *err);
+/* The same, for a caller about to submit: it first starts the supervisor the
+ * next kft_local_submit hands its job to, so that process's start-up
+ * overlaps the store's opening and the caller's own checks. Closing l
+ * without a submit just ends that supervisor. */
+int kft_local_open_to_submit(const char *state_dir, const char *exe, kft_local **out,
+                             kft_error *err);
 void kft_local_close(kft_local *l);
 
 /* The store and state directory (borrowed, live as long as l). */
@@ -154,10 +160,11 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 
 /* The supervisor's body, run by the hidden `kftrainer supervise` verb: runs
  * job ns/name to its end (or until it is suspended or deleted), then
- * returns. go_fd, when not -1, is the submitter's go pipe (local.c): the
- * supervisor prepares, waits for "g" on it (returns 0 at once when the
- * submit was called off) and then sends its output to the job's
- * supervisor.log. Not for other callers. */
+ * returns. go_fd, when not -1, is the submitter's go pipe (local.c), and ns
+ * and name are NULL: the supervisor prepares, waits for the go message
+ * naming its job (returns 0 at once when the submit was called off) and
+ * then sends its output to the job's supervisor.log. Not for other
+ * callers. */
 int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
                         kft_error *err);
 

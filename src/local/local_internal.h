@@ -32,6 +32,10 @@
 /* The supervisor's output, in its job's directory. */
 #define KFT_LOCAL_SUPERVISOR_LOG "supervisor.log"
 
+/* The go message's largest size (local.c): "g", a namespace and a name, each
+ * ended by a NUL; below PIPE_BUF, so it is written and read whole. */
+#define KFT_LOCAL_GO_MAX 512
+
 /* The job's own temporary directory under its job directory: every process
  * of the job gets it as TMPDIR, and it is removed with the job. */
 #define KFT_LOCAL_JOB_TMP "tmp"

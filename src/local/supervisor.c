@@ -2,12 +2,14 @@
  * supervisor.c - the body of `kftrainer supervise`: one detached process per
  * running job (see local.h for its place, engine.c for its loop).
  *
- * Started by a submit before the submitter has checked and stored anything,
- * it makes its status server's credentials (its costliest start-up work)
- * while the submitter works, then waits for the submitter's "g" on the go
- * pipe, sent after the commit (local.c): no supervisor reads a job that is
- * not there yet, nor waits on the store's lock. Then it sends its output to
- * the job's supervisor.log (the job's directory exists by then).
+ * Started by a submit before the submitter has checked and stored anything
+ * (by `train` before it has even opened the store), it makes its status
+ * server's credentials (its costliest start-up work) and opens the store
+ * while the submitter works, then waits for the submitter's go message,
+ * sent after the commit (local.c), which names its job: no supervisor reads
+ * a job that is not there yet, nor waits on the store's lock. Then it sends
+ * its output to the job's supervisor.log (the job's directory exists by
+ * then).
  *
  * Before running the job it makes itself a child subreaper, so processes a
  * pod's command forks and abandons are reparented to it (and reaped, and
@@ -20,7 +22,9 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "framework/conditions.h"
@@ -63,17 +67,28 @@ static int claim(kft_store *s, const char *ns, const char *name, bool *run, kft_
 	return rc;
 }
 
-/* Whether the submitter sent "g" (it closes the pipe without it when the
- * submit failed). */
-static bool wait_for_go(int fd)
+/* Reads the go message: "g", then the job's namespace and name, each ended
+ * by a NUL (the submitter closes the pipe without it when the submit failed).
+ * *ns and *name are malloc'd; false when there is nothing to run. */
+static bool wait_for_go(int fd, char **ns, char **name)
 {
-	char c = 0;
+	char msg[KFT_LOCAL_GO_MAX];
+	size_t len = 0;
 	ssize_t n;
-	do
-		n = read(fd, &c, 1);
-	while (n < 0 && errno == EINTR);
+	*ns = *name = NULL;
+	do { /* one write of less than PIPE_BUF, then the close: read to the end */
+		n = read(fd, msg + len, sizeof(msg) - len);
+		if (n > 0)
+			len += (size_t)n;
+	} while ((n > 0 && len < sizeof(msg)) || (n < 0 && errno == EINTR));
 	close(fd);
-	return n == 1 && c == 'g';
+	const char *a = msg + 1, *b = a + strnlen(a, len > 1 ? len - 1 : 0) + 1;
+	if (len < 5 || msg[0] != 'g' || msg[len - 1] != '\0' || b >= msg + len || !*a || !*b ||
+	    b + strlen(b) + 1 != msg + len)
+		return false;
+	*ns = strdup(a);
+	*name = strdup(b);
+	return *ns && *name;
 }
 
 /* Whether the submit was called off already: the pipe closed with nothing
@@ -101,28 +116,52 @@ static void log_to_job(const char *state_dir, const char *ns, const char *name)
 	free(dir);
 }
 
+/* The store, opened while the submitter works when it exists already (a
+ * first submit creates it; opening it meanwhile would only wait on that). */
+static kft_store *open_early(const char *state_dir)
+{
+	char *path = NULL;
+	struct stat st;
+	kft_store *s = NULL;
+	kft_error ignored = {0}; /* opened again, and reported, after the go */
+	if (asprintf(&path, "%s/%s", state_dir, KFT_STORE_DB_NAME) >= 0 && stat(path, &st) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_size > 0)
+		kft_store_open(state_dir, &s, &ignored);
+	free(path);
+	return s;
+}
+
 int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
                         kft_error *err)
 {
 	kft_store *s = NULL;
 	kft_statusserver_creds creds = {0};
+	char *go_ns = NULL, *go_name = NULL;
 	bool run = false;
-	if (!state_dir || !name)
+	if (!state_dir || (go_fd < 0 && !name))
 		return kft_error_set(err, KFT_EINVAL,
 		                     "a state directory and a job name are required");
 	if (go_fd >= 0) {
 		kft_error ignored = {0}; /* made again, and reported, at the server's start */
-		if (!called_off(go_fd))
+		if (!called_off(go_fd)) {
 			kft_statusserver_creds_make(&creds, &ignored);
-		if (!wait_for_go(go_fd)) {
+			s = open_early(state_dir);
+		}
+		if (!wait_for_go(go_fd, &go_ns, &go_name)) {
+			kft_store_close(s);
 			kft_statusserver_creds_free(&creds);
+			free(go_ns);
+			free(go_name);
 			return 0;
 		}
+		ns = go_ns;
+		name = go_name;
 		log_to_job(state_dir, ns, name);
 	}
 	int rc = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0
 	                 ? kft_error_set(err, KFT_EIO, "cannot become a child subreaper")
-	                 : kft_store_open(state_dir, &s, err);
+	         : s ? 0
+	             : kft_store_open(state_dir, &s, err);
 	if (rc == 0)
 		rc = claim(s, ns, name, &run, err);
 	if (rc == 0 && run) {
@@ -131,5 +170,7 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 	}
 	kft_store_close(s);
 	kft_statusserver_creds_free(&creds);
+	free(go_ns);
+	free(go_name);
 	return rc;
 }

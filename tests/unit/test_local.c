@@ -3,7 +3,7 @@
  * a real detached supervisor, and what get/delete/suspend see.
  *
  * The supervisor is this very test program: main() turns into
- * `supervise --state-dir DIR NS NAME` when started that way, so the test
+ * `supervise --state-dir DIR --go-fd FD` when started that way, so the test
  * runs the same code path as `kftrainer supervise` without needing the CLI.
  * Each test has a fresh state directory and checks that no process of the
  * job is left behind.
@@ -918,10 +918,10 @@ static void test_unrunnable_objects(void **state)
 int main(int argc, char **argv)
 {
 	/* this binary is the supervisor local.c starts:
-	 * supervise --state-dir DIR --go-fd FD NAMESPACE NAME */
-	if (argc == 8 && strcmp(argv[1], "supervise") == 0) {
+	 * supervise --state-dir DIR --go-fd FD (the job comes on that pipe) */
+	if (argc == 6 && strcmp(argv[1], "supervise") == 0) {
 		kft_error err = {0};
-		int rc = kft_local_supervise(argv[3], argv[6], argv[7], atoi(argv[5]), &err);
+		int rc = kft_local_supervise(argv[3], NULL, NULL, atoi(argv[5]), &err);
 		if (rc)
 			fprintf(stderr, "supervise: %s\n", err.message);
 		return rc ? 1 : 0;
