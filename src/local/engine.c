@@ -108,7 +108,7 @@ typedef struct engine {
 	json_t *reports;                 /* TrainerStatus reports since the last write (history) */
 	kft_statusserver *status_server; /* upstream's endpoint; NULL: none */
 	kft_tracker *tracker;            /* the job's MLflow run (tracking.h); NULL: none */
-	const kft_statusserver_creds *creds; /* made ahead by the supervisor, or NULL */
+	kft_statusserver_creds *creds;   /* being made by the supervisor, or NULL */
 	bool no_views; /* pods' volumes by path rewriting, not in a view (mountns.h):
 	                * KFTRAINER_MOUNT_NAMESPACE=off, or the kernel refused one */
 } engine;
@@ -380,6 +380,10 @@ static void open_status_server(engine *e)
 {
 	kft_error err = {0};
 	const char *url = NULL, *ca = NULL, *token = NULL;
+	/* The credentials' thread ends here, whether or not they serve: a native
+	 * initializer's child runs without exec, which no other thread may race. */
+	if (e->creds)
+		kft_statusserver_creds_wait(e->creds);
 	kft_statusserver_find_env(e->jobset, &url, &ca, &token);
 	if (url && kft_statusserver_open(url, ca, token, e->ns, e->name, e->tj, e->creds,
 	                                 &e->status_server, &err) != 0)
@@ -1402,7 +1406,7 @@ static void engine_free(engine *e)
 }
 
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
-                         const kft_statusserver_creds *creds, kft_error *err)
+                         kft_statusserver_creds *creds, kft_error *err)
 {
 	const char *views = getenv(KFT_LOCAL_MOUNT_NAMESPACE_ENV);
 	engine e = {.state_dir = state_dir,

@@ -18,8 +18,9 @@
  *    before the submitter's own checks and writes (by `train`, before it
  *    even opens the store: it learns which job is its own from the go
  *    message). Meanwhile the supervisor starts, makes its status server's
- *    credentials (the costliest part of its start: two P-256 keys) and
- *    opens the store, on the other core.
+ *    credentials (the costliest part of its start: two P-256 keys, on a
+ *    thread of their own that the engine waits for only as the status server
+ *    opens) and opens the store, on the other core.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads

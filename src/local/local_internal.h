@@ -191,9 +191,10 @@ void kft_local_backend_init(kft_local_backend_state *b, const char *uid, const j
 /* Runs job ns/name as its supervisor until it ends, is suspended or deleted
  * (the body of kft_local_supervise, which sets up the process first). The
  * store is taken over and closed before returning, on every path. creds
- * (borrowed, NULL: made when needed) serve the job's status endpoint. */
+ * (borrowed, NULL: made when needed; waited for, when still being made,
+ * only as the status server opens) serve the job's status endpoint. */
 struct kft_statusserver_creds;
 int kft_local_engine_run(const char *state_dir, kft_store *store, const char *ns, const char *name,
-                         const struct kft_statusserver_creds *creds, kft_error *err);
+                         struct kft_statusserver_creds *creds, kft_error *err);
 
 #endif

@@ -3,8 +3,9 @@
  * endpoint (see statusserver.h and docs/local.md).
  *
  * Design in plain words. The supervisor makes a CA (P-256, util/cert.c) and a
- * serving certificate it signs for 127.0.0.1 and localhost (while it waits
- * for its job's commit: kft_statusserver_creds_make), and at job start a
+ * serving certificate it signs for 127.0.0.1 and localhost (on a thread of
+ * their own while it waits for its job's commit and reads the job:
+ * kft_statusserver_creds_start), and at job start a
  * random bearer token; the CA certificate and the token are written
  * 0600 where the TrainJobStatus plugin told the pods to look. The key never
  * touches the disk. The server is the core's (src/http/server.c): its poll
@@ -149,8 +150,34 @@ int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err)
 	return rc;
 }
 
+static void *make_creds(void *arg)
+{
+	kft_statusserver_creds *c = arg, made = {0};
+	kft_error ignored = {0}; /* made again, and reported, at the server's start */
+	if (kft_statusserver_creds_make(&made, &ignored) == 0) {
+		c->ca_pem = made.ca_pem;
+		c->cert_pem = made.cert_pem;
+		c->key_pem = made.key_pem;
+	}
+	return NULL;
+}
+
+void kft_statusserver_creds_start(kft_statusserver_creds *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->making = pthread_create(&c->maker, NULL, make_creds, c) == 0;
+}
+
+void kft_statusserver_creds_wait(kft_statusserver_creds *c)
+{
+	if (c->making)
+		pthread_join(c->maker, NULL);
+	c->making = false;
+}
+
 void kft_statusserver_creds_free(kft_statusserver_creds *c)
 {
+	kft_statusserver_creds_wait(c);
 	free(c->ca_pem);
 	free(c->cert_pem);
 	kft_secret_free(c->key_pem);
@@ -260,8 +287,7 @@ static int start_http(kft_statusserver *s, int port, const kft_statusserver_cred
 
 int kft_statusserver_open(const char *url, const char *ca_path, const char *token_path,
                           const char *ns, const char *name, const json_t *trainjob,
-                          const kft_statusserver_creds *creds, kft_statusserver **out,
-                          kft_error *err)
+                          kft_statusserver_creds *creds, kft_statusserver **out, kft_error *err)
 {
 	int port = 0;
 	*out = NULL;
@@ -286,6 +312,8 @@ int kft_statusserver_open(const char *url, const char *ca_path, const char *toke
 	        .ns = s->ns, .name = s->name, .token = s->token, .trainjob = s->trainjob};
 	if (rc == 0 && pipe2(s->bell, O_CLOEXEC | O_NONBLOCK) != 0)
 		rc = kft_error_set(err, KFT_EIO, "status server: pipe: %s", strerror(errno));
+	if (creds)
+		kft_statusserver_creds_wait(creds);
 	if (rc == 0 && (!creds || !creds->ca_pem || !creds->cert_pem || !creds->key_pem)) {
 		rc = kft_statusserver_creds_make(&own, err);
 		creds = &own;

@@ -23,6 +23,7 @@
 #ifndef KFT_LOCAL_STATUSSERVER_H
 #define KFT_LOCAL_STATUSSERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -37,20 +38,35 @@ typedef struct kft_statusserver kft_statusserver;
 
 /* What a server presents: a CA certificate (the file pods trust), and the
  * serving certificate for 127.0.0.1/localhost it signed with its key, all
- * PEM. Making them (two P-256 keys, two signatures) is most of a
- * supervisor's start-up CPU, so a supervisor makes them while it waits for
- * its job to be committed (supervisor.c). The key stays in memory. */
+ * PEM. Making them (two P-256 keys, two signatures: 1.6 ms here) is most of
+ * a supervisor's start-up CPU, so a supervisor makes them on a thread of
+ * their own while it waits for its job's commit and reads the job
+ * (supervisor.c). The key stays in memory. */
 typedef struct kft_statusserver_creds {
 	char *ca_pem, *cert_pem, *key_pem;
+	pthread_t maker; /* kft_statusserver_creds_start's thread, while making */
+	bool making;
 } kft_statusserver_creds;
 
 /* Makes new credentials into c (zeroed first). KFT_ENOMEM, KFT_EIO. */
 int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err);
 
-/* Wipes the key and frees the strings; c is left empty. */
+/* Starts making new credentials into c (zeroed first) on a thread of its
+ * own; the caller goes on, and kft_statusserver_creds_wait (or _free, or
+ * kft_statusserver_open) waits for them. When no thread can start, c stays
+ * empty, and the server makes its own as it opens. */
+void kft_statusserver_creds_start(kft_statusserver_creds *c);
+
+/* Waits for credentials being made by kft_statusserver_creds_start; nothing
+ * otherwise. Credentials that could not be made leave c empty. */
+void kft_statusserver_creds_wait(kft_statusserver_creds *c);
+
+/* Waits for c as kft_statusserver_creds_wait, then wipes the key and frees
+ * the strings; c is left empty. */
 void kft_statusserver_creds_free(kft_statusserver_creds *c);
 
-/* With the credentials creds (borrowed; NULL or empty: made here), writes
+/* With the credentials creds (borrowed, waited for when being made; NULL or
+ * empty: made here), writes
  * the CA to ca_path and a new token to token_path (0600, replacing older
  * ones) and listens on the loopback port of url (the
  * KUBEFLOW_TRAINER_SERVER_URL its pods were given; it must be
@@ -61,8 +77,7 @@ void kft_statusserver_creds_free(kft_statusserver_creds *c);
  * message says so) or a file written. */
 int kft_statusserver_open(const char *url, const char *ca_path, const char *token_path,
                           const char *ns, const char *name, const json_t *trainjob,
-                          const kft_statusserver_creds *creds, kft_statusserver **out,
-                          kft_error *err);
+                          kft_statusserver_creds *creds, kft_statusserver **out, kft_error *err);
 
 /* A descriptor that is readable while a report waits (-1 for NULL s). */
 int kft_statusserver_fd(const kft_statusserver *s);

@@ -3,9 +3,10 @@
  * running job (see local.h for its place, engine.c for its loop).
  *
  * Started by a submit before the submitter has checked and stored anything
- * (by `train` before it has even opened the store), it makes its status
- * server's credentials (its costliest start-up work) and opens the store
- * while the submitter works, then waits for the submitter's go message,
+ * (by `train` before it has even opened the store), it starts making its
+ * status server's credentials (its costliest start-up work) on a thread of
+ * their own, which the engine waits for only as it opens that server, and
+ * opens the store while the submitter works, then waits for the go message,
  * sent after the commit (local.c), which names its job: no supervisor reads
  * a job that is not there yet, nor waits on the store's lock. Then it sends
  * its output to the job's supervisor.log (the job's directory exists by
@@ -142,9 +143,8 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 		return kft_error_set(err, KFT_EINVAL,
 		                     "a state directory and a job name are required");
 	if (go_fd >= 0) {
-		kft_error ignored = {0}; /* made again, and reported, at the server's start */
 		if (!called_off(go_fd)) {
-			kft_statusserver_creds_make(&creds, &ignored);
+			kft_statusserver_creds_start(&creds);
 			s = open_early(state_dir);
 		}
 		if (!wait_for_go(go_fd, &go_ns, &go_name)) {
