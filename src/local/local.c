@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -369,17 +370,36 @@ static int spawn_supervisor(kft_local *l, kft_error *err)
 	return 0;
 }
 
+/* Writes the go message, one write of less than PIPE_BUF bytes, so it
+ * arrives whole. A supervisor that died meanwhile must not take its
+ * submitter (a CLI, a notebook's process) down with SIGPIPE: the signal is
+ * held back for the write, and the one an EPIPE raised is taken. The job,
+ * committed already, is then found without its supervisor at the next read
+ * (SupervisorLost). */
+static void send_go(int fd, const char *msg, size_t len)
+{
+	sigset_t pipe_sig, old;
+	struct timespec now = {0, 0};
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, &old);
+	ssize_t n;
+	while ((n = write(fd, msg, len)) < 0 && errno == EINTR)
+		;
+	if (n < 0 && errno == EPIPE && !sigismember(&old, SIGPIPE))
+		sigtimedwait(&pipe_sig, NULL, &now);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Lets the pending supervisor go for job ns/name (after the commit) or, with
- * ns NULL, calls it off: it then exits at once, and is reaped later. The go
- * message is one write of less than PIPE_BUF bytes, so it arrives whole. */
+ * ns NULL, calls it off: it then exits at once, and is reaped later. */
 static void release_supervisor(kft_local *l, const char *ns, const char *name)
 {
 	if (l->pending_go >= 0) {
 		char msg[KFT_LOCAL_GO_MAX];
 		int n = ns && name ? snprintf(msg, sizeof(msg), "g%s%c%s%c", ns, 0, name, 0) : 0;
 		if (n > 0 && (size_t)n < sizeof(msg))
-			while (write(l->pending_go, msg, (size_t)n) < 0 && errno == EINTR)
-				;
+			send_go(l->pending_go, msg, (size_t)n);
 		close(l->pending_go);
 	}
 	l->pending_go = -1;

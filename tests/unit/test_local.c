@@ -915,11 +915,64 @@ static void test_unrunnable_objects(void **state)
 	wait_supervisor_gone(f, "empty");
 }
 
+/* Whether a child of this process has exited and not been reaped. */
+static bool child_is_zombie(void)
+{
+	bool found = false;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && !found && (e = readdir(d))) {
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		FILE *fp = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "re") : NULL;
+		size_t n = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+		if (fp)
+			fclose(fp);
+		buf[n] = '\0';
+		char *rp = strrchr(buf, ')'), st = 0;
+		int ppid = 0;
+		found = rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && st == 'Z' &&
+		        ppid == (int)getpid();
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A supervisor that died before its go (here: one that exits at once) does
+ * not take its submitter down with SIGPIPE, which a notebook's process or
+ * the dashboard would not survive: the submit returns, the job is committed,
+ * and the next read finds it without its supervisor (SupervisorLost). */
+static void test_supervisor_gone_before_go(void **state)
+{
+	fx *f = *state;
+	kft_local *l = NULL;
+	kft_error err = {0};
+	char *name = NULL;
+	setenv("KFT_TEST_SUPERVISOR_EXITS", "1", 1);
+	assert_int_equal(kft_local_open_to_submit(f->dir, NULL, &l, &err), 0);
+	unsetenv("KFT_TEST_SUPERVISOR_EXITS");
+	for (int i = 0; i < 500 && !child_is_zombie(); i++)
+		usleep(10000);
+	assert_true(child_is_zombie());
+	json_t *tj = trainjob("orphan", 1, "[`true`]", NULL), *rt = torch_runtime(NULL);
+	assert_int_equal(kft_local_submit(l, f->fw, tj, rt, NULL, &name, &err), 0);
+	json_decref(tj);
+	json_decref(rt);
+	free(name);
+	kft_local_close(l);
+	tj = wait_for(f, "orphan", KFT_CONDITION_FAILED, 30);
+	assert_string_equal(cond_field(tj, "Failed", "reason"), KFT_LOCAL_REASON_SUPERVISOR_LOST);
+	json_decref(tj);
+}
+
 int main(int argc, char **argv)
 {
 	/* this binary is the supervisor local.c starts:
 	 * supervise --state-dir DIR --go-fd FD (the job comes on that pipe) */
 	if (argc == 6 && strcmp(argv[1], "supervise") == 0) {
+		if (getenv("KFT_TEST_SUPERVISOR_EXITS"))
+			return 0;
 		kft_error err = {0};
 		int rc = kft_local_supervise(argv[3], NULL, NULL, atoi(argv[5]), &err);
 		if (rc)
@@ -928,6 +981,7 @@ int main(int argc, char **argv)
 	}
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_supervisor_gone_before_go, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failure_names_node, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_command_not_found, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_max_restarts, setup, teardown),
