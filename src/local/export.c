@@ -23,6 +23,7 @@
 #include "local/spawn.h"
 #include "track/export.h"
 #include "track/track.h"
+#include "util/envnum.h"
 #include "util/rfc3339.h"
 
 extern char **environ;
@@ -133,8 +134,15 @@ int kft_local_export(kft_local *l, const char *ns, const char *name, const char 
 	                     .trainjob = tj,
 	                     .progress = progress ? progress_line : NULL,
 	                     .progress_ctx = progress};
-	const char *part = getenv("KFTRAINER_EXPORT_PART_SIZE");
-	o.part_size = part ? strtoull(part, NULL, 10) : 0;
+	unsigned long long part = 0;
+	bool bad_part = false;
+	kft_env_whole("KFTRAINER_EXPORT_PART_SIZE", (unsigned long long)5 << 30, &part, &bad_part);
+	if (bad_part && rc == 0)
+		rc = kft_error_set(
+		        err, KFT_EINVAL,
+		        "KFTRAINER_EXPORT_PART_SIZE is not a whole number of bytes up to "
+		        "5 GiB (S3's largest part)");
+	o.part_size = part;
 	mlflow_settings(s, ns, name, &o.mlflow, &vec);
 	o.default_experiment = kft_mlflow_env(vec, "MLFLOW_EXPERIMENT_NAME");
 	if (rc == 0)

@@ -14,6 +14,7 @@
 
 #include "framework/conditions.h"
 #include "track/track.h"
+#include "util/envnum.h"
 #include "util/rfc3339.h"
 
 static void to_log(void *ctx, int level, const char *message)
@@ -39,15 +40,13 @@ static const char *meta_str(const json_t *tj, const char *key)
  * tracker's default. */
 static size_t max_reports(void)
 {
-	const char *v = getenv("KFTRAINER_TRACKING_MAX_REPORTS");
-	char *end = NULL;
-	unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-	if (v && (!end || *end || n > 10000000)) {
+	unsigned long long n = 0;
+	bool bad = false;
+	kft_env_whole("KFTRAINER_TRACKING_MAX_REPORTS", 10000000, &n, &bad);
+	if (bad)
 		to_log(NULL, 1,
 		       "tracking: KFTRAINER_TRACKING_MAX_REPORTS is not a whole number "
 		       "up to 10000000; the default is used");
-		return 0;
-	}
 	return (size_t)n;
 }
 
@@ -126,9 +125,14 @@ static bool deleted(kft_store *s, const json_t *tj)
 /* Waits (bounded) for what is queued, then frees t. */
 static void drain(kft_tracker *t)
 {
-	const char *v = getenv("KFTRAINER_TRACKING_DRAIN");
-	long secs = v ? strtol(v, NULL, 10) : KFT_LOCAL_TRACKING_DRAIN_S;
-	if (kft_tracker_flush(t, secs > 0 ? secs * 1000 : 0))
+	unsigned long long secs = KFT_LOCAL_TRACKING_DRAIN_S;
+	bool bad = false;
+	kft_env_whole("KFTRAINER_TRACKING_DRAIN", 86400, &secs, &bad);
+	if (bad)
+		to_log(NULL, 1,
+		       "tracking: KFTRAINER_TRACKING_DRAIN is not a whole number of seconds up to "
+		       "86400; the default is used");
+	if (kft_tracker_flush(t, (long)secs * 1000))
 		to_log(NULL, 1, "tracking: gave up waiting for the tracking server");
 	kft_tracker_free(t);
 }
