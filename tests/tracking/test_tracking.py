@@ -232,6 +232,27 @@ def test_export_to_s3_multipart(kft: Kft, s3: S3) -> None:
     assert "exported weights.bin" in log.read_text()
 
 
+def test_export_part_size_must_be_a_number(kft: Kft, s3: S3) -> None:
+    # A knob typed wrong is named, not read as 0 (bad input gets a clear error): the export
+    # fails and says why, and nothing reaches the bucket.
+    out = Path("/tmp/kft-tier-exp-bad")
+    kft.train(
+        trainjob(
+            "exp-bad",
+            make_model("exp-bad"),
+            {
+                "tracking.kftrainer.dev/export-to": "s3://models/runs/exp-bad/",
+                "tracking.kftrainer.dev/export-from": str(out),
+            },
+        ),
+        env={"KFTRAINER_EXPORT_PART_SIZE": "5MiB"},
+    )
+    c = kft.wait_for("exp-bad", "ModelExported", status="False")
+    assert c["reason"] == "ExportFailed"
+    assert "KFTRAINER_EXPORT_PART_SIZE is not a whole number of bytes" in c["message"]
+    assert not s3.client.list_objects_v2(Bucket="models", Prefix="runs/exp-bad/").get("Contents")
+
+
 def dashboard_delete(kft: Kft, name: str) -> tuple[int, str]:
     """POST /api/jobs/default/NAME/delete to a `kftrainer ui` of kft's state: (status, error)."""
     log = kft.state.parent / "ui.log"
