@@ -39,6 +39,10 @@ static int run_events(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? KFT_EXIT_OK : rc;
 	const char *opt = NULL;
+	int count = argc - optind;
+	if (kft_cli_trainjob_operands(argv + optind, &count) != 0)
+		return KFT_EXIT_USAGE;
+	argc = optind + count;
 	bool typed = optind < argc && kft_cli_is_optjob(argv[optind], &opt);
 	if (typed && !opt && optind + 1 < argc)
 		opt = argv[++optind];

@@ -52,7 +52,10 @@ static void get_usage(FILE *out)
 	      "the job is being deleted. RESTARTS counts how often the job's processes were\n"
 	      "started again (each attempt is marked in the logs). PROGRESS is the\n"
 	      "percentage the training reports (status.trainerStatus.progressPercentage), or -.\n"
-	      "ETA is the remaining time it last reported, counting down since that report.\n\n"
+	      "ETA is the remaining time it last reported, counting down since that report.\n"
+	      "As with kubectl, the type may come first (get trainjobs, get trainjob NAME) or\n"
+	      "with each name (trainjob/NAME); so it may in delete, suspend, resume, wait,\n"
+	      "logs and events.\n\n"
 	      "Options:\n"
 	      "  -n, --namespace NS      the namespace (default: default)\n"
 	      "  -A, --all-namespaces    every namespace (adds a NAMESPACE column)\n"
@@ -103,6 +106,9 @@ static int parse_args(int argc, char **argv, get_args *a)
 		a->ns = "default";
 	const char *typed = NULL;
 	bool type_only = a->nnames && kft_cli_is_optjob(a->names[0], &typed) && !typed;
+	int rc = type_only || typed ? 0 : kft_cli_trainjob_operands(a->names, &a->nnames);
+	if (rc != 0)
+		return rc;
 	if (a->all_ns && a->nnames > (type_only ? 1 : 0)) {
 		kft_cli_error("get: a resource cannot be retrieved by name across all namespaces");
 		return KFT_EXIT_USAGE;

@@ -41,6 +41,44 @@ int kft_cli_open_local_to_submit(kft_local **out)
 	return open_local(true, out);
 }
 
+#define TYPE_GROUP ".trainer.kubeflow.org"
+
+bool kft_cli_is_type(const char *word, const char *singular, const char *plural, const char **name)
+{
+	const char *slash = strchr(word, '/');
+	size_t n = slash ? (size_t)(slash - word) : strlen(word), g = strlen(TYPE_GROUP);
+	size_t base = n >= g && strncmp(word + n - g, TYPE_GROUP, g) == 0 ? n - g : n;
+	bool type = (base == strlen(singular) && strncmp(word, singular, base) == 0) ||
+	            (base == strlen(plural) && strncmp(word, plural, base) == 0);
+	*name = type && slash ? slash + 1 : NULL;
+	return type && (!slash || slash[1] != '\0');
+}
+
+int kft_cli_typed_operands(char **names, int *count, const char *singular, const char *plural)
+{
+	const char *name = NULL;
+	if (*count == 0 || !kft_cli_is_type(names[0], singular, plural, &name))
+		return 0;
+	bool slashed = name != NULL;
+	int k = 0;
+	for (int i = slashed ? 0 : 1; i < *count; i++) {
+		bool typed = kft_cli_is_type(names[i], singular, plural, &name);
+		if (slashed ? !typed || !name : typed) {
+			kft_cli_error("there is no need to specify a resource type as a separate "
+			              "argument when passing arguments in resource/name form");
+			return KFT_EXIT_USAGE;
+		}
+		names[k++] = slashed ? (char *)name : names[i];
+	}
+	*count = k;
+	return 0;
+}
+
+int kft_cli_trainjob_operands(char **names, int *count)
+{
+	return kft_cli_typed_operands(names, count, "trainjob", "trainjobs");
+}
+
 int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out)
 {
 	kft_error err;

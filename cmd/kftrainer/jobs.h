@@ -19,6 +19,23 @@ int kft_cli_open_local(kft_local **out);
 /* The same for a verb that submits: kft_local_open_to_submit. */
 int kft_cli_open_local_to_submit(kft_local **out);
 
+/* Whether word names a resource type the kubectl way: "SINGULAR" or
+ * "PLURAL", optionally with ".trainer.kubeflow.org", alone or as "TYPE/NAME"
+ * (then *name points at NAME; otherwise it is set NULL). */
+bool kft_cli_is_type(const char *word, const char *singular, const char *plural, const char **name);
+
+/* Takes kubectl's type words off operands names[0..*count) in place: a
+ * first type word (kft_cli_is_type) followed by names, or "TYPE/NAME" words
+ * only. Operands that do not start with a type word are left as they are,
+ * so a job named like the type needs the type first, as in kubectl.
+ * Returns 0, or KFT_EXIT_USAGE (reported with kubectl's words) when the
+ * two forms are mixed. */
+int kft_cli_typed_operands(char **names, int *count, const char *singular, const char *plural);
+
+/* kft_cli_typed_operands for TrainJobs, kubectl's habit in the TrainJob
+ * verbs: `get trainjobs`, `delete trainjob NAME`, `wait trainjob/NAME`. */
+int kft_cli_trainjob_operands(char **names, int *count);
+
 /* The TrainJobs of namespace ns (NULL: every namespace) into *out, an array
  * the caller owns. Returns 0 or KFT_EXIT_FAILED (reported; *out untouched). */
 int kft_cli_list_jobs(kft_local *l, const char *ns, json_t **out);

@@ -108,6 +108,9 @@ static int parse_args(int argc, char **argv, life_args *a)
 		a->ns = "default";
 	const char *typed = NULL;
 	int type_word = a->nnames && kft_cli_is_optjob(a->names[0], &typed) && !typed ? 1 : 0;
+	int rc = type_word || typed ? 0 : kft_cli_trainjob_operands(a->names, &a->nnames);
+	if (rc != 0)
+		return rc;
 	if (a->all && a->nnames > type_word) {
 		kft_cli_error("%s: give NAMEs or --all, not both", argv[0]);
 		return KFT_EXIT_USAGE;

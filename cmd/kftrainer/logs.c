@@ -61,10 +61,15 @@ static int parse_node(const char *s, int *node)
 	return 0;
 }
 
-/* NAME, or optimizationjob NAME / optimizationjob/NAME. */
+/* NAME (also trainjob NAME, trainjob/NAME), or optimizationjob NAME /
+ * optimizationjob/NAME. */
 static int take_name(int argc, char **argv, logs_args *a)
 {
 	const char *named = NULL;
+	int count = argc - optind;
+	if (kft_cli_trainjob_operands(argv + optind, &count) != 0)
+		return KFT_EXIT_USAGE;
+	argc = optind + count;
 	bool typed = optind < argc && kft_cli_is_optjob(argv[optind], &named);
 	int want = typed && !named ? 2 : 1;
 	if (optind + want != argc) {

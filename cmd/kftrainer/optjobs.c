@@ -32,49 +32,27 @@
 #include "util/json.h"
 #include "util/strbuf.h"
 
-#define TYPE_SINGULAR "optimizationjob"
-#define TYPE_PLURAL   "optimizationjobs"
-#define TYPE_GROUP    ".trainer.kubeflow.org"
-
 bool kft_cli_is_optjob(const char *word, const char **name)
 {
-	const char *slash = strchr(word, '/');
-	size_t n = slash ? (size_t)(slash - word) : strlen(word);
-	*name = NULL;
-	size_t base = n >= strlen(TYPE_GROUP) && strncmp(word + n - strlen(TYPE_GROUP), TYPE_GROUP,
-	                                                 strlen(TYPE_GROUP)) == 0
-	                      ? n - strlen(TYPE_GROUP)
-	                      : n;
-	bool type = (base == strlen(TYPE_SINGULAR) && strncmp(word, TYPE_SINGULAR, base) == 0) ||
-	            (base == strlen(TYPE_PLURAL) && strncmp(word, TYPE_PLURAL, base) == 0);
-	if (type && slash)
-		*name = slash + 1;
-	return type && (!slash || slash[1] != '\0');
+	return kft_cli_is_type(word, "optimizationjob", "optimizationjobs", name);
 }
 
 char **kft_cli_optjob_names(char **names, int count, int *n, int *rc)
 {
 	char **out = calloc((size_t)count + 1, sizeof(char *));
-	const char *first = NULL;
 	*n = 0;
 	*rc = 0;
 	if (!out) {
 		*rc = KFT_EXIT_FAILED;
 		return NULL;
 	}
-	kft_cli_is_optjob(names[0], &first);
-	for (int i = first ? 0 : 1; i < count; i++) {
-		const char *name = NULL;
-		bool typed = kft_cli_is_optjob(names[i], &name);
-		if (first ? !typed || !name : typed) {
-			kft_cli_error("there is no need to specify a resource type as a separate "
-			              "argument when passing arguments in resource/name form");
-			free(out);
-			*rc = KFT_EXIT_USAGE;
-			return NULL;
-		}
-		out[(*n)++] = (char *)(name ? name : names[i]);
+	memcpy(out, names, (size_t)count * sizeof(char *));
+	*n = count;
+	if ((*rc = kft_cli_typed_operands(out, n, "optimizationjob", "optimizationjobs")) != 0) {
+		free(out);
+		return NULL;
 	}
+	out[*n] = NULL;
 	return out;
 }
 

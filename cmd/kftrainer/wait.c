@@ -118,6 +118,9 @@ static int parse_args(int argc, char **argv, wait_args *a)
 	}
 	a->names = argv + optind;
 	a->nnames = argc - optind;
+	int rc = kft_cli_trainjob_operands(a->names, &a->nnames);
+	if (rc != 0)
+		return rc;
 	if (a->nnames == 0) {
 		kft_cli_error("wait: give the TrainJob NAME(s) to wait for");
 		return KFT_EXIT_USAGE;

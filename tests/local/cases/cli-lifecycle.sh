@@ -36,6 +36,19 @@ expect_contains "get -o yaml" "$KFT_OUT" "kind: TrainJob"
 run_capture kft get -o name
 expect_eq "get -o name" "trainjob.trainer.kubeflow.org/two" "$KFT_OUT"
 
+# kubectl's habit of naming the type first, or as TYPE/NAME, in every TrainJob verb.
+run_capture kft get trainjobs -o name
+expect_eq "get trainjobs: the type word lists the namespace" "trainjob.trainer.kubeflow.org/two" "$KFT_OUT"
+run_capture kft get trainjob two -o name
+expect_eq "get trainjob NAME" "trainjob.trainer.kubeflow.org/two" "$KFT_OUT"
+run_capture kft get trainjobs.trainer.kubeflow.org/two -o name
+expect_eq "get TYPE.GROUP/NAME" "trainjob.trainer.kubeflow.org/two" "$KFT_OUT"
+expect_exit "wait trainjob/NAME" 0 kft wait trainjob/two --for condition=Complete --timeout 10s
+run_capture kft logs trainjob/two --node 1
+expect_eq "logs trainjob/NAME" "$(printf 'hello from 1\ndone')" "$KFT_OUT"
+expect_exit "mixing the two forms: exit 2" 2 kft get trainjob/two two
+expect_contains "... in kubectl's words" "$KFT_ERR" "there is no need to specify a resource type as a separate argument"
+
 run_capture kft logs two
 expect_eq "logs: every node, prefixed, node 0 first" \
 	"$(printf '[node-0] hello from 0\n[node-0] done\n[node-1] hello from 1\n[node-1] done')" "$KFT_OUT"
@@ -73,7 +86,7 @@ expect_eq "one condition-met line each" 2 "$(grep -c 'condition met' <<<"$KFT_OU
 expect_exit "the same name again: exit 1" 1 kft train --runtime torch-distributed --name two -- true
 expect_contains "kubectl's already-exists wording" "$KFT_ERR" '"two" already exists'
 
-expect_exit "delete exits 0" 0 kft delete two "$gen"
+expect_exit "delete exits 0 (the type word first, as with kubectl)" 0 kft delete trainjob two "$gen"
 expect_eq "kubectl's deleted lines" \
 	"$(printf 'trainjob.trainer.kubeflow.org "two" deleted\ntrainjob.trainer.kubeflow.org "%s" deleted' "$gen")" "$KFT_OUT"
 expect_exit "delete --all exits 0" 0 kft delete --all
