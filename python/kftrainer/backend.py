@@ -121,7 +121,7 @@ class _EngineObjects:
         self, group: str, version: str, namespace: str, plural: str, name: str, **kw: Any
     ) -> Any:
         if plural == constants.TRAINJOB_PLURAL:
-            job = self._engine.json("get", name, "-n", namespace)
+            job = self._engine.json("get", f"trainjob/{name}", "-n", namespace)
             self.trainjob = job
             return _answer(job, kw.get("async_req"))
         self._expect(plural, constants.TRAINING_RUNTIME_PLURAL)
@@ -144,7 +144,7 @@ class _EngineObjects:
         self, group: str, version: str, namespace: str, plural: str, name: str, **kw: Any
     ) -> Any:
         self._expect(plural, constants.TRAINJOB_PLURAL)
-        self._engine.run("delete", name, "-n", namespace)
+        self._engine.run("delete", f"trainjob/{name}", "-n", namespace)
         return _answer({}, kw.get("async_req"))
 
     # -- ClusterTrainingRuntimes -----------------------------------------------------
@@ -433,7 +433,7 @@ class LocalBackend(KubernetesBackend):
         except RuntimeError as e:
             if str(e) != f"TrainJob {name} is Failed":
                 raise
-            job = self.engine.json("get", name, "-n", self.namespace)
+            job = self.engine.json("get", f"trainjob/{name}", "-n", self.namespace)
             failed: dict[str, Any] = next(
                 (
                     c
@@ -470,7 +470,7 @@ class LocalBackend(KubernetesBackend):
             return
         args = [
             "logs",
-            name,
+            f"trainjob/{name}",  # the type named: a job may be called "trainjobs"
             "-n",
             self.namespace,
             "--step",

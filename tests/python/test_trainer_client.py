@@ -255,6 +255,24 @@ def test_delete_stops_everything(client, state_dir):
     assert processes_mentioning(str(state_dir)) == []
 
 
+def test_a_job_named_like_the_type(client):
+    """The engine's job verbs take kubectl's type words ("kftrainer get trainjobs" lists the
+    namespace), so the backend names the type with each job: one called "trainjobs" is
+    read, logged and deleted as itself, not taken for the list."""
+    other = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))
+    name = client.train(
+        runtime="jax-distributed",
+        trainer=CustomTrainer(func=report_rank),
+        options=[Name("trainjobs")],
+    )
+    assert name == "trainjobs"
+    client.wait_for_job_status(name, timeout=60, polling_interval=1)
+    assert client.get_job(name).name == "trainjobs"
+    assert any("rank" in line for line in client.get_job_logs(name))
+    client.delete_job(name)
+    assert [j.name for j in client.list_jobs()] == [other]
+
+
 def test_follow_logs_until_the_end(client):
     name = client.train(runtime="jax-distributed", trainer=CustomTrainer(func=report_rank))
     # Upstream's get_job_logs yields nothing while the step's pod is Pending (its KubernetesBackend
