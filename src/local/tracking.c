@@ -35,19 +35,28 @@ static const char *meta_str(const json_t *tj, const char *key)
 	return json_string_value(json_object_get(json_object_get(tj, "metadata"), key));
 }
 
-/* How many reports wait while the server is down: a whole number in
- * KFTRAINER_TRACKING_MAX_REPORTS (the supervisor's environment), else 0, the
- * tracker's default. */
+/* A whole number up to max in environment variable name (the supervisor's),
+ * else dflt; a value that is not one is named in the log. */
+static unsigned long long env_setting(const char *name, unsigned long long max,
+                                      unsigned long long dflt)
+{
+	unsigned long long n = dflt;
+	bool bad = false;
+	kft_env_whole(name, max, &n, &bad);
+	if (bad) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+		         "tracking: %s is not a whole number up to %llu; the default is used", name,
+		         max);
+		to_log(NULL, 1, msg);
+	}
+	return n;
+}
+
+/* How many reports wait while the server is down (0: the tracker's default). */
 static size_t max_reports(void)
 {
-	unsigned long long n = 0;
-	bool bad = false;
-	kft_env_whole("KFTRAINER_TRACKING_MAX_REPORTS", 10000000, &n, &bad);
-	if (bad)
-		to_log(NULL, 1,
-		       "tracking: KFTRAINER_TRACKING_MAX_REPORTS is not a whole number "
-		       "up to 10000000; the default is used");
-	return (size_t)n;
+	return (size_t)env_setting("KFTRAINER_TRACKING_MAX_REPORTS", 10000000, 0);
 }
 
 /* A tracker for obj when env names a server and obj wants a run. */
@@ -125,14 +134,9 @@ static bool deleted(kft_store *s, const json_t *tj)
 /* Waits (bounded) for what is queued, then frees t. */
 static void drain(kft_tracker *t)
 {
-	unsigned long long secs = KFT_LOCAL_TRACKING_DRAIN_S;
-	bool bad = false;
-	kft_env_whole("KFTRAINER_TRACKING_DRAIN", 86400, &secs, &bad);
-	if (bad)
-		to_log(NULL, 1,
-		       "tracking: KFTRAINER_TRACKING_DRAIN is not a whole number of seconds up to "
-		       "86400; the default is used");
-	if (kft_tracker_flush(t, (long)secs * 1000))
+	unsigned long long secs =
+	        env_setting("KFTRAINER_TRACKING_DRAIN", 86400, KFT_LOCAL_TRACKING_DRAIN_S);
+	if (kft_tracker_flush(t, (int64_t)secs * 1000))
 		to_log(NULL, 1, "tracking: gave up waiting for the tracking server");
 	kft_tracker_free(t);
 }

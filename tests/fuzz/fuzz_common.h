@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -35,6 +36,18 @@ static inline void fail(const char *what, const char *detail)
 /* The path of a memfd (named label) holding exactly data[0..size). The
  * string is static and stays valid until the next call; nothing to free.
  * Aborts through fail() if the memfd cannot be made or written. */
+/* The input as a C string, cut at its first NUL (malloc'd; aborts when
+ * memory runs out). */
+static inline char *as_cstring(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+	if (!s)
+		abort();
+	memcpy(s, data, size);
+	s[size] = '\0';
+	return s;
+}
+
 static inline const char *as_file(const char *label, const uint8_t *data, size_t size)
 {
 	static int fd = -1;

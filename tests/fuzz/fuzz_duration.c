@@ -25,11 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1);
-	if (!s)
-		abort();
-	memcpy(s, data, size);
-	s[size] = '\0';
+	char *s = as_cstring(data, size);
 	int64_t ms = INT64_MIN;
 	int rc = kft_duration_parse_ms(s, &ms);
 	if (rc != 0 && rc != KFT_EINVAL)

@@ -28,11 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1);
-	if (!s)
-		abort();
-	memcpy(s, data, size);
-	s[size] = '\0';
+	char *s = as_cstring(data, size);
 	if (setenv(VAR, s, 1) != 0)
 		abort();
 	unsigned long long n = 12345678901ULL;

@@ -24,11 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1);
-	if (!s)
-		abort();
-	memcpy(s, data, size);
-	s[size] = '\0';
+	char *s = as_cstring(data, size);
 	long long a = UNSET, b = UNSET;
 	const kft_hpo_setting table[] = {{"min_trials_required", 1, 1000000, &a},
 	                                 {"start_step", 1, 1000000, &b}};

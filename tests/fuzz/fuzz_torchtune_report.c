@@ -27,11 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1);
-	if (!s)
-		abort();
-	memcpy(s, data, size);
-	s[size] = '\0';
+	char *s = as_cstring(data, size);
 	kft_pin pins[8];
 	kft_error err = {0};
 	int n = kft_torchtune_pins_parse(s, pins, 8, &err);
