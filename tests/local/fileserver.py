@@ -307,7 +307,6 @@ def main():
         srv.server_close()
 
 
-
 @contextlib.contextmanager
 def running(root, *options):
     """For Python tests and benches: this server over directory root as a child process
@@ -329,6 +328,7 @@ def running(root, *options):
         proc.terminate()
         proc.wait()
         shutil.rmtree(scratch, ignore_errors=True)
+
 
 if __name__ == "__main__":
     main()

@@ -915,28 +915,46 @@ static void test_unrunnable_objects(void **state)
 	wait_supervisor_gone(f, "empty");
 }
 
-/* Whether a child of this process has exited and not been reaped. */
-static bool child_is_zombie(void)
+/* This process's children (zombies only, or all) into pids; returns how many
+ * (at most max). */
+static int children_of_mine(int *pids, int max, bool zombies)
 {
-	bool found = false;
+	int n = 0;
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	while (d && !found && (e = readdir(d))) {
+	while (d && n < max && (e = readdir(d))) {
 		char path[300], buf[512];
 		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
 		FILE *fp = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "re") : NULL;
-		size_t n = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+		size_t len = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
 		if (fp)
 			fclose(fp);
-		buf[n] = '\0';
+		buf[len] = '\0';
 		char *rp = strrchr(buf, ')'), st = 0;
 		int ppid = 0;
-		found = rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && st == 'Z' &&
-		        ppid == (int)getpid();
+		if (rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && ppid == (int)getpid() &&
+		    (!zombies || st == 'Z'))
+			pids[n++] = atoi(e->d_name);
 	}
 	if (d)
 		closedir(d);
-	return found;
+	return n;
+}
+
+/* Whether a child that is not among before[0..nbefore) has exited and not
+ * been reaped: the supervisor started since (earlier tests' supervisors
+ * may end meanwhile, and are among before). */
+static bool new_child_is_zombie(const int *before, int nbefore)
+{
+	int z[256], nz = children_of_mine(z, 256, true);
+	for (int i = 0; i < nz; i++) {
+		bool old = false;
+		for (int j = 0; j < nbefore; j++)
+			old |= z[i] == before[j];
+		if (!old)
+			return true;
+	}
+	return false;
 }
 
 /* A supervisor that died before its go (here: one that exits at once) does
@@ -949,12 +967,14 @@ static void test_supervisor_gone_before_go(void **state)
 	kft_local *l = NULL;
 	kft_error err = {0};
 	char *name = NULL;
+	int before[256], nbefore = children_of_mine(before, 256, false);
 	setenv("KFT_TEST_SUPERVISOR_EXITS", "1", 1);
 	assert_int_equal(kft_local_open_to_submit(f->dir, NULL, &l, &err), 0);
 	unsetenv("KFT_TEST_SUPERVISOR_EXITS");
-	for (int i = 0; i < 500 && !child_is_zombie(); i++)
+	/* Its supervisor has exited (the go pipe's reader is gone) before the go. */
+	for (int i = 0; i < 500 && !new_child_is_zombie(before, nbefore); i++)
 		usleep(10000);
-	assert_true(child_is_zombie());
+	assert_true(new_child_is_zombie(before, nbefore));
 	json_t *tj = trainjob("orphan", 1, "[`true`]", NULL), *rt = torch_runtime(NULL);
 	assert_int_equal(kft_local_submit(l, f->fw, tj, rt, NULL, &name, &err), 0);
 	json_decref(tj);
