@@ -286,6 +286,34 @@ static int make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, unsign
 	return rc;
 }
 
+/* PEM buffers, one per output, allocated zeroed; false when memory ran out
+ * (those made are freed again). */
+static bool pems_new(unsigned char **pem, const size_t *size, int n)
+{
+	bool ok = true;
+	for (int i = 0; i < n; i++)
+		ok &= (pem[i] = calloc(1, size[i])) != NULL;
+	for (int i = 0; !ok && i < n; i++) {
+		free(pem[i]);
+		pem[i] = NULL;
+	}
+	return ok;
+}
+
+/* With keep, copies each buffer into *dst[i]; then wipes (keys are among
+ * them) and frees every buffer. False when a copy ran out of memory. */
+static bool pems_done(unsigned char **pem, const size_t *size, char **const *dst, int n, bool keep)
+{
+	bool ok = true;
+	for (int i = 0; i < n; i++) {
+		if (keep)
+			ok &= (*dst[i] = strdup((char *)pem[i])) != NULL;
+		kft_secret_wipe(pem[i], size[i]);
+		free(pem[i]);
+	}
+	return ok;
+}
+
 int kft_cert_make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, const char *what,
                         kft_cert *ca_out, kft_cert *leaf_out, kft_error *err)
 {
@@ -293,46 +321,33 @@ int kft_cert_make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, cons
 	unsigned char *pem[4];
 	char **dst[4] = {&ca_out->cert_pem, &ca_out->key_pem, &leaf_out->cert_pem,
 	                 &leaf_out->key_pem};
-	int rc = 0, nomem = 0;
 	*ca_out = *leaf_out = (kft_cert){0};
-	for (int i = 0; i < 4; i++)
-		nomem |= !(pem[i] = calloc(1, size[i]));
-	if (!nomem && (rc = make_chain(ca, leaf, pem)) == 0)
-		for (int i = 0; i < 4; i++)
-			nomem |= !(*dst[i] = strdup((char *)pem[i]));
-	for (int i = 0; i < 4; i++) {
-		if (pem[i])
-			kft_secret_wipe(pem[i], size[i]);
-		free(pem[i]);
-	}
-	if (!nomem && !rc)
+	bool mem = pems_new(pem, size, 4);
+	int rc = mem ? make_chain(ca, leaf, pem) : 0;
+	mem = mem && pems_done(pem, size, dst, 4, rc == 0);
+	if (mem && !rc)
 		return 0;
 	kft_cert_free(ca_out);
 	kft_cert_free(leaf_out);
-	if (nomem)
+	if (!mem)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	return kft_error_set(err, KFT_EIO, "%s (mbedTLS error -0x%04x)", what, (unsigned)-rc);
 }
 
 int kft_cert_make(const kft_cert_opts *o, const char *what, kft_cert *out, kft_error *err)
 {
-	out->cert_pem = out->key_pem = NULL;
-	unsigned char *cert = calloc(1, CERT_PEM_MAX), *key = calloc(1, KEY_PEM_MAX);
+	size_t size[2] = {CERT_PEM_MAX, KEY_PEM_MAX};
+	unsigned char *pem[2];
+	char **dst[2] = {&out->cert_pem, &out->key_pem};
 	bool bad_issuer = false;
-	int rc = 0, nomem = !cert || !key;
-	if (!nomem && (rc = make(o, cert, key, &bad_issuer)) == 0) {
-		out->cert_pem = strdup((char *)cert);
-		out->key_pem = strdup((char *)key);
-		nomem = !out->cert_pem || !out->key_pem;
-	}
-	if (key)
-		kft_secret_wipe(key, KEY_PEM_MAX);
-	free(cert);
-	free(key);
-	if (!nomem && !rc)
+	*out = (kft_cert){0};
+	bool mem = pems_new(pem, size, 2);
+	int rc = mem ? make(o, pem[0], pem[1], &bad_issuer) : 0;
+	mem = mem && pems_done(pem, size, dst, 2, rc == 0);
+	if (mem && !rc)
 		return 0;
 	kft_cert_free(out);
-	if (nomem)
+	if (!mem)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	return kft_error_set(err, bad_issuer ? KFT_EINVAL : KFT_EIO, "%s (mbedTLS error -0x%04x)",
 	                     what, (unsigned)-rc);
