@@ -17,10 +17,10 @@
  *    supervisor ever waits on the store's lock, and a supervisor is started
  *    before the submitter's own checks and writes (by `train`, before it
  *    even opens the store: it learns which job is its own from the go
- *    message). Meanwhile the supervisor starts, makes its status server's
- *    credentials (the costliest part of its start: two P-256 keys, on a
- *    thread of their own that the engine waits for only as the status server
- *    opens) and opens the store, on the other core.
+ *    message). Meanwhile the supervisor starts, loads its status server's
+ *    kept credentials (or makes them, the costliest part of a start: two
+ *    P-256 keys; on a thread of their own that the engine waits for only as
+ *    the status server opens) and opens the store.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads

@@ -36,6 +36,10 @@
  * ended by a NUL; below PIPE_BUF, so it is written and read whole. */
 #define KFT_LOCAL_GO_MAX 512
 
+/* The status servers' kept credentials, in the state directory
+ * (statusserver.h). */
+#define KFT_LOCAL_STATUS_CREDS "status-server.pem"
+
 /* The job's own temporary directory under its job directory: every process
  * of the job gets it as TMPDIR, and it is removed with the job. */
 #define KFT_LOCAL_JOB_TMP "tmp"

@@ -2,19 +2,22 @@
  * statusserver.c - the supervisor's HTTPS server for upstream's status
  * endpoint (see statusserver.h and docs/local.md).
  *
- * Design in plain words. The supervisor makes a CA (P-256, util/cert.c) and a
- * serving certificate it signs for 127.0.0.1 and localhost (on a thread of
- * their own while it waits for its job's commit and reads the job:
- * kft_statusserver_creds_start), and at job start a
- * random bearer token; the CA certificate and the token are written
- * 0600 where the TrainJobStatus plugin told the pods to look. The key never
- * touches the disk. The server is the core's (src/http/server.c): its poll
- * thread takes each connection through the TLS handshake and the head, and
- * refuses there a request that is not a POST to this job's path with this
- * job's token (upstream's 404 and 403), so a flood from other local users
- * holds no worker; a worker decodes and judges the rest (statusreq.c) and
- * rings the supervisor's loop when a report is valid. Upstream's 10 s
- * read/write deadlines, one request per connection (Connection: close).
+ * Design in plain words. The server presents a CA (P-256, util/cert.c) and a
+ * serving certificate it signed for 127.0.0.1 and localhost, kept per state
+ * directory in a 0600 file and made anew when that file does not hold (on a
+ * thread of their own while the supervisor waits for its job's commit and
+ * reads the job: kft_statusserver_creds_start). At job start the supervisor
+ * draws a random bearer token; the CA certificate and the token are written
+ * 0600 where the TrainJobStatus plugin told the pods to look. The token is
+ * what admits a report; the key only proves the server is ours to our pods,
+ * and no one who cannot read the state directory can read either. The
+ * server is the core's (src/http/server.c): its poll thread takes each
+ * connection through the TLS handshake and the head, and refuses there a
+ * request that is not a POST to this job's path with this job's token
+ * (upstream's 404 and 403), so a flood from other local users holds no
+ * worker; a worker decodes and judges the rest (statusreq.c) and rings the
+ * supervisor's loop when a report is valid. Upstream's 10 s read/write
+ * deadlines, one request per connection (Connection: close).
  *
  * TLS: 1.2 only (mbedTLS 2.28 has no 1.3) with ECDHE-ECDSA AEAD suites, so
  * every session is forward secret.
@@ -43,8 +46,11 @@
 
 #define DEADLINE_MS 10000 /* upstream's readTimeout and writeTimeout */
 #define TOKEN_BYTES 32
-#define CA_DAYS     3650 /* the job's life bounds them, not the dates */
+#define CA_DAYS     3650 /* kept ones are made anew in their last year */
 #define AUTH_MAX    8192
+#define KEPT_MAX    16384 /* the kept credentials' file: three PEM blocks */
+/* Kept credentials are made anew this long before they would end. */
+#define KEEP_MARGIN_S (365LL * 24 * 3600)
 
 struct kft_statusserver {
 	kft_httpd *http;
@@ -64,7 +70,7 @@ struct kft_statusserver {
 static int write_private(const char *path, const char *text, kft_error *err)
 {
 	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp", path) < 0)
+	if (asprintf(&tmp, "%s.%d.tmp", path, (int)getpid()) < 0)
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
 	unlink(tmp);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -95,6 +101,18 @@ static int make_dir_of(const char *path, kft_error *err)
 	}
 	free(dir);
 	return rc;
+}
+
+/* A copy of the next PEM block at *p (its BEGIN line through its END
+ * line's newline), *p moved past it; NULL when there is none. */
+static char *next_pem(const char **p)
+{
+	const char *b = strstr(*p, "-----BEGIN "), *e = b ? strstr(b, "-----END ") : NULL;
+	const char *nl = e ? strchr(e, '\n') : NULL;
+	if (!nl)
+		return NULL;
+	*p = nl + 1;
+	return strndup(b, (size_t)(nl + 1 - b));
 }
 
 static char *new_token(void)
@@ -150,22 +168,70 @@ int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err)
 	return rc;
 }
 
-static void *make_creds(void *arg)
+bool kft_statusserver_creds_parse(const char *text, kft_statusserver_creds *out)
 {
-	kft_statusserver_creds *c = arg, made = {0};
-	kft_error ignored = {0}; /* made again, and reported, at the server's start */
-	if (kft_statusserver_creds_make(&made, &ignored) == 0) {
-		c->ca_pem = made.ca_pem;
-		c->cert_pem = made.cert_pem;
-		c->key_pem = made.key_pem;
+	const char *p = text;
+	memset(out, 0, sizeof(*out));
+	out->ca_pem = next_pem(&p);
+	out->cert_pem = next_pem(&p);
+	out->key_pem = next_pem(&p);
+	if (kft_cert_chain_holds(out->ca_pem, out->cert_pem, out->key_pem, KEEP_MARGIN_S))
+		return true;
+	kft_statusserver_creds_free(out);
+	return false;
+}
+
+/* The credentials kept at path into got, when the file is the caller's own
+ * regular file, 0600 or stricter, and they still hold. */
+static bool load_kept(const char *path, kft_statusserver_creds *got)
+{
+	char buf[KEPT_MAX + 1];
+	struct stat st;
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    (st.st_mode & 077) == 0 && st.st_size <= KEPT_MAX)
+		n = read(fd, buf, KEPT_MAX);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	bool ok = kft_statusserver_creds_parse(buf, got);
+	kft_secret_wipe(buf, (size_t)n);
+	return ok;
+}
+
+/* Writes c to path for the next supervisors; a failure only means they
+ * make their own. */
+static void keep(const char *path, const kft_statusserver_creds *c)
+{
+	char *text = NULL;
+	kft_error ignored = {0};
+	if (asprintf(&text, "%s%s%s", c->ca_pem, c->cert_pem, c->key_pem) >= 0) {
+		write_private(path, text, &ignored);
+		kft_secret_free(text);
 	}
+}
+
+static void *get_creds(void *arg)
+{
+	kft_statusserver_creds *c = arg, got = {0};
+	kft_error ignored = {0}; /* made again, and reported, at the server's start */
+	bool kept = c->keep_at && load_kept(c->keep_at, &got);
+	if (!kept && kft_statusserver_creds_make(&got, &ignored) == 0 && c->keep_at)
+		keep(c->keep_at, &got);
+	c->ca_pem = got.ca_pem;
+	c->cert_pem = got.cert_pem;
+	c->key_pem = got.key_pem;
 	return NULL;
 }
 
-void kft_statusserver_creds_start(kft_statusserver_creds *c)
+void kft_statusserver_creds_start(kft_statusserver_creds *c, const char *keep_at)
 {
 	memset(c, 0, sizeof(*c));
-	c->making = pthread_create(&c->maker, NULL, make_creds, c) == 0;
+	c->keep_at = keep_at ? strdup(keep_at) : NULL;
+	c->making = pthread_create(&c->maker, NULL, get_creds, c) == 0;
 }
 
 void kft_statusserver_creds_wait(kft_statusserver_creds *c)
@@ -181,6 +247,7 @@ void kft_statusserver_creds_free(kft_statusserver_creds *c)
 	free(c->ca_pem);
 	free(c->cert_pem);
 	kft_secret_free(c->key_pem);
+	free(c->keep_at);
 	memset(c, 0, sizeof(*c));
 }
 

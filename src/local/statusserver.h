@@ -8,9 +8,9 @@
  * UpdateTrainJobStatusRequest, a projected service-account token whose
  * audience names the job, and it server-side-applies status.trainerStatus.
  * The Kubeflow SDK's update_trainjob_status() posts there. Locally each
- * supervisor serves the same endpoint for its one job, with a per-job CA,
- * a serving certificate for 127.0.0.1/localhost and a random bearer token
- * in place of the service-account token.
+ * supervisor serves the same endpoint for its one job, with the state
+ * directory's CA and serving certificate for 127.0.0.1/localhost and a
+ * random per-job bearer token in place of the service-account token.
  *
  * src/api/statusreq.h decodes and judges one request (pure: no I/O, fuzzed;
  * the controller's status server shares it); the server core
@@ -38,12 +38,17 @@ typedef struct kft_statusserver kft_statusserver;
 
 /* What a server presents: a CA certificate (the file pods trust), and the
  * serving certificate for 127.0.0.1/localhost it signed with its key, all
- * PEM. Making them (two P-256 keys, two signatures: 1.6 ms here) is most of
- * a supervisor's start-up CPU, so a supervisor makes them on a thread of
- * their own while it waits for its job's commit and reads the job
- * (supervisor.c). The key stays in memory. */
+ * PEM. Making them (two P-256 keys, two signatures) takes 1.6 ms of CPU
+ * here, as much as the rest of a supervisor's start-up, so they are kept:
+ * one set per state directory, in a 0600 file beside the store, reused by
+ * every job's supervisor until a year before they end (upstream's
+ * controller likewise serves every TrainJob's status with one certificate).
+ * A supervisor loads them, or makes and keeps new ones, on a thread of its
+ * own while it waits for its job's commit and reads the job
+ * (supervisor.c). */
 typedef struct kft_statusserver_creds {
 	char *ca_pem, *cert_pem, *key_pem;
+	char *keep_at;   /* the file they are kept in, or NULL */
 	pthread_t maker; /* kft_statusserver_creds_start's thread, while making */
 	bool making;
 } kft_statusserver_creds;
@@ -51,11 +56,22 @@ typedef struct kft_statusserver_creds {
 /* Makes new credentials into c (zeroed first). KFT_ENOMEM, KFT_EIO. */
 int kft_statusserver_creds_make(kft_statusserver_creds *c, kft_error *err);
 
-/* Starts making new credentials into c (zeroed first) on a thread of its
- * own; the caller goes on, and kft_statusserver_creds_wait (or _free, or
- * kft_statusserver_open) waits for them. When no thread can start, c stays
- * empty, and the server makes its own as it opens. */
-void kft_statusserver_creds_start(kft_statusserver_creds *c);
+/* Starts getting credentials into c (zeroed first) on a thread of its own;
+ * the caller goes on, and kft_statusserver_creds_wait (or _free, or
+ * kft_statusserver_open) waits for them. With keep_at (a file path, copied),
+ * the ones kept there are used when they still hold
+ * (kft_cert_chain_holds, for another year) and the file is the caller's own,
+ * not a link and 0600; otherwise new ones are made and written there (0600,
+ * whole or not at all; when it cannot be written they are used all the
+ * same). When no thread can start, c stays empty, and the server makes its
+ * own as it opens. */
+void kft_statusserver_creds_start(kft_statusserver_creds *c, const char *keep_at);
+
+/* Reads kept credentials from text (a kept file's content: the CA
+ * certificate, the serving certificate and its key, PEM, in that order) into
+ * out (zeroed first): true when they still hold for another year
+ * (kft_cert_chain_holds); else false with out empty. Pure. */
+bool kft_statusserver_creds_parse(const char *text, kft_statusserver_creds *out);
 
 /* Waits for credentials being made by kft_statusserver_creds_start; nothing
  * otherwise. Credentials that could not be made leave c empty. */

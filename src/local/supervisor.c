@@ -144,7 +144,11 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 		                     "a state directory and a job name are required");
 	if (go_fd >= 0) {
 		if (!called_off(go_fd)) {
-			kft_statusserver_creds_start(&creds);
+			char *kept = NULL;
+			if (asprintf(&kept, "%s/" KFT_LOCAL_STATUS_CREDS, state_dir) < 0)
+				kept = NULL; /* made, not kept */
+			kft_statusserver_creds_start(&creds, kept);
+			free(kept);
 			s = open_early(state_dir);
 		}
 		if (!wait_for_go(go_fd, &go_ns, &go_name)) {

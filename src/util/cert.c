@@ -362,3 +362,63 @@ void kft_cert_free(kft_cert *c)
 	free(c->cert_pem);
 	c->cert_pem = c->key_pem = NULL;
 }
+
+/* ---- whether a stored chain still holds ---------------------------------------------- */
+
+/* When crt stops being valid, as seconds since the epoch (UTC). */
+static time_t not_after(const mbedtls_x509_crt *crt)
+{
+	struct tm tm = {.tm_year = crt->valid_to.year - 1900,
+	                .tm_mon = crt->valid_to.mon - 1,
+	                .tm_mday = crt->valid_to.day,
+	                .tm_hour = crt->valid_to.hour,
+	                .tm_min = crt->valid_to.min,
+	                .tm_sec = crt->valid_to.sec};
+	return timegm(&tm);
+}
+
+/* The DER of pk's public key, which mbedTLS writes at the end of buf: its
+ * start, length in *len; NULL when it cannot be written. */
+static const unsigned char *public_der(mbedtls_pk_context *pk, unsigned char *buf, size_t size,
+                                       size_t *len)
+{
+	int n = mbedtls_pk_write_pubkey_der(pk, buf, size);
+	if (n <= 0)
+		return NULL;
+	*len = (size_t)n;
+	return buf + size - (size_t)n;
+}
+
+static bool parse_crt(mbedtls_x509_crt *crt, const char *pem)
+{
+	return pem &&
+	       mbedtls_x509_crt_parse(crt, (const unsigned char *)pem, strlen(pem) + 1) == 0 &&
+	       crt->next == NULL;
+}
+
+bool kft_cert_chain_holds(const char *ca_pem, const char *leaf_pem, const char *key_pem,
+                          long long seconds)
+{
+	mbedtls_x509_crt ca, leaf;
+	mbedtls_pk_context key;
+	unsigned char a[256], b[256];
+	const unsigned char *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	mbedtls_x509_crt_init(&ca);
+	mbedtls_x509_crt_init(&leaf);
+	mbedtls_pk_init(&key);
+	time_t until = time(NULL) + (time_t)seconds;
+	bool ok = parse_crt(&ca, ca_pem) && parse_crt(&leaf, leaf_pem) && key_pem &&
+	          mbedtls_pk_parse_key(&key, (const unsigned char *)key_pem, strlen(key_pem) + 1,
+	                               NULL, 0) == 0;
+	ok = ok && ca.ca_istrue && !leaf.ca_istrue && ca.subject_raw.len == leaf.issuer_raw.len &&
+	     memcmp(ca.subject_raw.p, leaf.issuer_raw.p, ca.subject_raw.len) == 0 &&
+	     not_after(&ca) >= until && not_after(&leaf) >= until;
+	ok = ok && (da = public_der(&leaf.pk, a, sizeof(a), &la)) != NULL &&
+	     (db = public_der(&key, b, sizeof(b), &lb)) != NULL && la == lb &&
+	     memcmp(da, db, la) == 0;
+	mbedtls_x509_crt_free(&ca);
+	mbedtls_x509_crt_free(&leaf);
+	mbedtls_pk_free(&key);
+	return ok;
+}

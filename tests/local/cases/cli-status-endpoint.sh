@@ -15,6 +15,7 @@
 # And ours (issue 24.2, 24.8): the job's own report is answered while another local user holds
 # 70 idle connections and opens new ones as fast as it can; a status port another process took
 # while the job was suspended makes `resume` fail, naming the port, and the job stays suspended.
+# The next jobs' servers present the CA kept in the state directory; a damaged one is replaced.
 . "$KFT_LOCAL_DIR/lib.sh"
 cd "$KFT_REPO_ROOT" || exit 1
 gate=$KFT_CASE_TMP/gate
@@ -180,5 +181,34 @@ expect_eq "after resume the nodes' reports are served again" 40 \
 touch "$gate"
 kft wait sdk --timeout 60s >/dev/null
 expect_eq "the job completes" "True" "$(job_cond sdk Complete | cut -d'|' -f1)"
+first_ca=$(cat "$ca")
 kft delete sdk >/dev/null
+
+# ---- the state directory's kept CA and certificate (issue 24.16) ------------------------------
+# Every job's server presents the one CA kept in <state dir>/status-server.pem, as upstream's
+# controller serves every TrainJob with its rotator's one certificate; a kept file that does not
+# hold is replaced, and the next job's SDK report is verified against the new CA.
+kept=$KFTRAINER_STATE_DIR/status-server.pem
+report_once() { # report_once NAME: a 1-node job whose process reports once through the SDK
+	kft train --runtime torch-distributed --name "$1" -- "$venv/bin/python" -c "
+from kubeflow.trainer import update_trainjob_status
+print('reported', update_trainjob_status(progress_percent=70))" >/dev/null
+	kft wait "$1" --timeout 90s >/dev/null
+	kft logs "$1" | grep -c 'reported True'
+}
+expect_eq "the kept credentials are 0600" 600 "$(stat -c %a "$kept")"
+expect_eq "the next job's report is verified and recorded" 1 "$(report_once kept1)"
+expect_eq "... with the same CA as the job before" "$first_ca" \
+	"$(cat "$KFTRAINER_STATE_DIR/jobs/default/kept1/status-server/ca.crt")"
+printf '%s\n' '-----BEGIN CERTIFICATE-----' 'damaged' '-----END CERTIFICATE-----' >"$kept"
+expect_eq "a damaged kept file: the next job's report is still verified" 1 "$(report_once kept2)"
+kept2_ca=$(cat "$KFTRAINER_STATE_DIR/jobs/default/kept2/status-server/ca.crt")
+if [ "$kept2_ca" != "$first_ca" ] && grep -qF "$(sed -n 2p <<<"$kept2_ca")" "$kept" &&
+	! grep -q damaged "$kept" && [ "$(stat -c %a "$kept")" = 600 ]; then
+	pass "... with a new CA, kept (0600) in place of the damaged file"
+else
+	fail "... with a new CA, kept (0600) in place of the damaged file" "$(ls -l "$kept"; head -3 "$kept")"
+fi
+kft delete kept1 >/dev/null
+kft delete kept2 >/dev/null
 expect_no_processes "no process left"
