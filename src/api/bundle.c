@@ -11,12 +11,14 @@
  */
 #include "api/bundle.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 256
+#define MAX_DEPTH   256
+#define SIZED_DEPTH 2 /* objects above this depth are encoded 'O' */
 
 /* ---- encoding --------------------------------------------------------------- */
 
@@ -37,17 +39,34 @@ static void put_bytes(kft_strbuf *out, const char *s, size_t n)
 
 static int encode(const json_t *v, kft_strbuf *out, int depth);
 
+/* Objects near the root (a file and its definitions) carry each member's
+ * length ('O'), so kft_bundle_members steps over a member without reading
+ * it; deeper ones do not ('o'). */
 static int encode_object(const json_t *v, kft_strbuf *out, int depth)
 {
 	const char *key;
 	size_t klen;
 	json_t *x;
-	kft_strbuf_putc(out, 'o');
+	bool sized = depth < SIZED_DEPTH;
+	kft_strbuf_putc(out, sized ? 'O' : 'o');
 	put_varint(out, json_object_size(v));
 	json_object_keylen_foreach((json_t *)v, key, klen, x)
 	{
 		put_bytes(out, key, klen);
-		if (encode(x, out, depth + 1) != 0)
+		if (!sized) {
+			if (encode(x, out, depth + 1) != 0)
+				return -1;
+			continue;
+		}
+		kft_strbuf member;
+		kft_strbuf_init(&member);
+		int rc = encode(x, &member, depth + 1);
+		if (rc == 0 && !member.failed)
+			put_bytes(out, member.buf, member.len);
+		else
+			out->failed |= member.failed;
+		kft_strbuf_free(&member);
+		if (rc != 0)
 			return -1;
 	}
 	return 0;
@@ -153,6 +172,35 @@ static json_t *decode_object(reader *r, int depth)
 	return obj;
 }
 
+/* An 'O' object: each member's value is a length and exactly that many
+ * bytes of encoding. */
+static json_t *decode_sized_object(reader *r, int depth)
+{
+	uint64_t count;
+	if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p) / 3)
+		return NULL;
+	json_t *obj = json_object();
+	for (uint64_t i = 0; obj && i < count; i++) {
+		const char *key, *val;
+		size_t klen, vlen;
+		json_t *x = NULL;
+		if (get_bytes(r, &key, &klen) == 0 && get_bytes(r, &val, &vlen) == 0) {
+			reader sub = {(const unsigned char *)val,
+			              (const unsigned char *)val + vlen};
+			x = decode(&sub, depth + 1);
+			if (x && sub.p != sub.end) {
+				json_decref(x);
+				x = NULL;
+			}
+		}
+		if (!x || json_object_setn_new_nocheck(obj, key, klen, x) != 0) {
+			json_decref(obj);
+			return NULL;
+		}
+	}
+	return obj;
+}
+
 static json_t *decode_array(reader *r, int depth)
 {
 	uint64_t count;
@@ -190,6 +238,7 @@ static json_t *decode(reader *r, int depth)
 		return NULL;
 	switch (*r->p++) {
 	case 'o': return decode_object(r, depth);
+	case 'O': return decode_sized_object(r, depth);
 	case 'a': return decode_array(r, depth);
 	case 's': return get_bytes(r, &s, &n) == 0 ? json_stringn_nocheck(s, n) : NULL;
 	case 'i':
@@ -217,4 +266,76 @@ int kft_bundle_decode(const unsigned char *data, size_t len, json_t **out)
 	}
 	*out = v;
 	return 0;
+}
+
+/* ---- members without building ----------------------------------------------- */
+
+/* Moves r past one value, building nothing: the decoder's checks, no
+ * allocation. */
+static int skip(reader *r, int depth)
+{
+	const char *s;
+	size_t n;
+	uint64_t u, count;
+	if (depth > MAX_DEPTH || r->p >= r->end)
+		return -1;
+	switch (*r->p++) {
+	case 'o':
+		if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p) / 2)
+			return -1;
+		for (uint64_t i = 0; i < count; i++)
+			if (get_bytes(r, &s, &n) != 0 || skip(r, depth + 1) != 0)
+				return -1;
+		return 0;
+	case 'O':
+		if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p) / 3)
+			return -1;
+		for (uint64_t i = 0; i < count; i++)
+			if (get_bytes(r, &s, &n) != 0 || get_bytes(r, &s, &n) != 0)
+				return -1;
+		return 0;
+	case 'a':
+		if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p))
+			return -1;
+		for (uint64_t i = 0; i < count; i++)
+			if (skip(r, depth + 1) != 0)
+				return -1;
+		return 0;
+	case 's': return get_bytes(r, &s, &n);
+	case 'r': return get_bytes(r, &s, &n) == 0 && n > 0 && n < 40 ? 0 : -1;
+	case 'i': return get_varint(r, &u);
+	case 't':
+	case 'f':
+	case 'n': return 0;
+	default: return -1;
+	}
+}
+
+int kft_bundle_members(const unsigned char *data, size_t len, kft_bundle_member_fn fn, void *ctx)
+{
+	reader r = {data, data + len};
+	uint64_t count;
+	if (!data || len == 0)
+		return KFT_EPARSE;
+	bool sized = *r.p == 'O';
+	if ((*r.p++ != 'o' && !sized) || get_varint(&r, &count) != 0 ||
+	    count > (uint64_t)(r.end - r.p) / (sized ? 3 : 2))
+		return KFT_EPARSE;
+	for (uint64_t i = 0; i < count; i++) {
+		const char *key, *val;
+		size_t klen, vlen;
+		if (get_bytes(&r, &key, &klen) != 0)
+			return KFT_EPARSE;
+		const unsigned char *value = r.p;
+		if (sized ? get_bytes(&r, &val, &vlen) != 0 : skip(&r, 1) != 0)
+			return KFT_EPARSE;
+		if (sized)
+			value = (const unsigned char *)val;
+		else
+			vlen = (size_t)(r.p - value);
+		int rc = fn(key, klen, value, vlen, ctx);
+		if (rc != 0)
+			return rc;
+	}
+	return r.p == r.end ? 0 : KFT_EPARSE;
 }

@@ -12,7 +12,13 @@
  *          | 's' varint BYTES                     string (length, bytes)
  *          | 'a' varint value*                    array (count, items)
  *          | 'o' varint (varint BYTES value)*     object (count, key, value)
+ *          | 'O' varint (varint BYTES varint value)*  object, each value after
+ *                                                 its length in bytes
  *   varint = 7 bits a byte, least significant first, high bit: more follows
+ *
+ * Objects at the root and one level down (a file, and its definitions) are
+ * 'O', so kft_bundle_members steps from member to member without reading
+ * them: a process decodes only the definitions it meets.
  *
  * Object members keep the files' order, so iteration order is the text's.
  */
@@ -44,5 +50,19 @@ int kft_bundle_encode(const json_t *value, kft_strbuf *out);
  * truncated, malformed, nested too deeply, has trailing bytes, or memory
  * runs out (nothing is allocated then). */
 int kft_bundle_decode(const unsigned char *data, size_t len, json_t **out);
+
+/* One member of an encoded object: its key (key[0..klen), not
+ * NUL-terminated) and its value's encoding (value[0..vlen), which
+ * kft_bundle_decode takes). Non-zero stops the walk with that result. */
+typedef int (*kft_bundle_member_fn)(const char *key, size_t klen, const unsigned char *value,
+                                    size_t vlen, void *ctx);
+
+/* Calls fn for each member of the object encoded in data[0..len), in order,
+ * building nothing: a process that needs a few members of a large tree
+ * decodes only those. Returns 0, fn's first non-zero result, or KFT_EPARSE
+ * when data is not one well-formed encoded object (fn may have been called
+ * for the members before the fault). Of an 'O' object only the framing is
+ * checked here: a member's own encoding is checked when it is decoded. */
+int kft_bundle_members(const unsigned char *data, size_t len, kft_bundle_member_fn fn, void *ctx);
 
 #endif

@@ -18,6 +18,8 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <regex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +44,24 @@ struct regex_entry {
 	struct regex_entry *next;
 };
 
+/* One of the built-in bundle's definitions, decoded on first use: a process
+ * validating a TrainJob meets about 100 of the bundle's definitions, and
+ * building every tree was the CLI's largest start-up cost (bundle.h). */
+typedef struct lazy_def {
+	char *name;
+	const char *file;          /* the bundle file defining it */
+	const unsigned char *data; /* its encoding, in the bundle */
+	size_t len;
+	json_t *_Atomic tree; /* NULL until decoded; then kept to the schema's end */
+} lazy_def;
+
 struct kft_schema {
-	json_t *definitions; /* name -> schema */
-	json_t *kinds_json;  /* array of kinds: entries */
+	json_t *definitions; /* name -> schema (a schema loaded from text) */
+	lazy_def *lazy;      /* or these, in the bundle's order (the built-in) */
+	lazy_def **by_name;  /* the same, sorted by name */
+	size_t nlazy;
+	pthread_mutex_t lazy_lock; /* decoding one */
+	json_t *kinds_json;        /* array of kinds: entries */
 	kft_kind_info *kinds;
 	size_t nkinds;
 	/* Patterns are compiled on first use: a process validating a few
@@ -53,6 +70,51 @@ struct kft_schema {
 	pthread_mutex_t regex_lock;
 	struct regex_entry *regexes;
 };
+
+/* ---- definitions ------------------------------------------------------ */
+
+static int by_name_cmp(const void *a, const void *b)
+{
+	return strcmp((*(lazy_def *const *)a)->name, (*(lazy_def *const *)b)->name);
+}
+
+static lazy_def *lazy_find(const kft_schema *s, const char *name)
+{
+	lazy_def key = {.name = (char *)name}, *k = &key;
+	lazy_def **hit =
+	        s->by_name ? bsearch(&k, s->by_name, s->nlazy, sizeof(*s->by_name), by_name_cmp)
+	                   : NULL;
+	return hit ? *hit : NULL;
+}
+
+/* The tree of d, decoded now if this is its first use (under the schema's
+ * lock; any thread may ask). NULL only when memory runs out. */
+static const json_t *lazy_tree(const kft_schema *s, lazy_def *d)
+{
+	json_t *t = atomic_load_explicit(&d->tree, memory_order_acquire);
+	if (t)
+		return t;
+	pthread_mutex_lock((pthread_mutex_t *)&s->lazy_lock);
+	t = atomic_load_explicit(&d->tree, memory_order_relaxed);
+	if (!t && kft_bundle_decode(d->data, d->len, &t) == 0)
+		atomic_store_explicit(&d->tree, t, memory_order_release);
+	pthread_mutex_unlock((pthread_mutex_t *)&s->lazy_lock);
+	return t;
+}
+
+/* The definition called name, or NULL. */
+static const json_t *def_get(const kft_schema *s, const char *name)
+{
+	if (!s->lazy)
+		return json_object_get(s->definitions, name);
+	lazy_def *d = lazy_find(s, name);
+	return d ? lazy_tree(s, d) : NULL;
+}
+
+static bool def_exists(const kft_schema *s, const char *name)
+{
+	return s->lazy ? lazy_find(s, name) != NULL : json_object_get(s->definitions, name) != NULL;
+}
 
 /* ---- views over $ref chains ------------------------------------------- */
 
@@ -75,7 +137,7 @@ static int view_of(const kft_schema *s, const json_t *node, view *v)
 			return 0;
 		if (strcmp(ref, TIME_DEF) == 0)
 			v->time = 1;
-		node = json_object_get(s->definitions, ref);
+		node = def_get(s, ref);
 		if (!node)
 			return -1;
 	}
@@ -173,7 +235,7 @@ static int index_kinds(kft_schema *s, kft_error *err)
 		ki->namespaced = strcmp(kind_field(k, "scope"), "Cluster") != 0;
 		ki->definition = kind_field(k, "schema");
 		ki->entry = k;
-		if (!*ki->kind || !json_object_get(s->definitions, ki->definition))
+		if (!*ki->kind || !def_exists(s, ki->definition))
 			return kft_error_set(err, KFT_EINVAL,
 			                     "kind %s: schema definition \"%s\" not found",
 			                     ki->kind, ki->definition);
@@ -243,6 +305,7 @@ static kft_schema *schema_new(kft_error *err)
 		return NULL;
 	}
 	pthread_mutex_init(&s->regex_lock, NULL);
+	pthread_mutex_init(&s->lazy_lock, NULL);
 	s->definitions = json_object();
 	s->kinds_json = json_array();
 	if (!s->definitions || !s->kinds_json) {
@@ -299,6 +362,13 @@ void kft_schema_free(kft_schema *s)
 		free(e);
 	}
 	pthread_mutex_destroy(&s->regex_lock);
+	for (size_t i = 0; i < s->nlazy; i++) {
+		json_decref(atomic_load_explicit(&s->lazy[i].tree, memory_order_relaxed));
+		free(s->lazy[i].name);
+	}
+	free(s->lazy);
+	free(s->by_name);
+	pthread_mutex_destroy(&s->lazy_lock);
 	free(s->kinds);
 	json_decref(s->definitions);
 	json_decref(s->kinds_json);
@@ -309,23 +379,92 @@ static kft_schema *builtin;
 static kft_error builtin_err;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 
-/* The bundle's files come as trees already (bundle.h), checked at build time
- * for what parse_file and compile_patterns check. */
+/* A bundle file's members: its definitions are indexed (lazy_def), its
+ * kinds decoded; the rest is not the schema's. */
+typedef struct bundle_walk {
+	kft_schema *s;
+	const char *file;
+	size_t cap;
+} bundle_walk;
+
+static int index_definition(const char *key, size_t klen, const unsigned char *value, size_t vlen,
+                            void *ctx)
+{
+	bundle_walk *w = ctx;
+	kft_schema *s = w->s;
+	if (s->nlazy == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 256;
+		lazy_def *g = realloc(s->lazy, cap * sizeof(*g));
+		if (!g)
+			return KFT_ENOMEM;
+		s->lazy = g;
+		w->cap = cap;
+	}
+	lazy_def *d = &s->lazy[s->nlazy];
+	*d = (lazy_def){.file = w->file, .data = value, .len = vlen};
+	atomic_init(&d->tree, NULL);
+	if (!(d->name = strndup(key, klen)))
+		return KFT_ENOMEM;
+	s->nlazy++;
+	return 0;
+}
+
+static int bundle_member(const char *key, size_t klen, const unsigned char *value, size_t vlen,
+                         void *ctx)
+{
+	bundle_walk *w = ctx;
+	if (klen == 11 && memcmp(key, "definitions", 11) == 0)
+		return kft_bundle_members(value, vlen, index_definition, w);
+	json_t *kinds = NULL;
+	if (klen != 5 || memcmp(key, "kinds", 5) != 0)
+		return 0;
+	int rc = kft_bundle_decode(value, vlen, &kinds);
+	if (rc == 0 && (!json_is_array(kinds) || json_array_extend(w->s->kinds_json, kinds) != 0))
+		rc = KFT_EPARSE;
+	json_decref(kinds);
+	return rc;
+}
+
+/* Sorts the index by name; a name defined twice is an error, as in
+ * add_definitions. */
+static int sort_definitions(kft_schema *s, kft_error *err)
+{
+	s->by_name = malloc((s->nlazy ? s->nlazy : 1) * sizeof(*s->by_name));
+	if (!s->by_name)
+		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->nlazy; i++)
+		s->by_name[i] = &s->lazy[i];
+	qsort(s->by_name, s->nlazy, sizeof(*s->by_name), by_name_cmp);
+	for (size_t i = 1; i < s->nlazy; i++)
+		if (strcmp(s->by_name[i - 1]->name, s->by_name[i]->name) == 0)
+			return kft_error_set(err, KFT_EINVAL, "%s: definition %s is defined twice",
+			                     s->by_name[i]->file, s->by_name[i]->name);
+	return 0;
+}
+
+/* The built-in schema: each file's definitions indexed, not built (their
+ * trees are built on first use: lazy_tree), its kinds decoded. The bundle's
+ * files come as trees already (bundle.h), checked at build time for what
+ * parse_file and compile_patterns check. */
 static void load_builtin(void)
 {
 	kft_schema *s = schema_new(&builtin_err);
 	int rc = s ? 0 : -1;
+	bundle_walk w = {.s = s};
 	for (size_t i = 0; rc == 0 && i < kft_api_bundle_count; i++) {
 		const struct kft_bundle_file *f = &kft_api_bundle[i];
-		json_t *root = NULL;
-		rc = kft_bundle_decode(f->data, f->len, &root);
+		w.file = f->name;
+		rc = kft_bundle_members(f->data, f->len, bundle_member, &w);
 		if (rc != 0)
-			kft_error_set(&builtin_err, KFT_EINVAL, "%s: embedded tree is malformed",
-			              f->name);
-		else
-			rc = schema_add(s, f->name, root, &builtin_err);
-		json_decref(root);
+			kft_error_set(&builtin_err, rc == KFT_ENOMEM ? KFT_ENOMEM : KFT_EINVAL,
+			              "%s: embedded tree is malformed", f->name);
 	}
+	if (rc == 0 && !s->lazy) /* no definitions at all: still lazy, and empty */
+		s->lazy = calloc(1, sizeof(*s->lazy));
+	if (rc == 0 && !s->lazy)
+		rc = kft_error_set(&builtin_err, KFT_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = sort_definitions(s, &builtin_err);
 	if (rc == 0)
 		rc = index_kinds(s, &builtin_err);
 	if (rc == 0)
@@ -369,7 +508,7 @@ const kft_kind_info *kft_schema_kind_at(const kft_schema *s, size_t i)
 
 const json_t *kft_schema_definition(const kft_schema *s, const char *name)
 {
-	return json_object_get(s->definitions, name);
+	return def_get(s, name);
 }
 
 /* ---- defaulting ------------------------------------------------------- */
@@ -430,7 +569,7 @@ static void default_node(const kft_schema *s, const json_t *schema, json_t *valu
 
 void kft_schema_default(const kft_schema *s, const kft_kind_info *kind, json_t *obj)
 {
-	default_node(s, json_object_get(s->definitions, kind->definition), obj, 0);
+	default_node(s, def_get(s, kind->definition), obj, 0);
 }
 
 /* ---- validation ------------------------------------------------------- */
@@ -1055,7 +1194,7 @@ static void walk(const kft_schema *s, const kft_kind_info *kind, const json_t *o
 {
 	vctx c = {.s = s, .errs = errs, .rules = rules};
 	kft_strbuf_init(&c.path);
-	validate_node(&c, json_object_get(s->definitions, kind->definition), obj, old_obj, 0);
+	validate_node(&c, def_get(s, kind->definition), obj, old_obj, 0);
 	kft_strbuf_free(&c.path);
 }
 
@@ -1126,7 +1265,7 @@ size_t kft_schema_check_unknown(const kft_schema *s, const kft_kind_info *kind, 
 	size_t before = errs->count;
 	vctx c = {.s = s, .errs = errs};
 	kft_strbuf_init(&c.path);
-	unknown_walk(&c, json_object_get(s->definitions, kind->definition), obj, 0);
+	unknown_walk(&c, def_get(s, kind->definition), obj, 0);
 	kft_strbuf_free(&c.path);
 	return errs->count - before;
 }
@@ -1168,7 +1307,7 @@ static json_t *expand_node(const kft_schema *s, const json_t *node, int depth, k
 	json_t *out;
 	const char *ref = json_string_value(json_object_get(node, "$ref"));
 	if (ref) {
-		const json_t *def = json_object_get(s->definitions, ref);
+		const json_t *def = def_get(s, ref);
 		if (!def) {
 			kft_error_set(err, KFT_ENOTFOUND, "$ref to undefined definition %s", ref);
 			return NULL;
@@ -1201,7 +1340,7 @@ static json_t *expand_node(const kft_schema *s, const json_t *node, int depth, k
 
 json_t *kft_schema_expand(const kft_schema *s, const char *name, kft_error *err)
 {
-	const json_t *def = json_object_get(s->definitions, name);
+	const json_t *def = def_get(s, name);
 	if (!def) {
 		kft_error_set(err, KFT_ENOTFOUND, "no definition named %s", name);
 		return NULL;
@@ -1275,6 +1414,9 @@ static void collect_rules(const json_t *node, json_t *out, int depth)
 json_t *kft_schema_unimplemented_rules(const kft_schema *s)
 {
 	json_t *out = json_array();
-	collect_rules(s->definitions, out, 0);
+	if (!s->lazy)
+		collect_rules(s->definitions, out, 0);
+	for (size_t i = 0; i < s->nlazy; i++)
+		collect_rules(lazy_tree(s, &s->lazy[i]), out, 1);
 	return out;
 }
