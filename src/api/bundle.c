@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define MAX_DEPTH   256
-#define SIZED_DEPTH 2 /* objects above this depth are encoded 'O' */
+#define SIZED_DEPTH 3 /* objects above this depth are encoded 'O' */
 
 /* ---- encoding --------------------------------------------------------------- */
 
@@ -39,9 +39,9 @@ static void put_bytes(kft_strbuf *out, const char *s, size_t n)
 
 static int encode(const json_t *v, kft_strbuf *out, int depth);
 
-/* Objects near the root (a file and its definitions) carry each member's
- * length ('O'), so kft_bundle_members steps over a member without reading
- * it; deeper ones do not ('o'). */
+/* Objects near the root (a file, its definitions, and each definition)
+ * carry each member's length ('O'), so kft_bundle_members steps over a
+ * member without reading it; deeper ones do not ('o'). */
 static int encode_object(const json_t *v, kft_strbuf *out, int depth)
 {
 	const char *key;

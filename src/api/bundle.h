@@ -16,9 +16,11 @@
  *                                                 its length in bytes
  *   varint = 7 bits a byte, least significant first, high bit: more follows
  *
- * Objects at the root and one level down (a file, and its definitions) are
- * 'O', so kft_bundle_members steps from member to member without reading
- * them: a process decodes only the definitions it meets.
+ * Objects at the root and two levels down (a file, its definitions, and
+ * each definition's own keys) are 'O', so kft_bundle_members steps from
+ * member to member without reading them: a process decodes only the
+ * definitions it meets, and can tell a definition's keys without decoding
+ * it.
  *
  * Object members keep the files' order, so iteration order is the text's.
  */
@@ -29,6 +31,7 @@
 #include <stddef.h>
 
 #include "kftrainer/error.h"
+#include "kftrainer/schema.h"
 #include "util/strbuf.h"
 
 struct kft_bundle_file {
@@ -64,5 +67,15 @@ typedef int (*kft_bundle_member_fn)(const char *key, size_t klen, const unsigned
  * for the members before the fault). Of an 'O' object only the framing is
  * checked here: a member's own encoding is checked when it is decoded. */
 int kft_bundle_members(const unsigned char *data, size_t len, kft_bundle_member_fn fn, void *ctx);
+
+/* A schema over files[0..n) (kept: they must outlive it): each file's
+ * definitions indexed, each built on its first use (any thread may be first),
+ * its kinds read now; what kft_schema_builtin() returns over the files
+ * compiled in (src/api/schema.c). On success *out is the caller's
+ * (kft_schema_free). KFT_EINVAL for a file that is not an encoded object, a
+ * definition defined twice or a kind whose definition is missing;
+ * KFT_ENOMEM. */
+int kft_schema_load_bundle(const struct kft_bundle_file *files, size_t n, kft_schema **out,
+                           kft_error *err);
 
 #endif

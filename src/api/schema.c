@@ -53,6 +53,10 @@ typedef struct lazy_def {
 	const unsigned char *data; /* its encoding, in the bundle */
 	size_t len;
 	json_t *_Atomic tree; /* NULL until decoded; then kept to the schema's end */
+	/* Its own keys, read at the index, so defaulting an absent field need
+	 * not build the definition (chain_default): */
+	bool has_default; /* a "default" (or keys that could not be read) */
+	char *ref;        /* its "$ref", or NULL */
 } lazy_def;
 
 struct kft_schema {
@@ -365,6 +369,7 @@ void kft_schema_free(kft_schema *s)
 	for (size_t i = 0; i < s->nlazy; i++) {
 		json_decref(atomic_load_explicit(&s->lazy[i].tree, memory_order_relaxed));
 		free(s->lazy[i].name);
+		free(s->lazy[i].ref);
 	}
 	free(s->lazy);
 	free(s->by_name);
@@ -387,6 +392,25 @@ typedef struct bundle_walk {
 	size_t cap;
 } bundle_walk;
 
+/* One of a definition's own keys: notes "default" and "$ref". */
+static int definition_key(const char *key, size_t klen, const unsigned char *value, size_t vlen,
+                          void *ctx)
+{
+	lazy_def *d = ctx;
+	if (klen == 7 && memcmp(key, "default", 7) == 0)
+		d->has_default = true;
+	if (klen != 4 || memcmp(key, "$ref", 4) != 0)
+		return 0;
+	json_t *ref = NULL;
+	int rc = kft_bundle_decode(value, vlen, &ref);
+	if (rc == 0 && json_is_string(ref) && !(d->ref = strdup(json_string_value(ref))))
+		rc = KFT_ENOMEM;
+	if (rc == 0 && !d->ref)
+		d->has_default = true; /* a $ref that is not a name: judged when built */
+	json_decref(ref);
+	return rc;
+}
+
 static int index_definition(const char *key, size_t klen, const unsigned char *value, size_t vlen,
                             void *ctx)
 {
@@ -406,6 +430,11 @@ static int index_definition(const char *key, size_t klen, const unsigned char *v
 	if (!(d->name = strndup(key, klen)))
 		return KFT_ENOMEM;
 	s->nlazy++;
+	int rc = kft_bundle_members(value, vlen, definition_key, d);
+	if (rc == KFT_ENOMEM)
+		return rc;
+	if (rc != 0) /* not an object with readable keys: judged when built */
+		d->has_default = true;
 	return 0;
 }
 
@@ -442,35 +471,42 @@ static int sort_definitions(kft_schema *s, kft_error *err)
 	return 0;
 }
 
-/* The built-in schema: each file's definitions indexed, not built (their
- * trees are built on first use: lazy_tree), its kinds decoded. The bundle's
- * files come as trees already (bundle.h), checked at build time for what
- * parse_file and compile_patterns check. */
+int kft_schema_load_bundle(const struct kft_bundle_file *files, size_t n, kft_schema **out,
+                           kft_error *err)
+{
+	*out = NULL;
+	kft_schema *s = schema_new(err);
+	int rc = s ? 0 : KFT_ENOMEM;
+	bundle_walk w = {.s = s};
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		w.file = files[i].name;
+		rc = kft_bundle_members(files[i].data, files[i].len, bundle_member, &w);
+		if (rc != 0)
+			rc = rc == KFT_ENOMEM ? kft_error_set(err, KFT_ENOMEM, "out of memory")
+			                      : kft_error_set(err, KFT_EINVAL,
+			                                      "%s: embedded tree is malformed",
+			                                      files[i].name);
+	}
+	if (rc == 0 && !s->lazy && !(s->lazy = calloc(1, sizeof(*s->lazy))))
+		rc = kft_error_set(err, KFT_ENOMEM, "out of memory"); /* lazy, and empty */
+	if (rc == 0)
+		rc = sort_definitions(s, err);
+	if (rc == 0)
+		rc = index_kinds(s, err);
+	if (rc != 0) {
+		kft_schema_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+/* The built-in schema, from the bundle compiled in. The bundle's files come
+ * as trees already (bundle.h), checked at build time for what parse_file
+ * and compile_patterns check. */
 static void load_builtin(void)
 {
-	kft_schema *s = schema_new(&builtin_err);
-	int rc = s ? 0 : -1;
-	bundle_walk w = {.s = s};
-	for (size_t i = 0; rc == 0 && i < kft_api_bundle_count; i++) {
-		const struct kft_bundle_file *f = &kft_api_bundle[i];
-		w.file = f->name;
-		rc = kft_bundle_members(f->data, f->len, bundle_member, &w);
-		if (rc != 0)
-			kft_error_set(&builtin_err, rc == KFT_ENOMEM ? KFT_ENOMEM : KFT_EINVAL,
-			              "%s: embedded tree is malformed", f->name);
-	}
-	if (rc == 0 && !s->lazy) /* no definitions at all: still lazy, and empty */
-		s->lazy = calloc(1, sizeof(*s->lazy));
-	if (rc == 0 && !s->lazy)
-		rc = kft_error_set(&builtin_err, KFT_ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = sort_definitions(s, &builtin_err);
-	if (rc == 0)
-		rc = index_kinds(s, &builtin_err);
-	if (rc == 0)
-		builtin = s;
-	else
-		kft_schema_free(s);
+	kft_schema_load_bundle(kft_api_bundle, kft_api_bundle_count, &builtin, &builtin_err);
 }
 
 const kft_schema *kft_schema_builtin(kft_error *err)
@@ -515,6 +551,37 @@ const json_t *kft_schema_definition(const kft_schema *s, const char *name)
 
 static void default_node(const kft_schema *s, const json_t *schema, json_t *value, int depth);
 
+/* The default the view of node would give (its first layer's "default"),
+ * or NULL; NULL too when its $ref chain does not resolve within MAX_LAYERS,
+ * as view_of would refuse it. A built-in definition is built only when it
+ * has a default of its own: an absent field of a pod template need not
+ * build Affinity or SecurityContext to learn they give none. */
+static const json_t *chain_default(const kft_schema *s, const json_t *node)
+{
+	const json_t *found = NULL;
+	const char *ref = NULL;
+	for (int n = 0; n < MAX_LAYERS; n++) {
+		if (node) { /* a layer at hand */
+			if (!found)
+				found = json_object_get(node, "default");
+			ref = json_string_value(json_object_get(node, "$ref"));
+		}
+		if (!ref)
+			return found; /* the chain ends here */
+		lazy_def *d = s->lazy ? lazy_find(s, ref) : NULL;
+		node = NULL;
+		if (s->lazy && !d)
+			return NULL; /* unresolved: view_of refuses the chain */
+		if (!s->lazy || (!found && d->has_default)) {
+			if (!(node = def_get(s, ref)))
+				return NULL;
+		} else {
+			ref = d->ref; /* its keys are known: on by name */
+		}
+	}
+	return NULL; /* more layers than a view holds */
+}
+
 static void default_object(const kft_schema *s, const view *v, json_t *obj, int depth)
 {
 	const json_t *props = view_get(v, "properties");
@@ -533,10 +600,7 @@ static void default_object(const kft_schema *s, const view *v, json_t *obj, int 
 	}
 	json_object_foreach((json_t *)props, key, x)
 	{
-		view pv;
-		if (json_object_get(obj, key) || view_of(s, x, &pv) != 0)
-			continue;
-		const json_t *def = view_get(&pv, "default");
+		const json_t *def = json_object_get(obj, key) ? NULL : chain_default(s, x);
 		if (def)
 			json_object_set_new(obj, key, json_deep_copy(def));
 	}
