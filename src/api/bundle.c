@@ -153,46 +153,38 @@ static int get_bytes(reader *r, const char **s, size_t *n)
 
 static json_t *decode(reader *r, int depth);
 
-static json_t *decode_object(reader *r, int depth)
+/* A member's value: in an 'O' object, its length and then exactly that many
+ * bytes of encoding. */
+static json_t *decode_member(reader *r, int depth, bool sized)
+{
+	const char *val;
+	size_t vlen;
+	if (!sized)
+		return decode(r, depth);
+	if (get_bytes(r, &val, &vlen) != 0)
+		return NULL;
+	reader sub = {(const unsigned char *)val, (const unsigned char *)val + vlen};
+	json_t *x = decode(&sub, depth);
+	if (x && sub.p != sub.end) {
+		json_decref(x);
+		return NULL;
+	}
+	return x;
+}
+
+static json_t *decode_object(reader *r, int depth, bool sized)
 {
 	uint64_t count;
-	/* Every member takes at least two bytes, which bounds count. */
-	if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p) / 2)
+	/* Every member takes at least two bytes (three in 'O'), which bounds
+	 * count. */
+	if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p) / (sized ? 3 : 2))
 		return NULL;
 	json_t *obj = json_object();
 	for (uint64_t i = 0; obj && i < count; i++) {
 		const char *key;
 		size_t klen;
-		json_t *x = get_bytes(r, &key, &klen) == 0 ? decode(r, depth + 1) : NULL;
-		if (!x || json_object_setn_new_nocheck(obj, key, klen, x) != 0) {
-			json_decref(obj);
-			return NULL;
-		}
-	}
-	return obj;
-}
-
-/* An 'O' object: each member's value is a length and exactly that many
- * bytes of encoding. */
-static json_t *decode_sized_object(reader *r, int depth)
-{
-	uint64_t count;
-	if (get_varint(r, &count) != 0 || count > (uint64_t)(r->end - r->p) / 3)
-		return NULL;
-	json_t *obj = json_object();
-	for (uint64_t i = 0; obj && i < count; i++) {
-		const char *key, *val;
-		size_t klen, vlen;
-		json_t *x = NULL;
-		if (get_bytes(r, &key, &klen) == 0 && get_bytes(r, &val, &vlen) == 0) {
-			reader sub = {(const unsigned char *)val,
-			              (const unsigned char *)val + vlen};
-			x = decode(&sub, depth + 1);
-			if (x && sub.p != sub.end) {
-				json_decref(x);
-				x = NULL;
-			}
-		}
+		json_t *x =
+		        get_bytes(r, &key, &klen) == 0 ? decode_member(r, depth + 1, sized) : NULL;
 		if (!x || json_object_setn_new_nocheck(obj, key, klen, x) != 0) {
 			json_decref(obj);
 			return NULL;
@@ -237,8 +229,8 @@ static json_t *decode(reader *r, int depth)
 	if (depth > MAX_DEPTH || r->p >= r->end)
 		return NULL;
 	switch (*r->p++) {
-	case 'o': return decode_object(r, depth);
-	case 'O': return decode_sized_object(r, depth);
+	case 'o': return decode_object(r, depth, false);
+	case 'O': return decode_object(r, depth, true);
 	case 'a': return decode_array(r, depth);
 	case 's': return get_bytes(r, &s, &n) == 0 ? json_stringn_nocheck(s, n) : NULL;
 	case 'i':
