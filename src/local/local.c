@@ -21,6 +21,13 @@
  *    kept credentials (or makes them, the costliest part of a start: two
  *    P-256 keys; on a thread of their own that the engine waits for only as
  *    the status server opens) and opens the store.
+ *  - "Meanwhile" needs a second CPU, and a kernel may leave the new
+ *    supervisor queued behind its submitter on the submitter's CPU while
+ *    another idles (a VM's kernel that packs tasks onto few vCPUs does: the
+ *    two then run one after the other). So the submitting thread steps
+ *    aside: it runs on its other CPUs until it lets the supervisor go, and
+ *    then on all of them again. The supervisor's own CPUs, which its pods
+ *    inherit, are never touched.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads
@@ -40,6 +47,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -74,8 +82,11 @@ struct kft_local {
 	kft_local_backend_state backend;
 	pid_t children[MAX_CHILDREN]; /* supervisors we started and must reap */
 	size_t n_children;
-	pid_t pending;  /* a supervisor started for the transaction under way, or -1 */
-	int pending_go; /* the write end of its go pipe, or -1 */
+	pid_t pending;        /* a supervisor started for the transaction under way, or -1 */
+	int pending_go;       /* the write end of its go pipe, or -1 */
+	bool aside;           /* a thread stepped aside from its CPU (see the top) */
+	pid_t aside_tid;      /* which one */
+	cpu_set_t aside_cpus; /* the CPUs it may run on otherwise */
 };
 
 /* local.h promises NULL or "" means "default": every entry point that takes
@@ -332,6 +343,31 @@ int kft_local_start_detached(kft_local *l, const char *dir, const char *flag, co
 	return rc;
 }
 
+/* Keeps the calling thread off the CPU the new supervisor `child` is queued
+ * on until the supervisor is let go or called off (see the top). Nothing
+ * changes where the thread may run on one CPU only, or when the CPU cannot
+ * be known. */
+static void step_aside(kft_local *l, pid_t child)
+{
+	int cpu = kft_local_proc_cpu(child);
+	cpu_set_t others;
+	if (l->aside || cpu < 0 || cpu >= CPU_SETSIZE ||
+	    sched_getaffinity(0, sizeof(l->aside_cpus), &l->aside_cpus) != 0 ||
+	    !CPU_ISSET(cpu, &l->aside_cpus) || CPU_COUNT(&l->aside_cpus) < 2)
+		return;
+	others = l->aside_cpus;
+	CPU_CLR(cpu, &others);
+	l->aside_tid = gettid();
+	l->aside = sched_setaffinity(0, sizeof(others), &others) == 0;
+}
+
+static void step_back(kft_local *l)
+{
+	if (l->aside)
+		sched_setaffinity(l->aside_tid, sizeof(l->aside_cpus), &l->aside_cpus);
+	l->aside = false;
+}
+
 /* Starts `kftrainer supervise`, waiting on a go pipe (see the top) for the
  * job it is to run; the pipe's write end becomes l->pending_go and the pid
  * l->pending. */
@@ -367,6 +403,7 @@ static int spawn_supervisor(kft_local *l, kft_error *err)
 		l->children[l->n_children++] = pid;
 	l->pending = pid;
 	l->pending_go = go[1];
+	step_aside(l, pid);
 	return 0;
 }
 
@@ -404,6 +441,7 @@ static void release_supervisor(kft_local *l, const char *ns, const char *name)
 	}
 	l->pending_go = -1;
 	l->pending = -1;
+	step_back(l);
 }
 
 /* Records the pending supervisor (started now when none is) as the job's;

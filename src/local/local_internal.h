@@ -72,6 +72,9 @@ int kft_local_proc_ticks(pid_t pid, long long *ticks, bool *zombie);
 /* 1 when pid is a live (not zombie) process that started at `ticks`. */
 int kft_local_proc_is(pid_t pid, long long ticks);
 
+/* The CPU pid last ran on (field 39 of /proc/PID/stat), or -1. */
+int kft_local_proc_cpu(pid_t pid);
+
 /* SIGKILLs the process group pgid that a pod recorded with its leader's start
  * time, unless the number now belongs to another process: the group is
  * signalled when the leader still runs with that start time, or when no

@@ -49,24 +49,35 @@ static char *proc_stat(pid_t pid, char *buf, size_t size)
 	return p && p[1] == ' ' && p[2] && p[3] == ' ' ? p + 2 : NULL;
 }
 
+/* Field n (n > 3) of a /proc/PID/stat whose field 3 starts at p, or NULL. */
+static char *stat_field(char *p, int n)
+{
+	for (int field = 3; p && field < n; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p;
+}
+
 int kft_local_proc_ticks(pid_t pid, long long *ticks, bool *zombie)
 {
 	char buf[1024];
 	char *p = proc_stat(pid, buf, sizeof(buf));
-	if (!p)
+	char state = p ? *p : '\0';
+	if (!(p = stat_field(p, 22))) /* the start time */
 		return -1;
-	char state = *p;
-	/* p is field 3; the start time is field 22 */
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return -1;
-		p++;
-	}
 	*ticks = strtoll(p, NULL, 10);
 	if (zombie)
 		*zombie = state == 'Z' || state == 'X';
 	return 0;
+}
+
+int kft_local_proc_cpu(pid_t pid)
+{
+	char buf[1024];
+	char *p = stat_field(proc_stat(pid, buf, sizeof(buf)), 39); /* the processor */
+	return p && *p >= '0' && *p <= '9' ? atoi(p) : -1;
 }
 
 int kft_local_proc_is(pid_t pid, long long ticks)

@@ -9,6 +9,7 @@
  * job is left behind.
  */
 #include <dirent.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -986,6 +987,66 @@ static void test_supervisor_gone_before_go(void **state)
 	json_decref(tj);
 }
 
+/* A new child of ours, not among before[0..nbefore), or -1. */
+static pid_t new_child(const int *before, int nbefore)
+{
+	int now[256], n = children_of_mine(now, 256, false);
+	for (int i = 0; i < n; i++) {
+		bool old = false;
+		for (int j = 0; j < nbefore; j++)
+			old |= now[i] == before[j];
+		if (!old)
+			return now[i];
+	}
+	return -1;
+}
+
+/* While its supervisor starts, the submitting thread keeps off the CPU the
+ * supervisor was queued on, so the two run side by side, and afterwards it
+ * may run where it could before, whether the supervisor was let go or
+ * called off; the supervisor (whose CPUs its pods inherit) keeps the
+ * submitter's CPUs (kftrainer's own: bench/bench_local's 16 ranks). */
+static cpu_set_t cpus_at_start; /* this process's CPUs before any test (main) */
+
+static void test_submitter_steps_aside(void **state)
+{
+	fx *f = *state;
+	cpu_set_t mine, during, sup;
+	assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	assert_true(CPU_EQUAL(&mine, &cpus_at_start)); /* the tests before gave them back */
+	if (CPU_COUNT(&mine) < 2)
+		skip(); /* nothing to step aside to */
+	for (int go = 0; go < 2; go++) {
+		kft_local *l = NULL;
+		kft_error err = {0};
+		int before[256], nbefore = children_of_mine(before, 256, false);
+		assert_int_equal(kft_local_open_to_submit(f->dir, NULL, &l, &err), 0);
+		pid_t pid = new_child(before, nbefore);
+		assert_true(pid > 0);
+		assert_int_equal(sched_getaffinity(0, sizeof(during), &during), 0);
+		assert_int_equal(CPU_COUNT(&during), CPU_COUNT(&mine) - 1);
+		CPU_AND(&during, &during, &mine);
+		assert_int_equal(CPU_COUNT(&during), CPU_COUNT(&mine) - 1);
+		assert_int_equal(sched_getaffinity(pid, sizeof(sup), &sup), 0);
+		assert_true(CPU_EQUAL(&sup, &mine));
+		if (go) {
+			char *name = NULL;
+			json_t *tj = trainjob("aside", 1, "[`true`]", NULL),
+			       *rt = torch_runtime(NULL);
+			assert_int_equal(kft_local_submit(l, f->fw, tj, rt, NULL, &name, &err), 0);
+			json_decref(tj);
+			json_decref(rt);
+			free(name);
+			assert_int_equal(sched_getaffinity(0, sizeof(during), &during), 0);
+			assert_true(CPU_EQUAL(&during, &mine));
+		}
+		kft_local_close(l);
+		assert_int_equal(sched_getaffinity(0, sizeof(during), &during), 0);
+		assert_true(CPU_EQUAL(&during, &mine));
+	}
+	json_decref(wait_for(f, "aside", KFT_CONDITION_COMPLETE, 30));
+}
+
 int main(int argc, char **argv)
 {
 	/* this binary is the supervisor local.c starts:
@@ -999,9 +1060,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "supervise: %s\n", err.message);
 		return rc ? 1 : 0;
 	}
+	sched_getaffinity(0, sizeof(cpus_at_start), &cpus_at_start);
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_supervisor_gone_before_go, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_submitter_steps_aside, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_failure_names_node, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_command_not_found, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_max_restarts, setup, teardown),
