@@ -361,10 +361,23 @@ static void step_aside(kft_local *l, pid_t child)
 	l->aside = sched_setaffinity(0, sizeof(others), &others) == 0;
 }
 
-static void step_back(kft_local *l)
+/* Gives the thread that stepped aside its CPUs back once the supervisor
+ * `sup` has its go (or has been called off). The go's wake-up queues the
+ * supervisor on the waker's CPU, as a pipe's does; if that is where the
+ * thread runs, the thread moves to another first, so the supervisor need
+ * not wait for it to finish (or exit, for `train`). */
+static void step_back(kft_local *l, pid_t sup)
 {
-	if (l->aside)
-		sched_setaffinity(l->aside_tid, sizeof(l->aside_cpus), &l->aside_cpus);
+	if (!l->aside)
+		return;
+	int cpu = sup > 0 && gettid() == l->aside_tid ? kft_local_proc_cpu(sup) : -1;
+	if (cpu >= 0 && cpu < CPU_SETSIZE && cpu == sched_getcpu()) {
+		cpu_set_t others = l->aside_cpus;
+		CPU_CLR(cpu, &others);
+		if (CPU_COUNT(&others) > 0)
+			sched_setaffinity(0, sizeof(others), &others);
+	}
+	sched_setaffinity(l->aside_tid, sizeof(l->aside_cpus), &l->aside_cpus);
 	l->aside = false;
 }
 
@@ -432,16 +445,17 @@ static void send_go(int fd, const char *msg, size_t len)
  * ns NULL, calls it off: it then exits at once, and is reaped later. */
 static void release_supervisor(kft_local *l, const char *ns, const char *name)
 {
+	bool go = false;
 	if (l->pending_go >= 0) {
 		char msg[KFT_LOCAL_GO_MAX];
 		int n = ns && name ? snprintf(msg, sizeof(msg), "g%s%c%s%c", ns, 0, name, 0) : 0;
-		if (n > 0 && (size_t)n < sizeof(msg))
+		if ((go = n > 0 && (size_t)n < sizeof(msg)))
 			send_go(l->pending_go, msg, (size_t)n);
 		close(l->pending_go);
 	}
+	step_back(l, go ? l->pending : -1);
 	l->pending_go = -1;
 	l->pending = -1;
-	step_back(l);
 }
 
 /* Records the pending supervisor (started now when none is) as the job's;
