@@ -132,6 +132,33 @@ static kft_store *open_early(const char *state_dir)
 	return s;
 }
 
+/* Makes, for a name no TrainJob can have ("_" is no DNS label), the reads
+ * a start makes after its go (the claim, then the engine's load): SQLite
+ * prepares their statements now, into the store's cache, while the
+ * submitter works, rather than on the way to the first pod. */
+static void prepare_reads(kft_store *s)
+{
+	static const char ns[] = "default", none[] = "_";
+	json_t *j = NULL;
+	char *workdir = NULL;
+	int pid = 0;
+	long long ticks = 0;
+	kft_job_info info = {0};
+	kft_error ignored = {0};
+	kft_store_job_get(s, ns, none, &j, &ignored);
+	json_decref(j);
+	kft_store_get_supervisor(s, ns, none, &pid, &ticks, &ignored);
+	kft_store_job_objects(s, ns, none, &j, &ignored);
+	json_decref(j);
+	kft_store_job_info(s, ns, none, &info, &ignored);
+	kft_job_info_free(&info);
+	kft_store_job_get_exec(s, ns, none, &workdir, &j, &ignored);
+	free(workdir);
+	json_decref(j);
+	kft_store_job_get_plugins(s, ns, none, &j, &ignored);
+	json_decref(j);
+}
+
 int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
                         kft_error *err)
 {
@@ -150,6 +177,8 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 			kft_statusserver_creds_start(&creds, kept);
 			free(kept);
 			s = open_early(state_dir);
+			if (s)
+				prepare_reads(s);
 		}
 		if (!wait_for_go(go_fd, &go_ns, &go_name)) {
 			kft_store_close(s);
