@@ -20,14 +20,16 @@
  *    message). Meanwhile the supervisor starts, loads its status server's
  *    kept credentials (or makes them, the costliest part of a start: two
  *    P-256 keys; on a thread of their own that the engine waits for only as
- *    the status server opens) and opens the store.
+ *    the status server opens), opens the store and prepares the statements
+ *    its start reads with (supervisor.c).
  *  - "Meanwhile" needs a second CPU, and a kernel may leave the new
  *    supervisor queued behind its submitter on the submitter's CPU while
  *    another idles (a VM's kernel that packs tasks onto few vCPUs does: the
  *    two then run one after the other). So the submitting thread steps
  *    aside: it runs on its other CPUs until it lets the supervisor go, and
- *    then on all of them again. The supervisor's own CPUs, which its pods
- *    inherit, are never touched.
+ *    then on all of them again, after moving off the CPU the go's wake-up
+ *    queued the supervisor on if that is its own. The supervisor's own
+ *    CPUs, which its pods inherit, are never touched.
  *  - Reading a job checks that a job still running has a live supervisor
  *    (pid and start time). If not, the check and the fix (kill what its pods
  *    left, mark the job Failed) happen inside one transaction that re-reads
