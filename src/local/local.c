@@ -379,7 +379,9 @@ static void step_back(kft_local *l, pid_t sup)
 		if (CPU_COUNT(&others) > 0)
 			sched_setaffinity(0, sizeof(others), &others);
 	}
-	sched_setaffinity(l->aside_tid, sizeof(l->aside_cpus), &l->aside_cpus);
+	/* from another thread: only while that number is still a thread of ours */
+	if (gettid() == l->aside_tid || tgkill(getpid(), l->aside_tid, 0) == 0)
+		sched_setaffinity(l->aside_tid, sizeof(l->aside_cpus), &l->aside_cpus);
 	l->aside = false;
 }
 
