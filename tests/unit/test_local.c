@@ -942,20 +942,20 @@ static int children_of_mine(int *pids, int max, bool zombies)
 	return n;
 }
 
-/* Whether a child that is not among before[0..nbefore) has exited and not
- * been reaped: the supervisor started since (earlier tests' supervisors
- * may end meanwhile, and are among before). */
-static bool new_child_is_zombie(const int *before, int nbefore)
+/* A child of ours not among before[0..nbefore) (with zombies: one that has
+ * exited and not been reaped), or -1: the supervisor started since (earlier
+ * tests' supervisors may end meanwhile, and are among before). */
+static pid_t new_child(const int *before, int nbefore, bool zombies)
 {
-	int z[256], nz = children_of_mine(z, 256, true);
-	for (int i = 0; i < nz; i++) {
+	int now[256], n = children_of_mine(now, 256, zombies);
+	for (int i = 0; i < n; i++) {
 		bool old = false;
 		for (int j = 0; j < nbefore; j++)
-			old |= z[i] == before[j];
+			old |= now[i] == before[j];
 		if (!old)
-			return true;
+			return now[i];
 	}
-	return false;
+	return -1;
 }
 
 /* A supervisor that died before its go (here: one that exits at once) does
@@ -973,9 +973,9 @@ static void test_supervisor_gone_before_go(void **state)
 	assert_int_equal(kft_local_open_to_submit(f->dir, NULL, &l, &err), 0);
 	unsetenv("KFT_TEST_SUPERVISOR_EXITS");
 	/* Its supervisor has exited (the go pipe's reader is gone) before the go. */
-	for (int i = 0; i < 500 && !new_child_is_zombie(before, nbefore); i++)
+	for (int i = 0; i < 500 && new_child(before, nbefore, true) < 0; i++)
 		usleep(10000);
-	assert_true(new_child_is_zombie(before, nbefore));
+	assert_true(new_child(before, nbefore, true) > 0);
 	json_t *tj = trainjob("orphan", 1, "[`true`]", NULL), *rt = torch_runtime(NULL);
 	assert_int_equal(kft_local_submit(l, f->fw, tj, rt, NULL, &name, &err), 0);
 	json_decref(tj);
@@ -985,20 +985,6 @@ static void test_supervisor_gone_before_go(void **state)
 	tj = wait_for(f, "orphan", KFT_CONDITION_FAILED, 30);
 	assert_string_equal(cond_field(tj, "Failed", "reason"), KFT_LOCAL_REASON_SUPERVISOR_LOST);
 	json_decref(tj);
-}
-
-/* A new child of ours, not among before[0..nbefore), or -1. */
-static pid_t new_child(const int *before, int nbefore)
-{
-	int now[256], n = children_of_mine(now, 256, false);
-	for (int i = 0; i < n; i++) {
-		bool old = false;
-		for (int j = 0; j < nbefore; j++)
-			old |= now[i] == before[j];
-		if (!old)
-			return now[i];
-	}
-	return -1;
 }
 
 /* While its supervisor starts, the submitting thread keeps off the CPU the
@@ -1021,7 +1007,7 @@ static void test_submitter_steps_aside(void **state)
 		kft_error err = {0};
 		int before[256], nbefore = children_of_mine(before, 256, false);
 		assert_int_equal(kft_local_open_to_submit(f->dir, NULL, &l, &err), 0);
-		pid_t pid = new_child(before, nbefore);
+		pid_t pid = new_child(before, nbefore, false);
 		assert_true(pid > 0);
 		assert_int_equal(sched_getaffinity(0, sizeof(during), &during), 0);
 		assert_int_equal(CPU_COUNT(&during), CPU_COUNT(&mine) - 1);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <spawn.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -29,6 +30,8 @@
 #include <unistd.h>
 
 #include "json_fixture.h"
+
+extern char **environ;
 #include "local/store.h"
 
 struct fixture {
@@ -1135,10 +1138,66 @@ static void test_damaged_row_skipped(void **state)
 	json_decref(all);
 }
 
+/* Runs this binary as a process of its own (a helper mode of main) and
+ * returns its exit code. */
+static int run_self(char *mode, char *dir, char *name)
+{
+	char *argv[] = {"test_store", mode, dir, name, NULL};
+	pid_t pid;
+	int st;
+	assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* A process's second connection must not drop its first one's locks: POSIX
+ * locks belong to the process, and any close() of the database file
+ * releases them all. An open that created the file itself (0600) with an
+ * open() and close() when it was there already did that, so another
+ * process's connection closing later found no one else holding the
+ * database, checkpointed and deleted the write-ahead log under this
+ * process, whose next commits went to the unlinked log, lost to every
+ * other process (a TrainJob its own supervisor then could not find).
+ * sqlite.org "How To Corrupt An SQLite Database File", 2.2. */
+static void test_second_open_keeps_locks(void **state)
+{
+	struct fixture *f = *state;
+	kft_store *second = NULL;
+	kft_error err;
+	assert_int_equal(kft_store_open(f->dir, &second, &err), 0);
+	free(create(second, NULL, "before"));
+	assert_int_equal(run_self("open-close", f->dir, NULL), 0);
+	free(create(f->s, NULL, "after"));
+	assert_int_equal(run_self("has-job", f->dir, "before"), 0);
+	assert_int_equal(run_self("has-job", f->dir, "after"), 0);
+	kft_store_close(second);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-int main(void)
+/* The helper modes run_self starts: "open-close DIR" opens the store and
+ * closes it (keeping the close-time checkpoint); "has-job DIR NAME" exits
+ * 0 when the TrainJob is there, 2 when not. */
+static int helper(int argc, char **argv)
 {
+	kft_store *s = NULL;
+	kft_error err;
+	json_t *got = NULL;
+	if (kft_store_open(argv[2], &s, &err) != 0)
+		return 1;
+	int rc = strcmp(argv[1], "has-job") == 0 && argc == 4
+	                 ? (kft_store_job_get(s, NULL, argv[3], &got, &err) == 0 ? 0 : 2)
+	                 : 0;
+	json_decref(got);
+	kft_store_close(s);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3)
+		return helper(argc, argv);
 	const struct CMUnitTest tests[] = {
 	        T(test_create_get_round_trip),
 	        T(test_two_jobs_get_distinct_uids),
@@ -1170,6 +1229,7 @@ int main(void)
 	        T(test_close_trims_long_log),
 	        T(test_nul_in_strings),
 	        T(test_damaged_row_skipped),
+	        T(test_second_open_keeps_locks),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
