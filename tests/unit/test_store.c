@@ -7,7 +7,10 @@
  * writers against one database and checks that neither saw a failure and
  * that no update was lost. Statements are reused per connection, so reads
  * are checked to see another connection's writes and to leave no read open;
- * skipping the close-time checkpoint is checked on the log file itself.
+ * skipping the close-time checkpoint is checked on the log file itself. A
+ * second connection in one process is checked to keep the first one's locks
+ * against other processes' connections (this binary run again in a helper
+ * mode, a fresh process, as SQLite must not cross a fork).
  */
 #define _XOPEN_SOURCE 700
 
@@ -30,9 +33,9 @@
 #include <unistd.h>
 
 #include "json_fixture.h"
+#include "local/store.h"
 
 extern char **environ;
-#include "local/store.h"
 
 struct fixture {
 	char root[64]; /* mkdtemp result, removed in teardown */
