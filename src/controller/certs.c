@@ -28,8 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <mbedtls/base64.h>
-#include <mbedtls/pk.h>
-#include <mbedtls/x509_crt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,57 +73,14 @@ struct kft_cm_certs {
 
 /* ---- the decision ------------------------------------------------------------------------ */
 
-static long long x509_epoch(const mbedtls_x509_time *t)
-{
-	struct tm tm = {.tm_year = t->year - 1900,
-	                .tm_mon = t->mon - 1,
-	                .tm_mday = t->day,
-	                .tm_hour = t->hour,
-	                .tm_min = t->min,
-	                .tm_sec = t->sec};
-	return (long long)timegm(&tm);
-}
-
-/* Whether cert (PEM) with key (PEM) is valid from now until `until`,
- * issued by ca (PEM; cert itself for the CA) for `name`. */
-static int valid_pair(const char *ca, const char *cert, const char *key, const char *name,
-                      time_t now, time_t until)
-{
-	if (!ca || !cert || !key)
-		return 0;
-	mbedtls_x509_crt cac, crt;
-	mbedtls_pk_context pk;
-	mbedtls_x509_crt_init(&cac);
-	mbedtls_x509_crt_init(&crt);
-	mbedtls_pk_init(&pk);
-	uint32_t flags = 0;
-	int ok = mbedtls_x509_crt_parse(&cac, (const unsigned char *)ca, strlen(ca) + 1) == 0 &&
-	         mbedtls_x509_crt_parse(&crt, (const unsigned char *)cert, strlen(cert) + 1) == 0 &&
-	         mbedtls_pk_parse_key(&pk, (const unsigned char *)key, strlen(key) + 1, NULL, 0) ==
-	                 0 &&
-	         mbedtls_pk_check_pair(&crt.pk, &pk) == 0;
-	if (ok) {
-		mbedtls_x509_crt_verify(&crt, &cac, NULL, name, &flags, NULL, NULL);
-		/* the dates are judged below, against the look-ahead */
-		flags &= ~(uint32_t)(MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE |
-		                     MBEDTLS_X509_BADCRL_EXPIRED | MBEDTLS_X509_BADCRL_FUTURE);
-		ok = flags == 0 && x509_epoch(&crt.valid_from) <= (long long)now &&
-		     x509_epoch(&crt.valid_to) > (long long)until;
-	}
-	mbedtls_pk_free(&pk);
-	mbedtls_x509_crt_free(&crt);
-	mbedtls_x509_crt_free(&cac);
-	return ok;
-}
-
 kft_cm_cert_action kft_cm_cert_plan(const char *ca_crt, const char *ca_key, const char *tls_crt,
                                     const char *tls_key, const char *dns_name, time_t now,
                                     long long lookahead_s)
 {
 	time_t until = now + (time_t)lookahead_s;
-	if (!valid_pair(ca_crt, ca_crt, ca_key, CA_NAME, now, until))
+	if (!kft_cert_pair_valid(ca_crt, ca_crt, ca_key, CA_NAME, now, until))
 		return KFT_CM_CERT_NEW_CA;
-	if (!valid_pair(ca_crt, tls_crt, tls_key, dns_name, now, until))
+	if (!kft_cert_pair_valid(ca_crt, tls_crt, tls_key, dns_name, now, until))
 		return KFT_CM_CERT_NEW_SERVING;
 	return KFT_CM_CERT_KEEP;
 }

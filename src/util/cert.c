@@ -363,18 +363,18 @@ void kft_cert_free(kft_cert *c)
 	c->cert_pem = c->key_pem = NULL;
 }
 
-/* ---- whether a stored chain still holds ---------------------------------------------- */
+/* ---- whether a kept chain or pair still holds ---------------------------------------- */
 
-/* When crt stops being valid, as seconds since the epoch (UTC). */
-static time_t not_after(const mbedtls_x509_crt *crt)
+/* An X.509 time as seconds since the epoch (UTC). */
+static long long x509_epoch(const mbedtls_x509_time *t)
 {
-	struct tm tm = {.tm_year = crt->valid_to.year - 1900,
-	                .tm_mon = crt->valid_to.mon - 1,
-	                .tm_mday = crt->valid_to.day,
-	                .tm_hour = crt->valid_to.hour,
-	                .tm_min = crt->valid_to.min,
-	                .tm_sec = crt->valid_to.sec};
-	return timegm(&tm);
+	struct tm tm = {.tm_year = t->year - 1900,
+	                .tm_mon = t->mon - 1,
+	                .tm_mday = t->day,
+	                .tm_hour = t->hour,
+	                .tm_min = t->min,
+	                .tm_sec = t->sec};
+	return (long long)timegm(&tm);
 }
 
 /* The DER of pk's public key, which mbedTLS writes at the end of buf: its
@@ -391,9 +391,13 @@ static const unsigned char *public_der(mbedtls_pk_context *pk, unsigned char *bu
 
 static bool parse_crt(mbedtls_x509_crt *crt, const char *pem)
 {
+	return pem && mbedtls_x509_crt_parse(crt, (const unsigned char *)pem, strlen(pem) + 1) == 0;
+}
+
+static bool parse_key(mbedtls_pk_context *pk, const char *pem)
+{
 	return pem &&
-	       mbedtls_x509_crt_parse(crt, (const unsigned char *)pem, strlen(pem) + 1) == 0 &&
-	       crt->next == NULL;
+	       mbedtls_pk_parse_key(pk, (const unsigned char *)pem, strlen(pem) + 1, NULL, 0) == 0;
 }
 
 bool kft_cert_chain_holds(const char *ca_pem, const char *leaf_pem, const char *key_pem,
@@ -407,18 +411,42 @@ bool kft_cert_chain_holds(const char *ca_pem, const char *leaf_pem, const char *
 	mbedtls_x509_crt_init(&ca);
 	mbedtls_x509_crt_init(&leaf);
 	mbedtls_pk_init(&key);
-	time_t until = time(NULL) + (time_t)seconds;
-	bool ok = parse_crt(&ca, ca_pem) && parse_crt(&leaf, leaf_pem) && key_pem &&
-	          mbedtls_pk_parse_key(&key, (const unsigned char *)key_pem, strlen(key_pem) + 1,
-	                               NULL, 0) == 0;
+	long long until = (long long)time(NULL) + seconds;
+	bool ok = parse_crt(&ca, ca_pem) && !ca.next && parse_crt(&leaf, leaf_pem) && !leaf.next &&
+	          parse_key(&key, key_pem);
 	ok = ok && ca.ca_istrue && !leaf.ca_istrue && ca.subject_raw.len == leaf.issuer_raw.len &&
 	     memcmp(ca.subject_raw.p, leaf.issuer_raw.p, ca.subject_raw.len) == 0 &&
-	     not_after(&ca) >= until && not_after(&leaf) >= until;
+	     x509_epoch(&ca.valid_to) >= until && x509_epoch(&leaf.valid_to) >= until;
 	ok = ok && (da = public_der(&leaf.pk, a, sizeof(a), &la)) != NULL &&
 	     (db = public_der(&key, b, sizeof(b), &lb)) != NULL && la == lb &&
 	     memcmp(da, db, la) == 0;
 	mbedtls_x509_crt_free(&ca);
 	mbedtls_x509_crt_free(&leaf);
 	mbedtls_pk_free(&key);
+	return ok;
+}
+
+bool kft_cert_pair_valid(const char *ca_pem, const char *cert_pem, const char *key_pem,
+                         const char *name, time_t now, time_t until)
+{
+	mbedtls_x509_crt ca, crt;
+	mbedtls_pk_context pk;
+	mbedtls_x509_crt_init(&ca);
+	mbedtls_x509_crt_init(&crt);
+	mbedtls_pk_init(&pk);
+	uint32_t flags = 0;
+	bool ok = parse_crt(&ca, ca_pem) && parse_crt(&crt, cert_pem) && parse_key(&pk, key_pem) &&
+	          mbedtls_pk_check_pair(&crt.pk, &pk) == 0;
+	if (ok) {
+		mbedtls_x509_crt_verify(&crt, &ca, NULL, name, &flags, NULL, NULL);
+		/* the dates are judged below, against `until` */
+		flags &= ~(uint32_t)(MBEDTLS_X509_BADCERT_EXPIRED | MBEDTLS_X509_BADCERT_FUTURE |
+		                     MBEDTLS_X509_BADCRL_EXPIRED | MBEDTLS_X509_BADCRL_FUTURE);
+		ok = flags == 0 && x509_epoch(&crt.valid_from) <= (long long)now &&
+		     x509_epoch(&crt.valid_to) > (long long)until;
+	}
+	mbedtls_pk_free(&pk);
+	mbedtls_x509_crt_free(&crt);
+	mbedtls_x509_crt_free(&ca);
 	return ok;
 }

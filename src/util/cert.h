@@ -16,6 +16,7 @@
 #define KFT_UTIL_CERT_H
 
 #include <stdbool.h>
+#include <time.h>
 
 #include "kftrainer/error.h"
 
@@ -69,6 +70,14 @@ int kft_cert_make_chain(const kft_cert_opts *ca, const kft_cert_opts *leaf, cons
  * as much as a fifth of making a new chain. NULLs are false. */
 bool kft_cert_chain_holds(const char *ca_pem, const char *leaf_pem, const char *key_pem,
                           long long seconds);
+
+/* Whether cert_pem with key_pem is valid from now until `until`, signed by
+ * ca_pem (cert_pem itself for a CA) for `name`: the signature verified and
+ * the key shown to be the certificate's (two scalar multiplications), the
+ * dates judged against now and until rather than the clock. The
+ * controller's webhook pair (kft_cm_cert_plan). NULLs are false. */
+bool kft_cert_pair_valid(const char *ca_pem, const char *cert_pem, const char *key_pem,
+                         const char *name, time_t now, time_t until);
 
 /* Wipes the key and frees both strings; the struct is left empty. */
 void kft_cert_free(kft_cert *c);

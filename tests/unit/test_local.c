@@ -987,11 +987,12 @@ static void test_supervisor_gone_before_go(void **state)
 	json_decref(tj);
 }
 
-/* While its supervisor starts, the submitting thread keeps off the CPU the
- * supervisor was queued on, so the two run side by side, and afterwards it
- * may run where it could before, whether the supervisor was let go or
- * called off; the supervisor (whose CPUs its pods inherit) keeps the
- * submitter's CPUs (kftrainer's own: bench/bench_local's 16 ranks). */
+/* While its supervisor starts, the submitting thread keeps off one of its
+ * CPUs (the one the supervisor was queued on then, which this test cannot
+ * see: the supervisor may have moved since), and afterwards it may run
+ * where it could before, whether the supervisor was let go or called off;
+ * the supervisor (whose CPUs its pods inherit) keeps the submitter's CPUs.
+ * kftrainer's own behaviour; what it buys is bench/bench_local's figure. */
 static cpu_set_t cpus_at_start; /* this process's CPUs before any test (main) */
 
 static void test_submitter_steps_aside(void **state)

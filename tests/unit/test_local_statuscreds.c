@@ -81,6 +81,16 @@ static void put(const char *path, const char *text, mode_t mode)
 	assert_int_equal(chmod(path, mode), 0);
 }
 
+/* Puts three PEM blocks, in that order, at path with mode; the text (freed
+ * by the caller). */
+static char *put_blocks(const char *path, const char *a, const char *b, const char *c, mode_t mode)
+{
+	char *text = NULL;
+	assert_true(asprintf(&text, "%s%s%s", a, b, c) > 0);
+	put(path, text, mode);
+	return text;
+}
+
 /* The file holds what was made, 0600, and the next start uses it. */
 static void test_kept_and_reused(void **state)
 {
@@ -148,16 +158,11 @@ static void test_mixed_up_replaced(void **state)
 	kft_statusserver_creds a, b;
 	get(&a, NULL);
 	get(&b, NULL);
-	char *text = NULL;
-	assert_true(asprintf(&text, "%s%s%s", a.ca_pem, a.cert_pem, b.key_pem) > 0);
-	put(f->path, text, 0600);
+	free(put_blocks(f->path, a.ca_pem, a.cert_pem, b.key_pem, 0600));
 	assert_replaced(f, a.ca_pem);
-	free(text);
 	/* the serving certificate first, the CA second */
-	assert_true(asprintf(&text, "%s%s%s", a.cert_pem, a.ca_pem, a.key_pem) > 0);
-	put(f->path, text, 0600);
+	free(put_blocks(f->path, a.cert_pem, a.ca_pem, a.key_pem, 0600));
 	assert_replaced(f, a.ca_pem);
-	free(text);
 	kft_statusserver_creds_free(&a);
 	kft_statusserver_creds_free(&b);
 }
@@ -168,9 +173,7 @@ static void test_loose_file_replaced(void **state)
 	fixture *f = *state;
 	kft_statusserver_creds a;
 	get(&a, NULL);
-	char *text = NULL;
-	assert_true(asprintf(&text, "%s%s%s", a.ca_pem, a.cert_pem, a.key_pem) > 0);
-	put(f->path, text, 0644);
+	char *text = put_blocks(f->path, a.ca_pem, a.cert_pem, a.key_pem, 0644);
 	assert_replaced(f, a.ca_pem);
 	/* nor one reached through a symbolic link */
 	char target[160];
@@ -197,11 +200,8 @@ static void test_ageing_replaced(void **state)
 	assert_int_equal(kft_cert_make_chain(&ca_opts, &leaf_opts, "test", &ca, &leaf, &err), 0);
 	assert_true(kft_cert_chain_holds(ca.cert_pem, leaf.cert_pem, leaf.key_pem, 299LL * 86400));
 	assert_false(kft_cert_chain_holds(ca.cert_pem, leaf.cert_pem, leaf.key_pem, YEAR_S));
-	char *text = NULL;
-	assert_true(asprintf(&text, "%s%s%s", ca.cert_pem, leaf.cert_pem, leaf.key_pem) > 0);
-	put(f->path, text, 0600);
+	free(put_blocks(f->path, ca.cert_pem, leaf.cert_pem, leaf.key_pem, 0600));
 	assert_replaced(f, ca.cert_pem);
-	free(text);
 	kft_cert_free(&ca);
 	kft_cert_free(&leaf);
 }
