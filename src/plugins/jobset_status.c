@@ -6,7 +6,8 @@
  * TrainJobStatus copies status.replicatedJobsStatus into the TrainJob's
  * jobsStatus, one entry per replicated job with its ready, succeeded,
  * failed, active and suspended counts (a JobSet without any leaves no
- * jobsStatus). TerminalCondition turns the JobSet's Completed=True
+ * jobsStatus, nor does one that counts no Job yet while the TrainJob has no
+ * jobsStatus: see set_jobs_status). TerminalCondition turns the JobSet's Completed=True
  * condition into the TrainJob's Complete, or its Failed=True into Failed,
  * keeping reason, message, lastTransitionTime and observedGeneration as
  * the JobSet wrote them (upstream copies the whole condition and renames
@@ -72,10 +73,34 @@ static json_t *job_status(const json_t *rs)
 	return js;
 }
 
+/* Whether any of the five counts of any entry is not zero. */
+static int counts_any(const json_t *list)
+{
+	static const char *const counts[] = {"ready", "succeeded", "failed", "active", "suspended"};
+	size_t i;
+	const json_t *rs;
+	json_array_foreach(list, i, rs)
+	{
+		for (size_t k = 0; k < 5; k++)
+			if (count_of(rs, counts[k]) != 0)
+				return 1;
+	}
+	return 0;
+}
+
 static int set_jobs_status(json_t *status, const json_t *jobset, kft_error *err)
 {
 	const json_t *list =
 	        json_object_get(json_object_get(jobset, "status"), "replicatedJobsStatus");
+	/* The JobSet controller's first status is written before it counts the
+	 * Jobs it has just created: every count zero. A TrainJob without
+	 * jobsStatus keeps none until a count shows: the zeros say nothing its
+	 * absence does not, and copying them costs a status write (and a watch
+	 * event to every watcher) per TrainJob, with the counted status right
+	 * behind. Upstream copies them whenever its reconcile falls between the
+	 * two statuses. Later zeros (a restart's new Jobs) are copied as ever. */
+	if (!json_object_get(status, "jobsStatus") && !counts_any(list))
+		return 0;
 	json_t *out = json_array();
 	size_t i;
 	const json_t *rs;

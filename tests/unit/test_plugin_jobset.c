@@ -1263,6 +1263,43 @@ static void test_status_no_jobs(void **state)
 	fixture_free(&f);
 }
 
+/* The JobSet controller's first status counts no Job yet (its Jobs are
+ * created after the counting, jobset v0.12.0 jobset_controller.go): a
+ * TrainJob without jobsStatus gets none from it, so no status write carries
+ * only zeros; the first count is copied, and so are zeros once the TrainJob
+ * has counts (a restart's Jobs not counted yet). */
+static void test_status_uncounted(void **state)
+{
+	fixture f;
+	fixture_init(&f, "{metadata: {name: tj, namespace: ns}, spec: {}}",
+	             JOBSET_WITH_STATUS("{replicatedJobsStatus: [{name: node, ready: 0, "
+	                                "succeeded: 0, failed: 0, active: 0, suspended: 0}, "
+	                                "{name: launcher}]}"));
+	json_t *status = yaml("{conditions: [{type: Suspended, status: 'True'}]}");
+	kft_error err = {0};
+	assert_int_equal(kft_plugin_jobset.trainjob_status(&f.ctx, &f.job, status, &err), 0);
+	assert_yaml(status, "{conditions: [{type: Suspended, status: 'True'}]}");
+	json_decref(status);
+	status = yaml("{jobsStatus: [{name: node, ready: 0, succeeded: 0, failed: 1, active: 0, "
+	              "suspended: 0}]}");
+	assert_int_equal(kft_plugin_jobset.trainjob_status(&f.ctx, &f.job, status, &err), 0);
+	assert_yaml(status, "{jobsStatus: [{name: node, ready: 0, succeeded: 0, failed: 0, active: "
+	                    "0, suspended: 0}, {name: launcher, ready: 0, succeeded: 0, failed: 0, "
+	                    "active: 0, suspended: 0}]}");
+	json_decref(status);
+	fixture_free(&f);
+	fixture_init(&f, "{metadata: {name: tj, namespace: ns}, spec: {}}",
+	             JOBSET_WITH_STATUS("{replicatedJobsStatus: [{name: node, suspended: 1}, "
+	                                "{name: launcher}]}"));
+	status = yaml("{}");
+	assert_int_equal(kft_plugin_jobset.trainjob_status(&f.ctx, &f.job, status, &err), 0);
+	assert_yaml(status, "{jobsStatus: [{name: node, ready: 0, succeeded: 0, failed: 0, active: "
+	                    "0, suspended: 1}, {name: launcher, ready: 0, succeeded: 0, failed: 0, "
+	                    "active: 0, suspended: 0}]}");
+	json_decref(status);
+	fixture_free(&f);
+}
+
 /* No JobSet: nothing to say for a finished TrainJob; for a running one,
  * upstream's not-found error, status untouched. */
 static void test_status_no_jobset(void **state)
@@ -1401,6 +1438,7 @@ int main(void)
 	        cmocka_unit_test(test_validate_manager),
 	        cmocka_unit_test(test_status_jobs),
 	        cmocka_unit_test(test_status_no_jobs),
+	        cmocka_unit_test(test_status_uncounted),
 	        cmocka_unit_test(test_status_no_jobset),
 	        cmocka_unit_test(test_terminal_condition),
 	        cmocka_unit_test(test_plugin_table),
