@@ -12,7 +12,8 @@
  * its VmHWM (/proc/PID/status) read at that moment, when every pod has been
  * started and recorded.
  *
- * Figures, each over several runs (median, p10, p90):
+ * Figures, each over several runs taken in rounds, one of each figure per
+ * round so that the machine's drift reaches them alike (median, p10, p90):
  *   floor   fork+exec of the 16 rank processes from here;
  *   tree    fork+exec of 4 node processes that each fork+exec 4 ranks (the
  *           same process tree the job has, without kftrainer);
@@ -308,24 +309,44 @@ static long hwm_kb_of(const char *pid)
 	return kb;
 }
 
-/* VmHWM in kB of the supervisor of state dir `state` (its command line has
- * "supervise" and the directory), or -1 when none is found. */
-static long supervisor_hwm_kb(const char *state)
+/* The /proc entry name of a supervisor of state dir `state` (its command
+ * line has "supervise" and the directory) into pid; 0, or -1 when none. */
+static int find_supervisor(const char *state, char *pid, size_t size)
 {
 	DIR *proc = opendir("/proc");
 	struct dirent *e;
-	long kb = -1;
-	while (proc && kb < 0 && (e = readdir(proc)))
+	int rc = -1;
+	while (proc && rc < 0 && (e = readdir(proc)))
 		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' &&
-		    cmdline_has(e->d_name, "supervise", state))
-			kb = hwm_kb_of(e->d_name);
+		    cmdline_has(e->d_name, "supervise", state)) {
+			snprintf(pid, size, "%s", e->d_name);
+			rc = 0;
+		}
 	if (proc)
 		closedir(proc);
-	return kb;
+	return rc;
 }
 
-/* How long each train run's `kftrainer train` itself took (it returns once the
- * job is stored and its supervisor started), for the report. */
+/* VmHWM in kB of the supervisor of state dir `state`, or -1 when none. */
+static long supervisor_hwm_kb(const char *state)
+{
+	char pid[256];
+	return find_supervisor(state, pid, sizeof(pid)) == 0 ? hwm_kb_of(pid) : -1;
+}
+
+/* Waits (up to 5 s) until no supervisor of `state` is left: a deleted job's
+ * supervisor may still be exiting, which the next figure's run must not
+ * share the machine with. */
+static void await_no_supervisor(const char *state)
+{
+	char pid[256];
+	double deadline = now_ms() + 5000;
+	while (find_supervisor(state, pid, sizeof(pid)) == 0 && now_ms() < deadline)
+		usleep(1000);
+}
+
+/* How long each warm train run's `kftrainer train` itself took (it returns
+ * once the job is stored and its supervisor started), for the report. */
 static double cli_ms[64];
 static int cli_runs;
 
@@ -430,61 +451,69 @@ static double warm_train_fn(run_dir *d, const char *kft, long *hwm)
 	return warm_state(d, kft) == 0 ? train_run(d, kft, hwm) : -1;
 }
 
-/* Runs fn `runs` times, each in a fresh directory, into v (and hwm). 0 or -1.
- */
-static int repeat(run_fn fn, const char *kft, int runs, double *v, double *hwm)
+/* One run of fn in a fresh directory: its time (ms), or -1; *mib gets the
+ * supervisor's peak RSS when fn measures one. */
+static double once(run_fn fn, const char *kft, double *mib)
 {
-	for (int i = 0; i < runs; i++) {
-		run_dir d = {.ranks_fd = -1, .release_fd = -1};
-		long kb = -1;
-		if (run_dir_open(&d) != 0) {
-			perror("bench_local: temporary directory");
-			run_dir_close(&d);
-			return -1;
-		}
-		v[i] = fn(&d, kft, &kb);
-		if (hwm)
-			hwm[i] = (double)kb / 1024.0;
-		run_dir_close(&d);
-		if (v[i] < 0)
-			return -1;
-	}
-	return 0;
+	run_dir d = {.ranks_fd = -1, .release_fd = -1};
+	long kb = -1;
+	double t = -1;
+	if (run_dir_open(&d) != 0)
+		perror("bench_local: temporary directory");
+	else
+		t = fn(&d, kft, &kb);
+	await_no_supervisor(d.state);
+	run_dir_close(&d);
+	if (mib)
+		*mib = (double)kb / 1024.0;
+	return t;
 }
 
+/* The figures are taken in rounds, one run of each per round (floor, tree,
+ * first, train), not each figure's runs in a block: this VM's speed drifts by
+ * tens of percent over minutes, and a block of floor runs taken before a block
+ * of train runs would put that drift into their ratio. */
 static int bench_main(int runs)
 {
 	char kft[PATH_MAX + 32];
 	find_kftrainer(kft, sizeof(kft));
 	if (!getenv("KFTRAINER_RUNTIMES"))
 		setenv("KFTRAINER_RUNTIMES", KFT_SOURCE_DIR "/manifests/runtimes", 1);
-	double floor_v[64], tree_v[64], train_v[64], first_v[64], hwm[64], first_hwm[64];
+	double floor_v[64], tree_v[64], train_v[64], first_v[64], hwm[64], first_hwm, ratio[64];
 	printf("local backend: %d nodes x %d processes on torch-distributed, %d runs\n", NODES,
 	       PROCS, runs);
-	if (repeat(floor_fn, kft, runs, floor_v, NULL) != 0 ||
-	    repeat(tree_fn, kft, runs, tree_v, NULL) != 0) {
-		fprintf(stderr, "bench_local: the floor runs failed\n");
-		return 1;
+	int train = has_train(kft);
+	for (int i = 0; i < runs; i++) {
+		floor_v[i] = once(floor_fn, kft, NULL);
+		tree_v[i] = once(tree_fn, kft, NULL);
+		if (floor_v[i] < 0 || tree_v[i] < 0) {
+			fprintf(stderr, "bench_local: the floor runs failed\n");
+			return 1;
+		}
+		if (!train)
+			continue;
+		first_v[i] = once(train_run, kft, &first_hwm);
+		cli_runs = i; /* the warm run's return time is the one reported */
+		train_v[i] = once(warm_train_fn, kft, &hwm[i]);
+		if (first_v[i] < 0 || train_v[i] < 0) {
+			fprintf(stderr, "bench_local: a kftrainer run failed\n");
+			return 1;
+		}
+		ratio[i] = train_v[i] / floor_v[i];
 	}
 	double fl = report("floor: fork+exec of 16 ranks", floor_v, runs);
 	report("tree: 4 nodes fork+exec 4 ranks each", tree_v, runs);
-	if (!has_train(kft)) {
+	if (!train) {
 		printf("train: skipped: %s has no `train` verb (the local backend)\n", kft);
 		return 0;
-	}
-	if (repeat(train_run, kft, runs, first_v, first_hwm) != 0) {
-		fprintf(stderr, "bench_local: a kftrainer run failed\n");
-		return 1;
-	}
-	cli_runs = 0;
-	if (repeat(warm_train_fn, kft, runs, train_v, hwm) != 0) {
-		fprintf(stderr, "bench_local: a kftrainer run failed\n");
-		return 1;
 	}
 	double tr = report("train: `kftrainer train` to 16 ranks started", train_v, runs);
 	report("  of which `kftrainer train` until it returned", cli_ms, cli_runs);
 	double first = report("first: the same, new state directory", first_v, runs);
-	printf("train / floor (medians): %.1fx; first / floor %.1fx\n", tr / fl, first / fl);
+	printf("train / floor (medians): %.2fx; first / floor %.2fx\n", tr / fl, first / fl);
+	qsort(ratio, (size_t)runs, sizeof(double), cmp_double);
+	printf("train / floor, each round's: median %.2fx   p10 %.2fx   p90 %.2fx\n",
+	       ratio[runs / 2], ratio[runs / 10], ratio[(runs * 9) / 10]);
 	qsort(hwm, (size_t)runs, sizeof(double), cmp_double);
 	printf("supervisor peak RSS (VmHWM, all ranks running): median %.1f MiB, max "
 	       "%.1f MiB\n",
