@@ -7,11 +7,11 @@
  * jobsStatus, one entry per replicated job with its ready, succeeded,
  * failed, active and suspended counts (a JobSet without any leaves no
  * jobsStatus, nor does one that counts no Job yet while the TrainJob has no
- * jobsStatus: see set_jobs_status). TerminalCondition turns the JobSet's Completed=True
- * condition into the TrainJob's Complete, or its Failed=True into Failed,
- * keeping reason, message, lastTransitionTime and observedGeneration as
- * the JobSet wrote them (upstream copies the whole condition and renames
- * it). Upstream sets both when both are true; a JobSet never has both, and
+ * jobsStatus: see set_jobs_status). TerminalCondition turns the JobSet's
+ * Completed=True condition into the TrainJob's Complete, or its Failed=True
+ * into Failed, keeping reason, message, lastTransitionTime and
+ * observedGeneration as the JobSet wrote them (upstream copies the whole
+ * condition and renames it). Upstream sets both when both are true; a JobSet never has both, and
  * we report Complete first, as upstream sets it first.
  *
  * A JobSet that is gone is no news for a TrainJob that has finished (its
@@ -52,20 +52,23 @@ static json_int_t count_of(const json_t *rs, const char *key)
 	return json_is_integer(v) ? json_integer_value(v) : 0;
 }
 
+/* A replicated job's counts, in the order jobsStatus lists them. */
+static const char *const job_counts[] = {"ready", "succeeded", "failed", "active", "suspended"};
+#define N_COUNTS (sizeof(job_counts) / sizeof(job_counts[0]))
+
 /* One jobsStatus entry; the JobSet's counts are plain integers, so each
  * is present (0 when the JobSet omits it). */
 static json_t *job_status(const json_t *rs)
 {
-	static const char *const counts[] = {"ready", "succeeded", "failed", "active", "suspended"};
 	json_t *js = json_object();
 	const char *name = json_string_value(json_object_get(rs, "name"));
 	if (js && name && *name && json_object_set_new(js, "name", json_string(name)) != 0) {
 		json_decref(js);
 		return NULL;
 	}
-	for (size_t i = 0; js && i < 5; i++) {
-		if (json_object_set_new(js, counts[i], json_integer(count_of(rs, counts[i]))) !=
-		    0) {
+	for (size_t i = 0; js && i < N_COUNTS; i++) {
+		if (json_object_set_new(js, job_counts[i],
+		                        json_integer(count_of(rs, job_counts[i]))) != 0) {
 			json_decref(js);
 			return NULL;
 		}
@@ -76,13 +79,12 @@ static json_t *job_status(const json_t *rs)
 /* Whether any of the five counts of any entry is not zero. */
 static int counts_any(const json_t *list)
 {
-	static const char *const counts[] = {"ready", "succeeded", "failed", "active", "suspended"};
 	size_t i;
 	const json_t *rs;
 	json_array_foreach(list, i, rs)
 	{
-		for (size_t k = 0; k < 5; k++)
-			if (count_of(rs, counts[k]) != 0)
+		for (size_t k = 0; k < N_COUNTS; k++)
+			if (count_of(rs, job_counts[k]) != 0)
 				return 1;
 	}
 	return 0;
