@@ -689,11 +689,11 @@ static int setup_tls(kft_httpd *s, const kft_http_tls *t, kft_error *err)
 	s->tls_suites[n] = 0;
 	if (t->cert_dir && !(s->cert_dir = strdup(t->cert_dir)))
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	if (t->cert_pem) {
-		if (s->cert_dir)
-			kft_http_cert_pair_changed(s->cert_dir, &s->seen);
+	/* A pair given with its directory was read from it before this call:
+	 * the directory is looked at again at once (its files may have changed
+	 * since), and loaded only if it no longer holds that pair. */
+	if (t->cert_pem)
 		return kft_httpd_set_tls(s, t, err);
-	}
 	if (s->cert_dir)
 		kft_http_tls_check_dir(s, kft_clock_mono_ms());
 	return 0;

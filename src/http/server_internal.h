@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "http/server.h"
+#include "util/digest.h"
 
 /* One parsed certificate and key with the mbedTLS configuration serving
  * them; shared by every connection that began under it (refs, under the
@@ -24,6 +25,9 @@ typedef struct kft_http_tls_ctx {
 	mbedtls_pk_context key;
 	int suites[KFT_HTTP_SUITES_MAX];
 	int refs;
+	/* SHA-256 of the PEM texts it was made from: a directory's files that
+	 * hold the same pair are not loaded again */
+	unsigned char crt_digest[KFT_SHA256_LEN], key_digest[KFT_SHA256_LEN];
 } kft_http_tls_ctx;
 
 /* Where a connection is. The poll thread moves it through IDLE (nothing

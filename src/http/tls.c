@@ -102,6 +102,8 @@ int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *k
 		ctx_free(t);
 		return rc;
 	}
+	kft_sha256(cert_pem, strlen(cert_pem), t->crt_digest);
+	kft_sha256(key_pem, strlen(key_pem), t->key_digest);
 	t->refs = 1;
 	*out = t;
 	return 0;
@@ -196,10 +198,15 @@ static int check_pair(const char *cert_pem, const char *key_pem)
 	return ok;
 }
 
-int kft_http_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kft_error *err)
+/* kft_http_cert_pair_load, checking the pair only when check_if is NULL or
+ * the texts are not the pair check_if was made from; *same then says they
+ * were (nothing checked). */
+static int load_pair(const char *dir, const kft_http_tls_ctx *check_if, char **cert_pem,
+                     char **key_pem, bool *same, kft_error *err)
 {
 	char cert_path[4096], key_path[4096];
 	*cert_pem = *key_pem = NULL;
+	*same = false;
 	snprintf(cert_path, sizeof(cert_path), "%s/tls.crt", dir);
 	snprintf(key_path, sizeof(key_path), "%s/tls.key", dir);
 	int rc = read_small(cert_path, cert_pem, err);
@@ -207,7 +214,14 @@ int kft_http_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kf
 		rc = read_small(key_path, key_pem, err);
 	if (rc == KFT_ENOTFOUND)
 		kft_error_set(err, rc, "%s and %s: not both there", cert_path, key_path);
-	if (rc == 0 && !check_pair(*cert_pem, *key_pem))
+	if (rc == 0 && check_if) {
+		unsigned char c[KFT_SHA256_LEN], k[KFT_SHA256_LEN];
+		kft_sha256(*cert_pem, strlen(*cert_pem), c);
+		kft_sha256(*key_pem, strlen(*key_pem), k);
+		*same = memcmp(c, check_if->crt_digest, sizeof(c)) == 0 &&
+		        memcmp(k, check_if->key_digest, sizeof(k)) == 0;
+	}
+	if (rc == 0 && !*same && !check_pair(*cert_pem, *key_pem))
 		rc = kft_error_set(err, KFT_EINVAL,
 		                   "%s and %s: not a PEM certificate and its private key (RSA or "
 		                   "ECDSA, unencrypted)",
@@ -218,6 +232,12 @@ int kft_http_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kf
 		*cert_pem = *key_pem = NULL;
 	}
 	return rc;
+}
+
+int kft_http_cert_pair_load(const char *dir, char **cert_pem, char **key_pem, kft_error *err)
+{
+	bool same;
+	return load_pair(dir, NULL, cert_pem, key_pem, &same, err);
 }
 
 static int same_file(const struct stat *a, const struct stat *b)
@@ -242,13 +262,15 @@ int kft_http_cert_pair_changed(const char *dir, kft_http_cert_seen *seen)
 	return 1;
 }
 
-/* Loads the directory's pair into the server. 0, or an error (the old
- * certificate stays). */
-static int reload_dir(kft_httpd *s, kft_error *err)
+/* Loads the directory's pair into the server unless it is the pair being
+ * served (*same). 0, or an error (the old certificate stays). */
+static int reload_dir(kft_httpd *s, bool *same, kft_error *err)
 {
 	char *crt = NULL, *key = NULL;
-	int rc = kft_http_cert_pair_load(s->cert_dir, &crt, &key, err);
-	if (rc == 0) {
+	kft_http_tls_ctx *cur = kft_http_tls_get(s);
+	int rc = load_pair(s->cert_dir, cur, &crt, &key, same, err);
+	kft_http_tls_put(s, cur);
+	if (rc == 0 && !*same) {
 		kft_http_tls t = {.cert_pem = crt, .key_pem = key};
 		rc = kft_httpd_set_tls(s, &t, err);
 	}
@@ -265,7 +287,8 @@ void kft_http_tls_check_dir(kft_httpd *s, long long now)
 	if (!kft_http_cert_pair_changed(s->cert_dir, &s->seen))
 		return;
 	kft_error err = {0};
-	int rc = reload_dir(s, &err);
-	if (s->handlers.cert_reloaded)
+	bool same = false;
+	int rc = reload_dir(s, &same, &err);
+	if (!same && s->handlers.cert_reloaded)
 		s->handlers.cert_reloaded(s->handlers.ctx, rc, &err);
 }
