@@ -80,7 +80,9 @@ typedef struct kft_http_tls {
 	const int *suites;
 	/* A directory whose tls.crt and tls.key are looked at every second and
 	 * loaded when they appear or change (controller-runtime's certwatcher;
-	 * a mounted Secret's symlink swap included); NULL: none. */
+	 * a mounted Secret's symlink swap included): when their text is not the
+	 * pair being served. With cert_pem too, that pair is taken as read from
+	 * the directory, which is looked at again at once. NULL: none. */
 	const char *cert_dir;
 	/* The key and certificate were made together in this process (the
 	 * local status server's own pair): they are not checked against each
