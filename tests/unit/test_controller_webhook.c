@@ -35,6 +35,8 @@
 #include "kftrainer/schema.h"
 #include "util/cert.h"
 
+#include "cert_dir_fixture.h"
+
 static const char RUNTIME[] =
         "{\"apiVersion\":\"trainer.kubeflow.org/v1alpha1\",\"kind\":\"ClusterTrainingRuntime\","
         "\"metadata\":{\"name\":\"torch\",\"labels\":{\"trainer.kubeflow.org/support\":"
@@ -311,16 +313,6 @@ static void test_timeout_parameter(void **state)
 
 /* ---- the server: a review waits no longer than the API server does ------------------------ */
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static size_t collect(char *p, size_t size, size_t n, void *ctx)
 {
 	char *buf = ctx;
@@ -352,8 +344,7 @@ static void test_review_waits_no_longer_than_asked(void **state)
 	kft_cert_opts o = {
 	        .key_type = KFT_CERT_EC_P256, .subject = "CN=localhost", .valid_days = 1};
 	assert_int_equal(kft_cert_make(&o, "test", &pair, &err), 0);
-	write_file(certs, "tls.crt", pair.cert_pem);
-	write_file(certs, "tls.key", pair.key_pem);
+	cert_dir_put(certs, &pair);
 	kft_cm_config *cfg = calloc(1, sizeof(*cfg));
 	kft_cm cm = {0};
 	assert_int_equal(kft_cm_config_defaults(cfg, &err), 0);
@@ -394,12 +385,7 @@ static void test_review_waits_no_longer_than_asked(void **state)
 	kft_cm_config_free(cfg);
 	free(cfg);
 	kft_cert_free(&pair);
-	char path[600];
-	snprintf(path, sizeof(path), "%s/tls.crt", certs);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/tls.key", certs);
-	unlink(path);
-	rmdir(certs);
+	cert_dir_remove(certs);
 	rmdir(up);
 	rmdir(tmp);
 }

@@ -40,6 +40,8 @@
 #include "http/server.h"
 #include "util/cert.h"
 
+#include "cert_dir_fixture.h"
+
 /* ---- the parser --------------------------------------------------------------------- */
 
 static int parse(const char *text, kft_http_head *h)
@@ -559,18 +561,6 @@ static void https_subject(int port, char *subject, size_t n)
 	curl_easy_cleanup(c);
 }
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[512], tmp[520];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	assert_int_equal(rename(tmp, path), 0);
-}
-
 static kft_cert make_cert(const char *subject)
 {
 	kft_cert c = {0};
@@ -578,6 +568,19 @@ static kft_cert make_cert(const char *subject)
 	kft_cert_opts o = {.key_type = KFT_CERT_EC_P256, .subject = subject, .valid_days = 1};
 	assert_int_equal(kft_cert_make(&o, "test", &c, &err), 0);
 	return c;
+}
+
+/* Asks port for its certificate's subject until it is want (6 s at most);
+ * the last answer is left in subject. */
+static void await_subject(int port, const char *want, char *subject, size_t size)
+{
+	subject[0] = '\0';
+	for (int tries = 0; tries < 300; tries++) {
+		https_subject(port, subject, size);
+		if (strcmp(subject, want) == 0)
+			return;
+		poll(NULL, 0, 20);
+	}
 }
 
 /* TLS through the core: idle sockets cost no handshake state and deny
@@ -589,8 +592,7 @@ static void test_tls(void **state)
 	char dir[] = "/tmp/kft-http-XXXXXX", subject[256];
 	assert_non_null(mkdtemp(dir));
 	kft_cert one = make_cert("CN=one"), two = make_cert("CN=two");
-	write_file(dir, "tls.crt", one.cert_pem);
-	write_file(dir, "tls.key", one.key_pem);
+	cert_dir_put(dir, &one);
 	fixture f;
 	kft_http_tls tls = {.min_minor = 2, .cert_dir = dir};
 	kft_httpd_opts o = {.tls = &tls};
@@ -602,12 +604,8 @@ static void test_tls(void **state)
 	https_subject(port, subject, sizeof(subject));
 	assert_string_equal(subject, "CN = one");
 	assert_int_equal(status_of(ask(port, "GET / HTTP/1.1\r\n\r\n")), -1);
-	write_file(dir, "tls.key", two.key_pem);
-	write_file(dir, "tls.crt", two.cert_pem);
-	for (int tries = 0; tries < 300 && strcmp(subject, "CN = two") != 0; tries++) {
-		poll(NULL, 0, 20);
-		https_subject(port, subject, sizeof(subject));
-	}
+	cert_dir_put(dir, &two);
+	await_subject(port, "CN = two", subject, sizeof(subject));
 	assert_string_equal(subject, "CN = two");
 	for (int i = 0; i < 70; i++) {
 		assert_true(still_open(idle[i]));
@@ -616,12 +614,7 @@ static void test_tls(void **state)
 	stop(&f);
 	kft_cert_free(&one);
 	kft_cert_free(&two);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/tls.crt", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/tls.key", dir);
-	unlink(path);
-	rmdir(dir);
+	cert_dir_remove(dir);
 }
 
 /* A pair given with its directory was read from the directory before the
@@ -636,8 +629,7 @@ static void test_tls_dir_since(void **state)
 	char dir[] = "/tmp/kft-http-XXXXXX", subject[256];
 	assert_non_null(mkdtemp(dir));
 	kft_cert one = make_cert("CN=one"), two = make_cert("CN=two");
-	write_file(dir, "tls.crt", one.cert_pem);
-	write_file(dir, "tls.key", one.key_pem);
+	cert_dir_put(dir, &one);
 	fixture f;
 	kft_http_tls tls = {
 	        .min_minor = 2, .cert_dir = dir, .cert_pem = one.cert_pem, .key_pem = one.key_pem};
@@ -648,26 +640,15 @@ static void test_tls_dir_since(void **state)
 	https_subject(kft_httpd_port(f.h), subject, sizeof(subject));
 	assert_int_equal(reloads_of(&f), 0); /* the same pair: not loaded again */
 	stop(&f);
-	write_file(dir, "tls.key", two.key_pem); /* changed after "one" was read */
-	write_file(dir, "tls.crt", two.cert_pem);
+	cert_dir_put(dir, &two); /* changed after "one" was read */
 	start(&f, &o);
-	subject[0] = '\0';
-	for (int tries = 0; tries < 300 && strcmp(subject, "CN = two") != 0; tries++) {
-		https_subject(kft_httpd_port(f.h), subject, sizeof(subject));
-		if (strcmp(subject, "CN = two") != 0)
-			poll(NULL, 0, 20);
-	}
+	await_subject(kft_httpd_port(f.h), "CN = two", subject, sizeof(subject));
 	assert_string_equal(subject, "CN = two");
 	assert_int_equal(reloads_of(&f), 1);
 	stop(&f);
 	kft_cert_free(&one);
 	kft_cert_free(&two);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/tls.crt", dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/tls.key", dir);
-	unlink(path);
-	rmdir(dir);
+	cert_dir_remove(dir);
 }
 
 /* A TLS server without a certificate yet closes connections unanswered;
