@@ -679,24 +679,26 @@ static void defaults(kft_httpd_opts *o)
 static int setup_tls(kft_httpd *s, const kft_http_tls *t, kft_error *err)
 {
 	s->tls_on = true;
-	s->tls_min_minor = t->min_minor < 0 ? 0 : t->min_minor > 2 ? 2 : t->min_minor;
-	const int *suites = t->suites ? t->suites : kft_http_default_suites();
-	size_t n = 0;
-	while (suites[n] && n + 1 < KFT_HTTP_SUITES_MAX) {
-		s->tls_suites[n] = suites[n];
-		n++;
-	}
-	s->tls_suites[n] = 0;
-	if (t->cert_dir && !(s->cert_dir = strdup(t->cert_dir)))
+	kft_http_tls_settings(t, &s->tls_min_minor, s->tls_suites);
+	if (t->cert_dir && !(s->cert_dir = strdup(t->cert_dir))) {
+		kft_http_tls_free(t->prepared);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
 	/* A pair given with its directory was read from it before this call:
 	 * the directory is looked at again at once (its files may have changed
 	 * since), and loaded only if it no longer holds that pair. */
-	if (t->cert_pem)
+	if (t->cert_pem || t->prepared)
 		return kft_httpd_set_tls(s, t, err);
 	if (s->cert_dir)
 		kft_http_tls_check_dir(s, kft_clock_mono_ms());
 	return 0;
+}
+
+/* A prepared pair (kft_http_tls.prepared) the server will not take. */
+static void drop_prepared(const kft_httpd_opts *o)
+{
+	if (o->tls)
+		kft_http_tls_free(o->tls->prepared);
 }
 
 static int setup(kft_httpd *s, const kft_httpd_opts *o, kft_error *err)
@@ -707,9 +709,11 @@ static int setup(kft_httpd *s, const kft_httpd_opts *o, kft_error *err)
 	s->name = strdup(o->name ? o->name : "http");
 	s->headers = o->headers ? strdup(o->headers) : NULL;
 	s->workers = calloc((size_t)s->o.workers, sizeof(*s->workers));
-	if (!s->name || (o->headers && !s->headers) || !s->workers)
+	if (!s->name || (o->headers && !s->headers) || !s->workers) {
+		drop_prepared(o);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
-	int rc = o->tls ? setup_tls(s, o->tls, err) : 0;
+	}
+	int rc = o->tls ? setup_tls(s, o->tls, err) : 0; /* takes o->tls->prepared */
 	if (rc == 0)
 		rc = kft_http_listen(s->name, o->listen, &s->lfd, &s->port, &s->loopback, err);
 	if (rc)
@@ -727,12 +731,16 @@ static int setup(kft_httpd *s, const kft_httpd_opts *o, kft_error *err)
 int kft_httpd_start(const kft_httpd_opts *o, kft_httpd **out, kft_error *err)
 {
 	*out = NULL;
-	if (!o->handlers || !o->handlers->serve || !o->listen)
+	if (!o->handlers || !o->handlers->serve || !o->listen) {
+		drop_prepared(o);
 		return kft_error_set(err, KFT_EINVAL,
 		                     "server: an address and a handler are required");
+	}
 	kft_httpd *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		drop_prepared(o);
 		return kft_error_set(err, KFT_ENOMEM, "out of memory");
+	}
 	s->lfd = s->diag_fd = s->wake[0] = s->wake[1] = s->stop[0] = s->stop[1] = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->tls_mu, NULL);

@@ -69,6 +69,10 @@ typedef struct kft_httpd_handlers {
 	void *ctx;
 } kft_httpd_handlers;
 
+/* A certificate and key parsed, with the TLS configuration serving them
+ * (kft_http_tls_prepare). */
+typedef struct kft_http_tls_ctx kft_http_tls_ctx;
+
 /* TLS for a server. Strings are borrowed while kft_httpd_start or
  * kft_httpd_set_tls runs; the server keeps its own parsed copies. */
 typedef struct kft_http_tls {
@@ -88,6 +92,12 @@ typedef struct kft_http_tls {
 	 * local status server's own pair): they are not checked against each
 	 * other, a P-256 scalar multiplication (0.7 ms) on a job's start path. */
 	bool made_together;
+	/* The pair parsed already by kft_http_tls_prepare with these same
+	 * settings (a process that knows its pair before it knows it will
+	 * serve it: the local supervisor while it waits for its job). Used
+	 * instead of cert_pem and key_pem, and taken over by kft_httpd_start or
+	 * kft_httpd_set_tls, which free it when they fail. NULL: parse them. */
+	kft_http_tls_ctx *prepared;
 } kft_http_tls;
 
 #define KFT_HTTP_SUITES_MAX 40
@@ -138,6 +148,16 @@ bool kft_httpd_loopback(const kft_httpd *h);
  * finish with the old ones. Errors as kft_httpd_start's TLS errors; the old
  * certificate stays on failure. KFT_EINVAL for a plain server. */
 int kft_httpd_set_tls(kft_httpd *h, const kft_http_tls *tls, kft_error *err);
+
+/* Parses tls's cert_pem and key_pem and makes the configuration a server
+ * started with tls would serve them with, into *out, to hand to that server
+ * as tls->prepared (or free with kft_http_tls_free). Errors as
+ * kft_httpd_start's TLS errors, the message naming the server `name`. */
+int kft_http_tls_prepare(const char *name, const kft_http_tls *tls, kft_http_tls_ctx **out,
+                         kft_error *err);
+
+/* Frees a prepared pair no server took. NULL is a no-op. */
+void kft_http_tls_free(kft_http_tls_ctx *t);
 
 /* Whether a certificate is loaded (a TLS server started without one). */
 bool kft_httpd_has_cert(kft_httpd *h);

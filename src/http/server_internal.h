@@ -19,16 +19,17 @@
 /* One parsed certificate and key with the mbedTLS configuration serving
  * them; shared by every connection that began under it (refs, under the
  * server's tls_mu), so a rotation never pulls one from under a handshake. */
-typedef struct kft_http_tls_ctx {
+struct kft_http_tls_ctx {
 	mbedtls_ssl_config conf;
 	mbedtls_x509_crt crt;
 	mbedtls_pk_context key;
+	int min_minor;
 	int suites[KFT_HTTP_SUITES_MAX];
 	int refs;
 	/* SHA-256 of the PEM texts it was made from: a directory's files that
 	 * hold the same pair are not loaded again */
 	unsigned char crt_digest[KFT_SHA256_LEN], key_digest[KFT_SHA256_LEN];
-} kft_http_tls_ctx;
+};
 
 /* Where a connection is. The poll thread moves it through IDLE (nothing
  * received: no TLS state allocated yet), HANDSHAKE, HEAD, BODY, then hands
@@ -126,6 +127,10 @@ char *kft_http_answer_bytes(const kft_httpd *s, int code, const char *type, cons
 /* ---- tls.c ------------------------------------------------------------------------- */
 
 /* check_pair: whether the key must be shown to be the certificate's. */
+/* The oldest TLS 1.x minor and the suites (0-ended) a server started
+ * with tls offers. */
+void kft_http_tls_settings(const kft_http_tls *tls, int *min_minor,
+                           int suites[KFT_HTTP_SUITES_MAX]);
 int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *key_pem,
                          bool check_pair, kft_http_tls_ctx **out, kft_error *err);
 /* The server's current context with a reference (NULL when none). */

@@ -59,36 +59,49 @@ static int tls_fail(int rc, const char *name, const char *what, kft_error *err)
 	return kft_error_set(err, KFT_EIO, "%s server TLS: %s: %s", name, what, text);
 }
 
-static int ctx_load(kft_http_tls_ctx *t, const kft_httpd *s, const char *cert_pem,
+void kft_http_tls_settings(const kft_http_tls *tls, int *min_minor, int suites[KFT_HTTP_SUITES_MAX])
+{
+	*min_minor = tls->min_minor < 0 ? 0 : tls->min_minor > 2 ? 2 : tls->min_minor;
+	const int *from = tls->suites ? tls->suites : default_suites;
+	size_t n = 0;
+	memset(suites, 0, KFT_HTTP_SUITES_MAX * sizeof(*suites)); /* compared whole */
+	while (from[n] && n + 1 < KFT_HTTP_SUITES_MAX) {
+		suites[n] = from[n];
+		n++;
+	}
+}
+
+static int ctx_load(kft_http_tls_ctx *t, const char *name, const char *cert_pem,
                     const char *key_pem, bool check_pair, kft_error *err)
 {
 	int rc = MBEDTLS_ERR_X509_INVALID_FORMAT;
 	if (!cert_pem || (rc = mbedtls_x509_crt_parse(&t->crt, (const unsigned char *)cert_pem,
 	                                              strlen(cert_pem) + 1)) != 0)
-		return tls_fail(rc, s->name, "cannot load the certificate", err);
+		return tls_fail(rc, name, "cannot load the certificate", err);
 	rc = MBEDTLS_ERR_PK_KEY_INVALID_FORMAT;
 	if (!key_pem || (rc = mbedtls_pk_parse_key(&t->key, (const unsigned char *)key_pem,
 	                                           strlen(key_pem) + 1, NULL, 0)) != 0)
-		return tls_fail(rc, s->name, "cannot load the private key", err);
+		return tls_fail(rc, name, "cannot load the private key", err);
 	if (check_pair && (rc = mbedtls_pk_check_pair(&t->crt.pk, &t->key)) != 0)
-		return tls_fail(rc, s->name, "the private key is not the certificate's", err);
+		return tls_fail(rc, name, "the private key is not the certificate's", err);
 	if ((rc = mbedtls_ssl_config_defaults(&t->conf, MBEDTLS_SSL_IS_SERVER,
 	                                      MBEDTLS_SSL_TRANSPORT_STREAM,
 	                                      MBEDTLS_SSL_PRESET_DEFAULT)) != 0 ||
 	    (rc = mbedtls_ssl_conf_own_cert(&t->conf, &t->crt, &t->key)) != 0)
-		return tls_fail(rc, s->name, "configuration", err);
-	memcpy(t->suites, s->tls_suites, sizeof(t->suites));
+		return tls_fail(rc, name, "configuration", err);
 	mbedtls_ssl_conf_ciphersuites(&t->conf, t->suites);
 	mbedtls_ssl_conf_rng(&t->conf, kft_random_bytes, NULL);
 	mbedtls_ssl_conf_renegotiation(&t->conf, MBEDTLS_SSL_RENEGOTIATION_DISABLED);
-	mbedtls_ssl_conf_min_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3, s->tls_min_minor + 1);
+	mbedtls_ssl_conf_min_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3, t->min_minor + 1);
 	mbedtls_ssl_conf_max_version(&t->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
 	                             MBEDTLS_SSL_MINOR_VERSION_3);
 	return 0;
 }
 
-int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *key_pem,
-                         bool check_pair, kft_http_tls_ctx **out, kft_error *err)
+/* A context for the pair under the settings min_minor and suites (as
+ * kft_http_tls_settings gives them). */
+static int ctx_new(const char *name, int min_minor, const int *suites, const char *cert_pem,
+                   const char *key_pem, bool check_pair, kft_http_tls_ctx **out, kft_error *err)
 {
 	*out = NULL;
 	kft_http_tls_ctx *t = calloc(1, sizeof(*t));
@@ -97,7 +110,9 @@ int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *k
 	mbedtls_ssl_config_init(&t->conf);
 	mbedtls_x509_crt_init(&t->crt);
 	mbedtls_pk_init(&t->key);
-	int rc = ctx_load(t, s, cert_pem, key_pem, check_pair, err);
+	t->min_minor = min_minor;
+	memcpy(t->suites, suites, sizeof(t->suites));
+	int rc = ctx_load(t, name, cert_pem, key_pem, check_pair, err);
 	if (rc) {
 		ctx_free(t);
 		return rc;
@@ -107,6 +122,27 @@ int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *k
 	t->refs = 1;
 	*out = t;
 	return 0;
+}
+
+int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *key_pem,
+                         bool check_pair, kft_http_tls_ctx **out, kft_error *err)
+{
+	return ctx_new(s->name, s->tls_min_minor, s->tls_suites, cert_pem, key_pem, check_pair, out,
+	               err);
+}
+
+int kft_http_tls_prepare(const char *name, const kft_http_tls *tls, kft_http_tls_ctx **out,
+                         kft_error *err)
+{
+	int min_minor, suites[KFT_HTTP_SUITES_MAX];
+	kft_http_tls_settings(tls, &min_minor, suites);
+	return ctx_new(name ? name : "http", min_minor, suites, tls->cert_pem, tls->key_pem,
+	               !tls->made_together, out, err);
+}
+
+void kft_http_tls_free(kft_http_tls_ctx *t)
+{
+	ctx_free(t);
 }
 
 kft_http_tls_ctx *kft_http_tls_get(kft_httpd *s)
@@ -134,8 +170,17 @@ int kft_httpd_set_tls(kft_httpd *h, const kft_http_tls *tls, kft_error *err)
 {
 	if (!h->tls_on)
 		return kft_error_set(err, KFT_EINVAL, "%s server: not a TLS server", h->name);
-	kft_http_tls_ctx *t = NULL;
-	int rc = kft_http_tls_ctx_new(h, tls->cert_pem, tls->key_pem, !tls->made_together, &t, err);
+	kft_http_tls_ctx *t = tls->prepared;
+	if (t && (t->min_minor != h->tls_min_minor ||
+	          memcmp(t->suites, h->tls_suites, sizeof(t->suites)) != 0)) {
+		ctx_free(t);
+		return kft_error_set(err, KFT_EINVAL,
+		                     "%s server: the prepared certificate has other TLS settings",
+		                     h->name);
+	}
+	int rc = t ? 0
+	           : kft_http_tls_ctx_new(h, tls->cert_pem, tls->key_pem, !tls->made_together, &t,
+	                                  err);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&h->tls_mu);

@@ -44,6 +44,7 @@
 #include "util/random.h"
 #include "util/secret.h"
 
+#define SERVER_NAME "status"
 #define DEADLINE_MS 10000 /* upstream's readTimeout and writeTimeout */
 #define TOKEN_BYTES 32
 #define CA_DAYS     3650 /* kept ones are made anew in their last year */
@@ -214,6 +215,16 @@ static void keep(const char *path, const kft_statusserver_creds *c)
 	}
 }
 
+/* How the server serves the pair: TLS 1.2, the core's default suites. */
+static kft_http_tls tls_of(const kft_statusserver_creds *c)
+{
+	return (kft_http_tls){.cert_pem = c->cert_pem,
+	                      .key_pem = c->key_pem,
+	                      .min_minor = 2,
+	                      .made_together = true,
+	                      .prepared = c->tls};
+}
+
 static void *get_creds(void *arg)
 {
 	kft_statusserver_creds *c = arg, got = {0};
@@ -221,9 +232,13 @@ static void *get_creds(void *arg)
 	bool kept = c->keep_at && load_kept(c->keep_at, &got);
 	if (!kept && kft_statusserver_creds_make(&got, &ignored) == 0 && c->keep_at)
 		keep(c->keep_at, &got);
+	kft_http_tls tls = tls_of(&got);
+	if (got.cert_pem && got.key_pem)
+		kft_http_tls_prepare(SERVER_NAME, &tls, &got.tls, &ignored);
 	c->ca_pem = got.ca_pem;
 	c->cert_pem = got.cert_pem;
 	c->key_pem = got.key_pem;
+	c->tls = got.tls;
 	return NULL;
 }
 
@@ -247,6 +262,7 @@ void kft_statusserver_creds_free(kft_statusserver_creds *c)
 	free(c->ca_pem);
 	free(c->cert_pem);
 	kft_secret_free(c->key_pem);
+	kft_http_tls_free(c->tls);
 	free(c->keep_at);
 	memset(c, 0, sizeof(*c));
 }
@@ -327,17 +343,15 @@ static void serve(void *ctx, kft_http_conn *c, const kft_http_req *r)
 
 /* ---- open and close --------------------------------------------------------------------- */
 
-static int start_http(kft_statusserver *s, int port, const kft_statusserver_creds *c,
-                      kft_error *err)
+/* Takes c's prepared pair, when there is one. */
+static int start_http(kft_statusserver *s, int port, kft_statusserver_creds *c, kft_error *err)
 {
 	char addr[32];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	kft_http_tls tls = {.cert_pem = c->cert_pem,
-	                    .key_pem = c->key_pem,
-	                    .min_minor = 2,
-	                    .made_together = true};
+	kft_http_tls tls = tls_of(c);
+	c->tls = NULL;
 	s->handlers = (kft_httpd_handlers){.admit = admit, .serve = serve, .ctx = s};
-	kft_httpd_opts o = {.name = "status",
+	kft_httpd_opts o = {.name = SERVER_NAME,
 	                    .listen = addr,
 	                    .handlers = &s->handlers,
 	                    .tls = &tls,

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "api/statusreq.h"
+#include "http/server.h"
 #include "kftrainer/error.h"
 
 /* ---- statusserver.c: the server --------------------------------------------- */
@@ -45,11 +46,14 @@ typedef struct kft_statusserver kft_statusserver;
  * controller likewise serves every TrainJob's status with one certificate).
  * A supervisor loads them, or makes and keeps new ones, on a thread of its
  * own while it waits for its job's commit and reads the job
- * (supervisor.c). */
+ * (supervisor.c); that thread also parses the serving pair into the TLS
+ * configuration the server will take (0.4M instructions that would
+ * otherwise come between the job's go and its first pod). */
 typedef struct kft_statusserver_creds {
 	char *ca_pem, *cert_pem, *key_pem;
-	char *keep_at;   /* the file they are kept in, or NULL */
-	pthread_t maker; /* kft_statusserver_creds_start's thread, while making */
+	kft_http_tls_ctx *tls; /* the serving pair, parsed; NULL: parsed at the open */
+	char *keep_at;         /* the file they are kept in, or NULL */
+	pthread_t maker;       /* kft_statusserver_creds_start's thread, while making */
 	bool making;
 } kft_statusserver_creds;
 

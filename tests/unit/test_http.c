@@ -678,6 +678,44 @@ static void test_tls_no_cert(void **state)
 	kft_cert_free(&two);
 }
 
+/* A pair parsed ahead (kft_http_tls_prepare, as the local supervisor does
+ * while it waits for its job) is served as given, with the settings it was
+ * prepared for; the server takes it over, so one it cannot use is freed
+ * with the error (the ASan twin would report a leak). */
+static void test_tls_prepared(void **state)
+{
+	(void)state;
+	kft_cert one = make_cert("CN=one");
+	kft_error err = {0};
+	char subject[64];
+	kft_http_tls tls = {.cert_pem = one.cert_pem, .key_pem = one.key_pem, .min_minor = 2};
+	assert_int_equal(kft_http_tls_prepare("test", &tls, &tls.prepared, &err), 0);
+	tls.cert_pem = tls.key_pem = NULL; /* the prepared pair alone */
+	fixture f;
+	kft_httpd_opts o = {.tls = &tls};
+	start(&f, &o);
+	assert_true(kft_httpd_has_cert(f.h));
+	https_subject(kft_httpd_port(f.h), subject, sizeof(subject));
+	assert_string_equal(subject, "CN = one");
+	stop(&f);
+
+	kft_http_tls other = {.cert_pem = one.cert_pem, .key_pem = one.key_pem, .min_minor = 0};
+	assert_int_equal(kft_http_tls_prepare("test", &other, &tls.prepared, &err), 0);
+	kft_httpd *h = NULL;
+	o.listen = "127.0.0.1:0";
+	assert_int_equal(kft_httpd_start(&o, &h, &err), KFT_EINVAL);
+	assert_non_null(strstr(err.message, "test server: the prepared certificate has other TLS"));
+	assert_null(h);
+	assert_int_equal(kft_http_tls_prepare("test", &other, &tls.prepared, &err), 0);
+	o.listen = "127.0.0.1:not-a-port";
+	assert_int_not_equal(kft_httpd_start(&o, &h, &err), 0);
+	kft_http_tls bad = {.cert_pem = one.cert_pem, .key_pem = "no key", .min_minor = 2};
+	assert_int_equal(kft_http_tls_prepare("test", &bad, &tls.prepared, &err), KFT_EIO);
+	assert_non_null(strstr(err.message, "test server TLS: cannot load the private key"));
+	assert_null(tls.prepared);
+	kft_cert_free(&one);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_ALL);
@@ -688,6 +726,7 @@ int main(void)
 	        cmocka_unit_test(test_bodies),          cmocka_unit_test(test_heads),
 	        cmocka_unit_test(test_stop_mid_stream), cmocka_unit_test(test_tls),
 	        cmocka_unit_test(test_tls_no_cert),     cmocka_unit_test(test_tls_dir_since),
+	        cmocka_unit_test(test_tls_prepared),
 	};
 	int rc = cmocka_run_group_tests_name("http", tests, NULL, NULL);
 	curl_global_cleanup();

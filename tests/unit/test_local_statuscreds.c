@@ -58,6 +58,7 @@ static void get(kft_statusserver_creds *c, const char *keep_at)
 	assert_non_null(c->cert_pem);
 	assert_non_null(c->key_pem);
 	assert_true(kft_cert_chain_holds(c->ca_pem, c->cert_pem, c->key_pem, YEAR_S));
+	assert_non_null(c->tls); /* the serving pair parsed on the thread too */
 }
 
 static char *slurp(const char *path)
