@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
 #include "util/strbuf.h"
 
 #define DEFAULT_PAGE_SIZE 500
@@ -52,18 +53,23 @@ static int obj_key(kft_kube *k, const kft_gvr *gvr, const json_t *obj, int allow
 static int send_json_stop(kft_kube *k, const char *method, const char *path, const char *ctype,
                           const json_t *body, const atomic_int *stop, json_t **out, kft_error *err)
 {
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	if (body && !text)
-		return kft_error_set(err, KFT_ENOMEM, "serialising the request body failed");
-	/* json_dumps writes a NUL in a string as "\u0000": the text has none */
+	kft_strbuf text;
+	kft_strbuf_init(&text);
+	int rc = body ? kft_json_dump(body, &text) : 0;
+	if (rc) {
+		kft_strbuf_free(&text);
+		return kft_error_set(err, rc, "serialising the request body failed%s",
+		                     rc == KFT_EINVAL ? ": a string is not UTF-8" : "");
+	}
+	/* the writer escapes a NUL in a string as "\u0000": the text has none */
 	kft_kube_req req = {.method = method,
 	                    .path = path,
 	                    .content_type = body ? ctype : NULL,
-	                    .body = text,
-	                    .body_len = text ? strlen(text) : 0,
+	                    .body = body ? kft_strbuf_str(&text) : NULL,
+	                    .body_len = text.len,
 	                    .stop = stop};
-	int rc = kft_kube_do(k, &req, out, err);
-	free(text);
+	rc = kft_kube_do(k, &req, out, err);
+	kft_strbuf_free(&text);
 	return rc;
 }
 

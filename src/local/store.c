@@ -46,6 +46,7 @@
 
 #include "local/store.h"
 #include "local/store_internal.h"
+#include "util/json.h"
 #include "util/rfc3339.h"
 
 #include <errno.h>
@@ -302,12 +303,23 @@ static char *col_dup(sqlite3_stmt *st, int i, bool *oom)
 	return c;
 }
 
+/* The compact text json_dumps would give (util/json.c's writer). */
 static int dump_json(const json_t *j, char **out, kft_error *err)
 {
-	*out = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	kft_strbuf b;
+	kft_strbuf_init(&b);
+	int rc = kft_json_dump(j, &b);
+	size_t len = b.len;
+	*out = rc == 0 ? kft_strbuf_detach(&b) : NULL;
+	kft_strbuf_free(&b);
+	if (rc == KFT_EINVAL)
+		return kft_error_set(err, KFT_EINVAL,
+		                     "cannot serialize JSON: a string is not UTF-8, or it nests "
+		                     "deeper than %d",
+		                     KFT_JSON_DUMP_MAX_DEPTH);
 	if (!*out)
 		return kft_error_set(err, KFT_ENOMEM, "cannot serialize JSON");
-	if (strlen(*out) > KFT_STORE_MAX_JSON) {
+	if (len > KFT_STORE_MAX_JSON) {
 		free(*out);
 		*out = NULL;
 		return kft_error_set(err, KFT_ELIMIT, "JSON document exceeds %u bytes",
@@ -317,7 +329,7 @@ static int dump_json(const json_t *j, char **out, kft_error *err)
 }
 
 /* NUL is allowed: the API server stores any string, "\u0000" included, and
- * json_dumps wrote it escaped, so the text column never holds a raw NUL. */
+ * the writer escaped it, so the text column never holds a raw NUL. */
 static int load_json(const char *text, json_t **out, kft_error *err)
 {
 	json_error_t je;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ui/ui_internal.h"
+#include "util/json.h"
 
 int kft_ui_send(kft_ui_conn *c, const void *buf, size_t len)
 {
@@ -28,13 +29,17 @@ int kft_ui_respond(kft_ui_conn *c, int code, const char *type, const char *body,
 
 int kft_ui_respond_json(kft_ui_conn *c, int code, json_t *body)
 {
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	kft_strbuf text;
+	kft_strbuf_init(&text);
+	int rc = body ? kft_json_dump(body, &text) : KFT_ENOMEM;
 	json_decref(body);
-	if (!text)
-		return kft_ui_respond(c, 500, "text/plain; charset=utf-8", "out of memory\n", 14,
-		                      NULL);
-	int rc = kft_ui_respond(c, code, "application/json", text, strlen(text), NULL);
-	free(text);
+	if (rc == 0)
+		rc = kft_ui_respond(c, code, "application/json", text.buf, text.len, NULL);
+	else
+		rc = kft_ui_respond(c, 500, "text/plain; charset=utf-8",
+		                    rc == KFT_EINVAL ? "not UTF-8\n" : "out of memory\n",
+		                    rc == KFT_EINVAL ? 10 : 14, NULL);
+	kft_strbuf_free(&text);
 	return rc;
 }
 

@@ -55,6 +55,11 @@ static int reserve(kft_strbuf *b, size_t extra)
 	return 0;
 }
 
+char *kft_strbuf_room_slow(kft_strbuf *b, size_t n)
+{
+	return reserve(b, n) == 0 ? b->buf + b->len : NULL;
+}
+
 void kft_strbuf_putn(kft_strbuf *b, const char *s, size_t n)
 {
 	if (reserve(b, n) != 0)

@@ -25,6 +25,20 @@ void kft_strbuf_putc(kft_strbuf *b, char c);
 void kft_strbuf_puts(kft_strbuf *b, const char *s);
 void kft_strbuf_putn(kft_strbuf *b, const char *s, size_t n);
 void kft_strbuf_printf(kft_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Room for n more bytes at the end, for a writer that fills it itself:
+ * where to write them (then kft_strbuf_grew with the count written, at most
+ * n), or NULL once an allocation has failed. Inline when the room is there
+ * already, so a writer of many small pieces pays no call for each. */
+char *kft_strbuf_room_slow(kft_strbuf *b, size_t n);
+static inline char *kft_strbuf_room(kft_strbuf *b, size_t n)
+{
+	return !b->failed && b->len + n < b->cap ? b->buf + b->len : kft_strbuf_room_slow(b, n);
+}
+static inline void kft_strbuf_grew(kft_strbuf *b, size_t n)
+{
+	b->len += n;
+	b->buf[b->len] = '\0';
+}
 /* The string ("" when empty); valid until the next append. */
 const char *kft_strbuf_str(const kft_strbuf *b);
 /* Hands the heap string to the caller (who frees it) and empties b; NULL if

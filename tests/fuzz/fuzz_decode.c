@@ -3,7 +3,9 @@
  * printer (include/kftrainer/decode.h).
  *
  * Any bytes must decode without crashing or leaking; when they do decode,
- * each document printed as YAML must decode back to an equal tree. A
+ * each document printed as YAML must decode back to an equal tree, and
+ * util/json.c's writer must write the document as json_dumps does (the
+ * store writes with it, jansson reads the rows back). A
  * mismatch is a bug in the decoder or the printer, and the fuzzer needs a
  * crash to report it, hence abort() here (never in library code).
  *
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "kftrainer/decode.h"
+#include "util/json.h"
 
 static void fail(const char *what, const json_t *tree, const char *text, const kft_error *err)
 {
@@ -46,6 +49,18 @@ static void check_round_trip(const json_t *tree)
 	free(text);
 }
 
+static void check_writer(const json_t *tree)
+{
+	kft_strbuf b;
+	kft_strbuf_init(&b);
+	char *want = json_dumps(tree, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!want || kft_json_dump(tree, &b) != 0 || strlen(want) != b.len ||
+	    memcmp(want, b.buf, b.len) != 0)
+		fail("kft_json_dump and json_dumps differ", tree, kft_strbuf_str(&b), NULL);
+	free(want);
+	kft_strbuf_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -58,8 +73,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fail("a failed decode left documents or no message", NULL, NULL, &err);
 		return 0;
 	}
-	for (size_t i = 0; i < docs.count; i++)
+	for (size_t i = 0; i < docs.count; i++) {
 		check_round_trip(docs.items[i].root);
+		check_writer(docs.items[i].root);
+	}
 	kft_doc_list_free(&docs);
 	return 0;
 }
