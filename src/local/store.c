@@ -268,6 +268,51 @@ int kft_store_prepare_named(kft_store *s, const kft_store_kind *k, const char *s
 	return 0;
 }
 
+/* The statements a running job's supervisor writes with (named, so
+ * kft_store_prepare_job_writes can prepare the very texts the cache keys
+ * on). */
+static const char SQL_SET_STATUS[] =
+        "UPDATE jobs SET status = ?3 WHERE namespace = ?1 AND name = ?2";
+static const char *const SQL_JOB_MARK[] = {
+        [KFT_JOB_STARTED] = "UPDATE jobs SET started = COALESCE(started, ?3)"
+                            " WHERE namespace = ?1 AND name = ?2",
+        [KFT_JOB_FINISHED] = "UPDATE jobs SET finished = COALESCE(finished, ?3)"
+                             " WHERE namespace = ?1 AND name = ?2",
+};
+static const char SQL_EVENT_ADD[] = "INSERT INTO events (job_id, body) SELECT id, ?3 FROM jobs"
+                                    " WHERE namespace = ?1 AND name = ?2";
+/* The sub-select finds the job; ON CONFLICT turns a repeat into an update.
+ * SQLite needs the WHERE on the SELECT to parse ON CONFLICT unambiguously. */
+static const char SQL_POD_UPSERT[] =
+        "INSERT INTO pods (job_id, step, idx, state, pid, exit_code, signal,"
+        " restarts, started, finished, log_path, start_ticks, reason, message)"
+        " SELECT id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15"
+        " FROM jobs"
+        " WHERE namespace = ?1 AND name = ?2"
+        " ON CONFLICT (job_id, step, idx) DO UPDATE SET state = excluded.state,"
+        " pid = excluded.pid, exit_code = excluded.exit_code,"
+        " signal = excluded.signal, restarts = excluded.restarts,"
+        " started = excluded.started, finished = excluded.finished,"
+        " log_path = excluded.log_path, start_ticks = excluded.start_ticks,"
+        " reason = excluded.reason, message = excluded.message";
+
+void kft_store_prepare_job_writes(kft_store *s)
+{
+	const char *const sql[] = {SQL_BEGIN,
+	                           SQL_COMMIT,
+	                           SQL_SET_STATUS,
+	                           SQL_EVENT_ADD,
+	                           SQL_POD_UPSERT,
+	                           SQL_JOB_MARK[KFT_JOB_STARTED],
+	                           SQL_JOB_MARK[KFT_JOB_FINISHED]};
+	kft_error ignored = {0}; /* a statement that will not prepare fails its write */
+	for (size_t i = 0; i < sizeof(sql) / sizeof(*sql); i++) {
+		sqlite3_stmt *st;
+		if (prepare(s, sql[i], &st, &ignored) == 0)
+			release(s, st);
+	}
+}
+
 static int prepare_job(kft_store *s, const char *sql, const char *ns, const char *name,
                        sqlite3_stmt **st, kft_error *err)
 {
@@ -924,9 +969,7 @@ int kft_store_job_set_status(kft_store *s, const char *ns, const char *name, con
 	sqlite3_stmt *st;
 	int rc = status ? dump_json(status, &text, err) : 0;
 	if (rc == 0)
-		rc = prepare_job(s,
-		                 "UPDATE jobs SET status = ?3 WHERE namespace = ?1 AND name = ?2",
-		                 ns, name, &st, err);
+		rc = prepare_job(s, SQL_SET_STATUS, ns, name, &st, err);
 	if (rc == 0) {
 		sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
 		rc = finish_job_write(s, st, name, err);
@@ -950,17 +993,11 @@ int kft_store_job_set_suspend(kft_store *s, const char *ns, const char *name, bo
 int kft_store_job_mark(kft_store *s, const char *ns, const char *name, kft_job_time which,
                        kft_error *err)
 {
-	static const char *const sql[] = {
-	        [KFT_JOB_STARTED] = "UPDATE jobs SET started = COALESCE(started, ?3)"
-	                            " WHERE namespace = ?1 AND name = ?2",
-	        [KFT_JOB_FINISHED] = "UPDATE jobs SET finished = COALESCE(finished, ?3)"
-	                             " WHERE namespace = ?1 AND name = ?2",
-	};
 	sqlite3_stmt *st;
 	char now[32];
 	if (which != KFT_JOB_STARTED && which != KFT_JOB_FINISHED)
 		return kft_error_set(err, KFT_EINVAL, "unknown job time %d", (int)which);
-	int rc = prepare_job(s, sql[which], ns, name, &st, err);
+	int rc = prepare_job(s, SQL_JOB_MARK[which], ns, name, &st, err);
 	if (rc)
 		return rc;
 	kft_rfc3339_now_micro(now);
@@ -1106,10 +1143,7 @@ int kft_store_event_add(kft_store *s, const char *ns, const char *job, const jso
 		return kft_error_set(err, KFT_EINVAL, "an event must be an object");
 	int rc = dump_json(event, &text, err);
 	if (rc == 0)
-		rc = prepare_job(s,
-		                 "INSERT INTO events (job_id, body) SELECT id, ?3 FROM jobs"
-		                 " WHERE namespace = ?1 AND name = ?2",
-		                 ns, job, &st, err);
+		rc = prepare_job(s, SQL_EVENT_ADD, ns, job, &st, err);
 	if (rc) {
 		free(text);
 		return rc;
@@ -1275,22 +1309,7 @@ int kft_store_pod_upsert(kft_store *s, const char *ns, const char *job, const kf
 	if (!known_state(rec->state))
 		return kft_error_set(err, KFT_EINVAL, "unknown pod state \"%s\"",
 		                     rec->state ? rec->state : "");
-	/* The sub-select finds the job; ON CONFLICT turns a repeat into an update.
-	 * SQLite needs the WHERE on the SELECT to parse ON CONFLICT unambiguously. */
-	int rc =
-	        prepare_job(s,
-	                    "INSERT INTO pods (job_id, step, idx, state, pid, exit_code, signal,"
-	                    " restarts, started, finished, log_path, start_ticks, reason, message)"
-	                    " SELECT id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15"
-	                    " FROM jobs"
-	                    " WHERE namespace = ?1 AND name = ?2"
-	                    " ON CONFLICT (job_id, step, idx) DO UPDATE SET state = excluded.state,"
-	                    " pid = excluded.pid, exit_code = excluded.exit_code,"
-	                    " signal = excluded.signal, restarts = excluded.restarts,"
-	                    " started = excluded.started, finished = excluded.finished,"
-	                    " log_path = excluded.log_path, start_ticks = excluded.start_ticks,"
-	                    " reason = excluded.reason, message = excluded.message",
-	                    ns, job, &st, err);
+	int rc = prepare_job(s, SQL_POD_UPSERT, ns, job, &st, err);
 	if (rc)
 		return rc;
 	bind_pod(st, rec);

@@ -77,6 +77,14 @@ void kft_store_set_warn(kft_store *s, kft_store_warn_fn fn, void *ctx);
  */
 int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err);
 
+/* Prepares into s's statement cache the statements a running job's
+ * supervisor writes with (its transactions, pods, events, status and
+ * start/finish times), writing nothing: a process about to write them pays
+ * their parse now rather than when it writes (the local supervisor, while
+ * it waits for its job's go, instead of while its pods start). A statement
+ * that does not prepare is left to fail its write. */
+void kft_store_prepare_job_writes(kft_store *s);
+
 /*
  * The default state directory: $KFTRAINER_STATE_DIR, else
  * $XDG_STATE_HOME/kftrainer, else $HOME/.local/state/kftrainer (only absolute

@@ -135,8 +135,9 @@ static kft_store *open_early(const char *state_dir)
 /* Makes, for a name no TrainJob can have ("_" is no DNS label), the reads
  * a start makes after its go (the claim, then the engine's load): SQLite
  * prepares their statements now, into the store's cache, while the
- * submitter works, rather than on the way to the first pod. */
-static void prepare_reads(kft_store *s)
+ * submitter works, rather than on the way to the first pod; and prepares
+ * the writes the engine makes as the pods start. */
+static void prepare_statements(kft_store *s)
 {
 	static const char ns[] = "default", none[] = "_";
 	json_t *j = NULL;
@@ -157,6 +158,7 @@ static void prepare_reads(kft_store *s)
 	json_decref(j);
 	kft_store_job_get_plugins(s, ns, none, &j, &ignored);
 	json_decref(j);
+	kft_store_prepare_job_writes(s);
 }
 
 int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
@@ -178,7 +180,7 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 			free(kept);
 			s = open_early(state_dir);
 			if (s)
-				prepare_reads(s);
+				prepare_statements(s);
 		}
 		if (!wait_for_go(go_fd, &go_ns, &go_name)) {
 			kft_store_close(s);

@@ -1177,6 +1177,46 @@ static void test_second_open_keeps_locks(void **state)
 	kft_store_close(second);
 }
 
+/* The supervisor prepares its writes while its submitter holds the write
+ * lock, committing the job: preparing takes no lock and writes nothing
+ * (the log does not grow, the submitter's transaction goes through), and the
+ * writes then run through the statements prepared. */
+static void test_prepare_job_writes(void **state)
+{
+	struct fixture *f = *state;
+	kft_store *sup = NULL;
+	kft_error err;
+	json_t *events = NULL, *got = NULL, *status = json_pack("{s:s}", "phase", "on");
+	json_t *event = json_pack("{s:s}", "reason", "Started");
+	kft_pod_record rec = {.step = "node", .index = 0, .state = "Running"}, *recs = NULL;
+	size_t n = 0;
+	assert_int_equal(kft_store_open(f->dir, &sup, &err), 0);
+	assert_int_equal(kft_store_begin(f->s, &err), 0);
+	free(create(f->s, NULL, "p"));
+	off_t before = wal_size(f->dir);
+	kft_store_prepare_job_writes(sup);
+	assert_int_equal(wal_size(f->dir), before);
+	assert_int_equal(kft_store_commit(f->s, &err), 0);
+	assert_int_equal(kft_store_begin(sup, &err), 0);
+	assert_int_equal(kft_store_pod_upsert(sup, NULL, "p", &rec, &err), 0);
+	assert_int_equal(kft_store_event_add(sup, NULL, "p", event, &err), 0);
+	assert_int_equal(kft_store_job_set_status(sup, NULL, "p", status, &err), 0);
+	assert_int_equal(kft_store_job_mark(sup, NULL, "p", KFT_JOB_STARTED, &err), 0);
+	assert_int_equal(kft_store_commit(sup, &err), 0);
+	assert_int_equal(kft_store_pods(f->s, NULL, "p", &recs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(kft_store_events(f->s, NULL, "p", &events, &err), 0);
+	assert_true(json_equal(json_array_get(events, 0), event));
+	assert_int_equal(kft_store_job_get(f->s, NULL, "p", &got, &err), 0);
+	assert_true(json_equal(json_object_get(got, "status"), status));
+	kft_pod_records_free(recs, n);
+	json_decref(events);
+	json_decref(got);
+	json_decref(status);
+	json_decref(event);
+	kft_store_close(sup);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* The helper modes run_self starts: "open-close DIR" opens the store and
@@ -1233,6 +1273,7 @@ int main(int argc, char **argv)
 	        T(test_nul_in_strings),
 	        T(test_damaged_row_skipped),
 	        T(test_second_open_keeps_locks),
+	        T(test_prepare_job_writes),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
