@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -37,6 +39,42 @@ static void test_format(void **state)
 	assert_string_equal(buf, "");
 	assert_int_equal(kft_rfc3339_format(-62167219201, -1, buf), KFT_EINVAL);
 	assert_int_equal(kft_rfc3339_format(0, 1000000, buf), KFT_EINVAL);
+}
+
+/* The formatter's calendar arithmetic against gmtime_r: the first and last
+ * second of every year's February and March over the whole range (leap
+ * days, century rules), and 100,000 instants drawn over it. */
+static void same_as_gmtime(int64_t sec)
+{
+	char got[KFT_RFC3339_MAX], want[64];
+	struct tm tm;
+	time_t t = (time_t)sec;
+	assert_non_null(gmtime_r(&t, &tm));
+	snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
+	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(sec & 7) * 123);
+	assert_int_equal(kft_rfc3339_format(sec, (long)(sec & 7) * 123, got), 0);
+	assert_string_equal(got, want);
+}
+
+static void test_format_calendar(void **state)
+{
+	(void)state;
+	const int64_t first = -62167219200, last = 253402300799; /* 0000-01-01, 9999-12-31 */
+	for (int y = 0; y <= 9999; y++) {
+		struct tm feb = {.tm_year = y - 1900, .tm_mon = 1, .tm_mday = 1};
+		int64_t s = (int64_t)timegm(&feb);
+		same_as_gmtime(s);
+		same_as_gmtime(s - 1);
+		same_as_gmtime(s + 29 * 86400 - 1); /* 29 February or 1 March */
+		same_as_gmtime(s + 29 * 86400);
+	}
+	uint64_t x = 0x243f6a8885a308d3ull;
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		same_as_gmtime(first + (int64_t)(x % (uint64_t)(last - first + 1)));
+	}
+	same_as_gmtime(first);
+	same_as_gmtime(last);
 }
 
 static void test_now_forms(void **state)
@@ -126,9 +164,9 @@ static void test_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_format),        cmocka_unit_test(test_now_forms),
-	        cmocka_unit_test(test_from_timespec), cmocka_unit_test(test_micro),
-	        cmocka_unit_test(test_parse),
+	        cmocka_unit_test(test_format),    cmocka_unit_test(test_format_calendar),
+	        cmocka_unit_test(test_now_forms), cmocka_unit_test(test_from_timespec),
+	        cmocka_unit_test(test_micro),     cmocka_unit_test(test_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
