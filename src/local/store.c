@@ -296,7 +296,7 @@ static const char SQL_POD_UPSERT[] =
         " log_path = excluded.log_path, start_ticks = excluded.start_ticks,"
         " reason = excluded.reason, message = excluded.message";
 
-void kft_store_prepare_job_writes(kft_store *s)
+void kft_store_prepare_job_writes(kft_store *s, bool (*stop)(void *ctx), void *ctx)
 {
 	const char *const sql[] = {SQL_BEGIN,
 	                           SQL_COMMIT,
@@ -306,7 +306,7 @@ void kft_store_prepare_job_writes(kft_store *s)
 	                           SQL_JOB_MARK[KFT_JOB_STARTED],
 	                           SQL_JOB_MARK[KFT_JOB_FINISHED]};
 	kft_error ignored = {0}; /* a statement that will not prepare fails its write */
-	for (size_t i = 0; i < sizeof(sql) / sizeof(*sql); i++) {
+	for (size_t i = 0; i < sizeof(sql) / sizeof(*sql) && !(stop && stop(ctx)); i++) {
 		sqlite3_stmt *st;
 		if (prepare(s, sql[i], &st, &ignored) == 0)
 			release(s, st);

@@ -81,9 +81,11 @@ int kft_store_skip_close_checkpoint(kft_store *s, kft_error *err);
  * supervisor writes with (its transactions, pods, events, status and
  * start/finish times), writing nothing: a process about to write them pays
  * their parse now rather than when it writes (the local supervisor, while
- * it waits for its job's go, instead of while its pods start). A statement
- * that does not prepare is left to fail its write. */
-void kft_store_prepare_job_writes(kft_store *s);
+ * it waits for its job's go, instead of while its pods start). With stop,
+ * asks stop(ctx) before each statement and returns when it says true (the
+ * rest are prepared when first used). A statement that does not prepare is
+ * left to fail its write. */
+void kft_store_prepare_job_writes(kft_store *s, bool (*stop)(void *ctx), void *ctx);
 
 /*
  * The default state directory: $KFTRAINER_STATE_DIR, else

@@ -132,12 +132,21 @@ static kft_store *open_early(const char *state_dir)
 	return s;
 }
 
+/* Whether anything waits on the go pipe: the go, or the submitter's close. */
+static bool go_arrived(void *fd)
+{
+	struct pollfd p = {.fd = *(int *)fd, .events = POLLIN};
+	return poll(&p, 1, 0) == 1;
+}
+
 /* Makes, for a name no TrainJob can have ("_" is no DNS label), the reads
  * a start makes after its go (the claim, then the engine's load): SQLite
  * prepares their statements now, into the store's cache, while the
- * submitter works, rather than on the way to the first pod; and prepares
- * the writes the engine makes as the pods start. */
-static void prepare_statements(kft_store *s)
+ * submitter works, rather than on the way to the first pod; then prepares
+ * the writes the engine makes as the pods start. Stops as soon as the go is
+ * there (a statement not prepared yet is prepared when first used): on a
+ * busy machine the submitter may be done first, and the go must not wait. */
+static void prepare_statements(kft_store *s, int go_fd)
 {
 	static const char ns[] = "default", none[] = "_";
 	json_t *j = NULL;
@@ -146,19 +155,25 @@ static void prepare_statements(kft_store *s)
 	long long ticks = 0;
 	kft_job_info info = {0};
 	kft_error ignored = {0};
-	kft_store_job_get(s, ns, none, &j, &ignored);
-	json_decref(j);
-	kft_store_get_supervisor(s, ns, none, &pid, &ticks, &ignored);
-	kft_store_job_objects(s, ns, none, &j, &ignored);
-	json_decref(j);
-	kft_store_job_info(s, ns, none, &info, &ignored);
-	kft_job_info_free(&info);
-	kft_store_job_get_exec(s, ns, none, &workdir, &j, &ignored);
-	free(workdir);
-	json_decref(j);
-	kft_store_job_get_plugins(s, ns, none, &j, &ignored);
-	json_decref(j);
-	kft_store_prepare_job_writes(s);
+	for (int step = 0; step < 6 && !go_arrived(&go_fd); step++) {
+		switch (step) {
+		case 0: kft_store_job_get(s, ns, none, &j, &ignored); break;
+		case 1: kft_store_get_supervisor(s, ns, none, &pid, &ticks, &ignored); break;
+		case 2: kft_store_job_objects(s, ns, none, &j, &ignored); break;
+		case 3:
+			kft_store_job_info(s, ns, none, &info, &ignored);
+			kft_job_info_free(&info);
+			break;
+		case 4:
+			kft_store_job_get_exec(s, ns, none, &workdir, &j, &ignored);
+			free(workdir);
+			break;
+		default: kft_store_job_get_plugins(s, ns, none, &j, &ignored);
+		}
+		json_decref(j);
+		j = NULL;
+	}
+	kft_store_prepare_job_writes(s, go_arrived, &go_fd);
 }
 
 int kft_local_supervise(const char *state_dir, const char *ns, const char *name, int go_fd,
@@ -180,7 +195,7 @@ int kft_local_supervise(const char *state_dir, const char *ns, const char *name,
 			free(kept);
 			s = open_early(state_dir);
 			if (s)
-				prepare_statements(s);
+				prepare_statements(s, go_fd);
 		}
 		if (!wait_for_go(go_fd, &go_ns, &go_name)) {
 			kft_store_close(s);

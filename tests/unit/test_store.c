@@ -1177,6 +1177,12 @@ static void test_second_open_keeps_locks(void **state)
 	kft_store_close(second);
 }
 
+/* Says stop at its third question. */
+static bool stop_third(void *ctx)
+{
+	return ++*(int *)ctx == 3;
+}
+
 /* The supervisor prepares its writes while its submitter holds the write
  * lock, committing the job: preparing takes no lock and writes nothing
  * (the log does not grow, the submitter's transaction goes through), and the
@@ -1194,7 +1200,10 @@ static void test_prepare_job_writes(void **state)
 	assert_int_equal(kft_store_begin(f->s, &err), 0);
 	free(create(f->s, NULL, "p"));
 	off_t before = wal_size(f->dir);
-	kft_store_prepare_job_writes(sup);
+	int asked = 0;
+	kft_store_prepare_job_writes(sup, stop_third, &asked);
+	assert_int_equal(asked, 3); /* stopped when told, the go being there */
+	kft_store_prepare_job_writes(sup, NULL, NULL);
 	assert_int_equal(wal_size(f->dir), before);
 	assert_int_equal(kft_store_commit(f->s, &err), 0);
 	assert_int_equal(kft_store_begin(sup, &err), 0);
