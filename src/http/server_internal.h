@@ -126,11 +126,11 @@ char *kft_http_answer_bytes(const kft_httpd *s, int code, const char *type, cons
 
 /* ---- tls.c ------------------------------------------------------------------------- */
 
-/* check_pair: whether the key must be shown to be the certificate's. */
 /* The oldest TLS 1.x minor and the suites (0-ended) a server started
  * with tls offers. */
 void kft_http_tls_settings(const kft_http_tls *tls, int *min_minor,
                            int suites[KFT_HTTP_SUITES_MAX]);
+/* check_pair: whether the key must be shown to be the certificate's. */
 int kft_http_tls_ctx_new(const kft_httpd *s, const char *cert_pem, const char *key_pem,
                          bool check_pair, kft_http_tls_ctx **out, kft_error *err);
 /* The server's current context with a reference (NULL when none). */

@@ -35,10 +35,10 @@ int kft_ui_respond_json(kft_ui_conn *c, int code, json_t *body)
 	json_decref(body);
 	if (rc == 0)
 		rc = kft_ui_respond(c, code, "application/json", text.buf, text.len, NULL);
-	else
-		rc = kft_ui_respond(c, 500, "text/plain; charset=utf-8",
-		                    rc == KFT_EINVAL ? "not UTF-8\n" : "out of memory\n",
-		                    rc == KFT_EINVAL ? 10 : 14, NULL);
+	else {
+		const char *why = rc == KFT_EINVAL ? "not UTF-8\n" : "out of memory\n";
+		rc = kft_ui_respond(c, 500, "text/plain; charset=utf-8", why, strlen(why), NULL);
+	}
 	kft_strbuf_free(&text);
 	return rc;
 }
