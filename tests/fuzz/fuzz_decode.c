@@ -5,15 +5,12 @@
  * Any bytes must decode without crashing or leaking; when they do decode,
  * each document printed as YAML must decode back to an equal tree, and
  * util/json.c's writer must write the document as json_dumps does (the
- * store writes with it, jansson reads the rows back). A
- * mismatch is a bug in the decoder or the printer, and the fuzzer needs a
- * crash to report it, hence abort() here (never in library code).
+ * store writes with it, jansson reads the rows back). A mismatch is a bug
+ * in the decoder, the printer or the writer, and the fuzzer needs a crash to
+ * report it, hence abort() here (never in library code).
  *
- * Build and run (seeds in tests/fuzz/corpus/decode):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *       tests/fuzz/fuzz_decode.c src/api/decode.c src/api/yaml_*.c \
- *       src/util/error.c -ljansson -lyaml -o fuzz_decode
- *   ./fuzz_decode -max_total_time=180 tests/fuzz/corpus/decode
+ * `make fuzz-run FUZZER=fuzz_decode SECONDS=300` (seeds in
+ * tests/fuzz/corpus/fuzz_decode).
  */
 #include <stdint.h>
 #include <stdio.h>
