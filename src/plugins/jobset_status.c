@@ -11,8 +11,9 @@
  * Completed=True condition into the TrainJob's Complete, or its Failed=True
  * into Failed, keeping reason, message, lastTransitionTime and
  * observedGeneration as the JobSet wrote them (upstream copies the whole
- * condition and renames it). Upstream sets both when both are true; a JobSet never has both, and
- * we report Complete first, as upstream sets it first.
+ * condition and renames it). Upstream sets both when both are true; a
+ * JobSet never has both, and we report Complete first, as upstream sets it
+ * first.
  *
  * A JobSet that is gone is no news for a TrainJob that has finished (its
  * TTL may have removed it). For one still running, upstream's lookup fails

@@ -637,7 +637,8 @@ static void test_tls_dir_since(void **state)
 	start(&f, &o);
 	https_subject(kft_httpd_port(f.h), subject, sizeof(subject));
 	assert_string_equal(subject, "CN = one");
-	https_subject(kft_httpd_port(f.h), subject, sizeof(subject));
+	/* The poll thread looks at the directory in its first round, before the
+	 * handshake that answered: a reload would have been counted by now. */
 	assert_int_equal(reloads_of(&f), 0); /* the same pair: not loaded again */
 	stop(&f);
 	cert_dir_put(dir, &two); /* changed after "one" was read */
@@ -708,7 +709,8 @@ static void test_tls_prepared(void **state)
 	assert_null(h);
 	assert_int_equal(kft_http_tls_prepare("test", &other, &tls.prepared, &err), 0);
 	o.listen = "127.0.0.1:not-a-port";
-	assert_int_not_equal(kft_httpd_start(&o, &h, &err), 0);
+	assert_int_equal(kft_httpd_start(&o, &h, &err), KFT_EINVAL);
+	assert_null(h);
 	kft_http_tls bad = {.cert_pem = one.cert_pem, .key_pem = "no key", .min_minor = 2};
 	assert_int_equal(kft_http_tls_prepare("test", &bad, &tls.prepared, &err), KFT_EIO);
 	assert_non_null(strstr(err.message, "test server TLS: cannot load the private key"));

@@ -1184,9 +1184,12 @@ static bool stop_third(void *ctx)
 }
 
 /* The supervisor prepares its writes while its submitter holds the write
- * lock, committing the job: preparing takes no lock and writes nothing
- * (the log does not grow, the submitter's transaction goes through), and the
- * writes then run through the statements prepared. */
+ * lock, committing the job. Preparing leaves no transaction or lock behind
+ * (another connection's BEGIN IMMEDIATE right after it goes through, where
+ * a BEGIN left open would hold it off), works under another connection's
+ * write lock, asks stop before each statement, and the writes then run
+ * through what was prepared. (That the cache then holds the statements is
+ * not visible from here; callgrind shows the first write's parse gone.) */
 static void test_prepare_job_writes(void **state)
 {
 	struct fixture *f = *state;
@@ -1197,14 +1200,12 @@ static void test_prepare_job_writes(void **state)
 	kft_pod_record rec = {.step = "node", .index = 0, .state = "Running"}, *recs = NULL;
 	size_t n = 0;
 	assert_int_equal(kft_store_open(f->dir, &sup, &err), 0);
+	kft_store_prepare_job_writes(sup, NULL, NULL);
 	assert_int_equal(kft_store_begin(f->s, &err), 0);
 	free(create(f->s, NULL, "p"));
-	off_t before = wal_size(f->dir);
 	int asked = 0;
 	kft_store_prepare_job_writes(sup, stop_third, &asked);
 	assert_int_equal(asked, 3); /* stopped when told, the go being there */
-	kft_store_prepare_job_writes(sup, NULL, NULL);
-	assert_int_equal(wal_size(f->dir), before);
 	assert_int_equal(kft_store_commit(f->s, &err), 0);
 	assert_int_equal(kft_store_begin(sup, &err), 0);
 	assert_int_equal(kft_store_pod_upsert(sup, NULL, "p", &rec, &err), 0);
